@@ -1,0 +1,11 @@
+// Package v1beta1 holds the Profile API of the kubeflow.org group at version v1beta1,
+// served beside the stored v1 with the same schema.
+//
+// The types are wire-compatible with the upstream Kubeflow profile controller's
+// profiles.kubeflow.org CRD: the same JSON field names, cluster scope, and a
+// status with conditions that keep only type, status and message. A Profile
+// names a tenant; its namespace has the Profile's name.
+//
+// +kubebuilder:object:generate=true
+// +groupName=kubeflow.org
+package v1beta1

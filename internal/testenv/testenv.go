@@ -1,0 +1,133 @@
+// Package testenv starts the real control plane profilekit's tests run
+// against: a kube-apiserver and etcd built from source by make, with the
+// Profile CRD (and any others a test asks for) installed.
+//
+// Tests start one Env per package in TestMain with Main, and give every test
+// its own Profile. When the binaries are missing, Main fails with a message
+// that says to run make test; it never skips.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/profilekit/profilekit/api/kubeflow"
+)
+
+// AssetsVersion names the folder under bin/k8s that make fills with
+// kube-apiserver and etcd. Keep it in step with the Makefile.
+const AssetsVersion = "1.36.3-etcd3.6.6"
+
+// Env is a running control plane.
+type Env struct {
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is an uncached client with Scheme.
+	Client client.Client
+	// Scheme knows the built-in kinds and the Profile API.
+	Scheme *k8sruntime.Scheme
+
+	env *envtest.Environment
+}
+
+// Options says what to install besides the Profile CRD.
+type Options struct {
+	// CRDPaths are extra files or folders of CRD YAML.
+	CRDPaths []string
+	// CRDs are extra CRD objects.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// AddToScheme registers extra types with the Env's scheme.
+	AddToScheme []func(*k8sruntime.Scheme) error
+}
+
+// RepoRoot returns the root of the profilekit source tree.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// AssetsDir returns the folder that holds kube-apiserver and etcd:
+// KUBEBUILDER_ASSETS when set, else bin/k8s/<AssetsVersion> in the source tree.
+// It fails with a message that names make test when a binary is missing.
+func AssetsDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin", "k8s", AssetsVersion)
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("%s not found in %s: run `make test` (or `make envtest-assets`), which builds kube-apiserver and etcd from source", bin, dir)
+		}
+	}
+	return dir, nil
+}
+
+// NewScheme returns a scheme with the built-in kinds, the Profile API and extras.
+func NewScheme(extra ...func(*k8sruntime.Scheme) error) (*k8sruntime.Scheme, error) {
+	s := k8sruntime.NewScheme()
+	errs := []error{clientgoscheme.AddToScheme(s), kubeflow.AddToScheme(s), apiextensionsv1.AddToScheme(s)}
+	for _, add := range extra {
+		errs = append(errs, add(s))
+	}
+	return s, errors.Join(errs...)
+}
+
+// Start starts a control plane and installs the CRDs.
+func Start(opts Options) (*Env, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewScheme(opts.AddToScheme...)
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "api", "kubeflow", "crd")}, opts.CRDPaths...),
+		CRDs:                  opts.CRDs,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                s,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Config: cfg, Client: c, Scheme: s, env: env}, nil
+}
+
+// Stop stops the control plane.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// Main is the body of a package's TestMain: it starts an Env into *env, runs
+// the tests, stops the Env and exits with the tests' code. A control plane
+// that cannot start fails the package with the reason.
+func Main(m *testing.M, env **Env, opts Options) {
+	e, err := Start(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,178 @@
+// Package testhost runs plugins under the standalone reconciler against a
+// testenv control plane, for tests: one manager per test, with a request
+// counter on its client and helpers to create Profiles and wait for conditions.
+package testhost
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// Plugin is a plugin definition and the options its reconciler runs with.
+type Plugin struct {
+	Def     plugins.Definition
+	Options []reconcilers.Option
+}
+
+// Host is a running manager with one controller per plugin.
+type Host struct {
+	// Counter counts every request the manager's clients send.
+	Counter *testenv.Counter
+	// Manager is the running manager.
+	Manager manager.Manager
+}
+
+// Start runs a manager with a controller per plugin until the test ends.
+func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
+	t.Helper()
+	counter := &testenv.Counter{}
+	mgr, err := ctrl.NewManager(counter.Counting(env.Config), manager.Options{
+		Scheme:     env.Scheme,
+		Cache:      reconcilers.CacheOptions(nil),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("new manager: %v", err)
+	}
+	for _, p := range ps {
+		r, err := reconcilers.New(mgr, p.Def, p.Options...)
+		if err != nil {
+			t.Fatalf("reconciler %s: %v", p.Def.Kind(), err)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			t.Fatalf("set up %s: %v", p.Def.Kind(), err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return &Host{Counter: counter, Manager: mgr}
+}
+
+// NewProfile creates a namespace and a Profile named name (made unique per
+// test by the caller), with the given plugins and labels. Both are deleted
+// when the test ends.
+func NewProfile(t *testing.T, c client.Client, name string, labels map[string]string, ps ...kubeflowv1.Plugin) *kubeflowv1.Profile {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	p := &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: kubeflowv1.ProfileSpec{
+			Owner:   rbacUser("owner@example.org"),
+			Plugins: ps,
+		},
+	}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatalf("create profile: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), p)
+		_ = c.Delete(context.Background(), ns)
+	})
+	return p
+}
+
+// Eventually polls cond every 50ms until it returns true or timeout passes,
+// then fails the test with the last message cond gave.
+func Eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("condition not met within %s: %s", timeout, last)
+	}
+}
+
+// WaitCondition waits until the Profile's condition of type ct has status
+// (and, when not empty, a message containing msg), and returns it.
+func WaitCondition(t *testing.T, c client.Client, name, ct, status, msg string) kubeflowv1.ProfileCondition {
+	t.Helper()
+	var got kubeflowv1.ProfileCondition
+	Eventually(t, 20*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		cond := plugins.FindCondition(p.Status.Conditions, ct)
+		if cond == nil {
+			return false, fmt.Sprintf("no %s condition in %v", ct, p.Status.Conditions)
+		}
+		got = *cond
+		return cond.Status == status && strings.Contains(cond.Message, msg), fmt.Sprintf("%s=%s %q", ct, cond.Status, cond.Message)
+	})
+	return got
+}
+
+// Reconciles returns how many times the plugin's controller has reconciled in
+// this process, from controller-runtime's metrics.
+func Reconciles(t *testing.T, kind string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "controller") == plugins.FieldManagerFor(kind) {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func rbacUser(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
+}

@@ -1,0 +1,360 @@
+package plugins
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+)
+
+// Applier writes the objects of one plugin for one Profile.
+//
+// Sync takes the complete desired set as apply configurations that hold only
+// the fields the plugin owns. For each object it adds the ownership labels,
+// the owner reference to the Profile, and a hash of the whole configuration;
+// it sends nothing when the live object (read from the cache) already holds all
+// of that, and otherwise applies it server-side with the plugin's field manager
+// and forced ownership. It then deletes, by label selector, the objects it owns
+// that are no longer desired. An object with a desired name that is not ours
+// is never written: it is reported as Skipped and as a Conflict error.
+type Applier struct {
+	kind    string
+	profile *kubeflowv1.Profile
+	owns    []schema.GroupVersionKind
+	reader  client.Reader
+	live    client.Reader
+	writer  client.Writer
+	scheme  *runtime.Scheme
+}
+
+// ApplierOption configures an Applier.
+type ApplierOption func(*Applier)
+
+// WithLiveReader sets an uncached reader that is asked when the cache has no
+// object of a desired name. A cache restricted to our labels cannot see an
+// object we do not manage, so without it such an object would be overwritten
+// by accident; hosts with such a cache must set it.
+func WithLiveReader(r client.Reader) ApplierOption {
+	return func(a *Applier) { a.live = r }
+}
+
+// WithScheme makes the Applier read live objects as the typed objects the
+// scheme knows (sharing the host's typed informers) instead of unstructured.
+func WithScheme(s *runtime.Scheme) ApplierOption {
+	return func(a *Applier) { a.scheme = s }
+}
+
+// NewApplier returns an Applier for plugin kind and Profile p, which writes
+// objects of the kinds in owns through c.
+func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind, opts ...ApplierOption) *Applier {
+	a := &Applier{kind: kind, profile: p, owns: owns, reader: c, writer: c}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// Sync applies desired and deletes the plugin's other objects for the Profile.
+// Errors of independent objects are joined; one failing object does not stop
+// the others.
+func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguration) (Result, error) {
+	objs, err := a.prepare(desired)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	var errs []error
+	keep := make(map[objectKey]bool, len(objs))
+	for _, u := range objs {
+		keep[keyOf(u)] = true
+		c, err := a.applyOne(ctx, u)
+		if c.Action != "" {
+			res.Add(c)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	pruned, err := a.prune(ctx, keep)
+	res.Merge(pruned)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// DeleteAll deletes every object the plugin owns for the Profile.
+func (a *Applier) DeleteAll(ctx context.Context) (Result, error) {
+	return a.prune(ctx, nil)
+}
+
+type objectKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+func keyOf(u *unstructured.Unstructured) objectKey {
+	return objectKey{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()}
+}
+
+func compareKeys(a, b objectKey) int {
+	return cmp.Or(
+		cmp.Compare(a.gvk.Group, b.gvk.Group),
+		cmp.Compare(a.gvk.Kind, b.gvk.Kind),
+		cmp.Compare(a.namespace, b.namespace),
+		cmp.Compare(a.name, b.name),
+	)
+}
+
+// prepare turns apply configurations into unstructured objects that carry our
+// labels, owner reference and hash, sorted so that writes happen in a stable
+// order.
+func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured.Unstructured, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(desired))
+	seen := make(map[objectKey]bool, len(desired))
+	for _, d := range desired {
+		u, err := toUnstructured(d)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", a.kind, err)
+		}
+		k := keyOf(u)
+		switch {
+		case k.name == "" || k.gvk.Kind == "":
+			return nil, fmt.Errorf("plugin %s: desired object has no kind or name: %s", a.kind, k.gvk)
+		case !slices.Contains(a.owns, k.gvk):
+			return nil, fmt.Errorf("plugin %s: %s is not among the kinds the plugin owns", a.kind, k.gvk)
+		case IsUpstreamName(k.name):
+			return nil, Terminalf(ReasonInvalidConfig, "plugin %s: %s %q is the upstream controller's, profilekit never writes it", a.kind, k.gvk.Kind, k.name)
+		case seen[k]:
+			return nil, fmt.Errorf("plugin %s: %s %s/%s is desired twice", a.kind, k.gvk.Kind, k.namespace, k.name)
+		}
+		seen[k] = true
+		a.own(u)
+		objs = append(objs, u)
+	}
+	slices.SortFunc(objs, func(x, y *unstructured.Unstructured) int { return compareKeys(keyOf(x), keyOf(y)) })
+	return objs, nil
+}
+
+func toUnstructured(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("encode desired object: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("decode desired object: %w", err)
+	}
+	return u, nil
+}
+
+// own adds the ownership labels, the owner reference and the hash annotation.
+func (a *Applier) own(u *unstructured.Unstructured) {
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, OwnershipLabels(a.kind, a.profile.Name))
+	u.SetLabels(l)
+
+	ref, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(OwnerReference(a.profile))
+	refs, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
+	_ = unstructured.SetNestedSlice(u.Object, append(refs, ref), "metadata", "ownerReferences")
+
+	ann := u.GetAnnotations()
+	delete(ann, AnnotationAppliedHash)
+	if len(ann) == 0 {
+		u.SetAnnotations(nil)
+	}
+	sum := sha256.Sum256(mustJSON(u.Object))
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAppliedHash] = hex.EncodeToString(sum[:8])
+	u.SetAnnotations(ann)
+}
+
+func mustJSON(v any) []byte {
+	// The object was decoded from JSON a moment ago, so it encodes again.
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// applyOne writes u unless the live object already holds it.
+func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (Change, error) {
+	k := keyOf(u)
+	change := Change{Kind: k.gvk.Kind, Namespace: k.namespace, Name: k.name}
+	live, err := a.get(ctx, k)
+	if err != nil {
+		return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+	}
+	action := Created
+	if live != nil {
+		if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) {
+			change.Action = Skipped
+			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
+				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
+		}
+		if live.GetAnnotations()[AnnotationAppliedHash] == u.GetAnnotations()[AnnotationAppliedHash] && contains(live.Object, u.Object) {
+			change.Action = Unchanged
+			return change, nil
+		}
+		action = Configured
+	}
+	err = a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+	if err != nil {
+		return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+	}
+	change.Action = action
+	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action)
+	return change, nil
+}
+
+// get reads the live object from the cache, then, when the cache has none and
+// a live reader is set, from the API server. It returns nil when neither has one.
+func (a *Applier) get(ctx context.Context, k objectKey) (*unstructured.Unstructured, error) {
+	nn := types.NamespacedName{Namespace: k.namespace, Name: k.name}
+	for _, r := range []client.Reader{a.reader, a.live} {
+		if r == nil {
+			continue
+		}
+		obj, err := NewObject(a.scheme, k.gvk)
+		if err != nil {
+			return nil, err
+		}
+		err = r.Get(ctx, nn, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return asUnstructured(obj)
+	}
+	return nil, nil
+}
+
+// NewObject returns an empty object of gvk: typed when s (which may be nil)
+// knows the kind, unstructured otherwise, for kinds without Go types here.
+func NewObject(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.Object, error) {
+	if s != nil && s.Recognizes(gvk) {
+		o, err := s.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		obj, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object", gvk)
+		}
+		return obj, nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if a.scheme != nil && a.scheme.Recognizes(listGVK) {
+		o, err := a.scheme.New(listGVK)
+		if err != nil {
+			return nil, err
+		}
+		if l, ok := o.(client.ObjectList); ok {
+			return l, nil
+		}
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(listGVK)
+	return l, nil
+}
+
+func asUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// prune deletes the plugin's objects for the Profile whose keys are not in keep.
+func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, error) {
+	var res Result
+	var errs []error
+	sel := client.MatchingLabelsSelector{Selector: OwnedSelector(a.kind, a.profile.Name)}
+	for _, gvk := range a.owns {
+		list, err := a.newList(gvk)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := a.reader.List(ctx, list, sel); err != nil {
+			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
+			continue
+		}
+		var stale []client.Object
+		err = forEachObject(list, func(obj client.Object) {
+			k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) {
+				stale = append(stale, obj)
+			}
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		slices.SortFunc(stale, func(x, y client.Object) int {
+			return cmp.Or(cmp.Compare(x.GetNamespace(), y.GetNamespace()), cmp.Compare(x.GetName(), y.GetName()))
+		})
+		for _, obj := range stale {
+			uid := obj.GetUID()
+			err := a.writer.Delete(ctx, obj, client.Preconditions{UID: &uid})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err))
+				continue
+			}
+			res.Add(Change{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted})
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func forEachObject(list client.ObjectList, fn func(client.Object)) error {
+	if ul, ok := list.(*unstructured.UnstructuredList); ok {
+		for i := range ul.Items {
+			fn(&ul.Items[i])
+		}
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if obj, ok := it.(client.Object); ok {
+			fn(obj)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Package plugins is the contract every profilekit concern implements, and the
+// machinery they share.
+//
+// A plugin manages one concern (quotas, limit ranges, network policies, ...) for
+// one Profile at a time. It builds the objects it wants with pure functions, and
+// hands them to an [Applier], which writes them with server-side apply under the
+// plugin's own field manager, labels them as ours, points their owner reference
+// at the Profile, leaves alone what already matches, and deletes what is ours and
+// no longer wanted.
+//
+// A [Definition] tells a host what it needs to run a plugin: its config type with
+// built-in defaults, the kinds of objects it owns, and whether it keeps state
+// outside the Profile's namespace (which earns it a finalizer on the Profile).
+// The config a plugin sees is decoded strictly: built-in defaults, then the
+// host's defaults, then the Profile's spec.plugins entry, then validated. Input
+// that can never succeed is a [TerminalError] with a reason.
+//
+// Two hosts run plugins: the standalone controller-runtime reconciler and the
+// upstream profile-controller adapter, both in package reconcilers.
+package plugins

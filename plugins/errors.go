@@ -1,0 +1,79 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Reasons name why a plugin's condition has its status. They lead the
+// condition message and are the reasons of the Events on the Profile.
+const (
+	ReasonApplied        = "Applied"
+	ReasonRevoked        = "Revoked"
+	ReasonInvalidSpec    = "InvalidSpec"
+	ReasonInvalidLabel   = "InvalidLabel"
+	ReasonInvalidConfig  = "InvalidConfig"
+	ReasonConflict       = "Conflict"
+	ReasonApplyFailed    = "ApplyFailed"
+	ReasonRevokeFailed   = "RevokeFailed"
+	ReasonFinalizeFailed = "FinalizeFailed"
+)
+
+// TerminalError is input that cannot succeed until it changes: an invalid
+// spec or label, or an object of ours that someone else already holds. Hosts
+// report it in the plugin's condition and an Event, and do not retry it until
+// the Profile changes or the next resync.
+type TerminalError struct {
+	// Reason is a CamelCase word such as InvalidSpec.
+	Reason string
+	Err    error
+}
+
+// Terminal wraps err as a TerminalError with the given reason.
+func Terminal(reason string, err error) error {
+	return &TerminalError{Reason: reason, Err: err}
+}
+
+// Terminalf formats a TerminalError with the given reason.
+func Terminalf(reason, format string, args ...any) error {
+	return &TerminalError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+func (e *TerminalError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// IsTerminal reports whether err is terminal: a TerminalError, or a join of
+// errors that are all terminal. One transient error in a join makes the whole
+// retryable.
+func IsTerminal(err error) bool {
+	if err == nil {
+		return false
+	}
+	if te, ok := err.(*TerminalError); ok && te != nil {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		errs := u.Unwrap()
+		for _, e := range errs {
+			if !IsTerminal(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	case interface{ Unwrap() error }:
+		return IsTerminal(u.Unwrap())
+	}
+	return false
+}
+
+// ReasonOf returns the reason of the first TerminalError in err, or fallback.
+func ReasonOf(err error, fallback string) string {
+	var te *TerminalError
+	if errors.As(err, &te) {
+		return te.Reason
+	}
+	return fallback
+}

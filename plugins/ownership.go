@@ -1,0 +1,93 @@
+package plugins
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+)
+
+// The labels and names that mark what profilekit owns.
+const (
+	// LabelManagedBy is set to ManagedByValue on every object we write.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "profilekit"
+	// LabelPlugin names the plugin kind that owns an object.
+	LabelPlugin = "profilekit.dev/plugin"
+	// LabelProfile names the Profile an object belongs to.
+	LabelProfile = "profilekit.dev/profile"
+	// AnnotationAppliedHash records a hash of the configuration last applied,
+	// so that a field we stop setting is noticed without a request.
+	AnnotationAppliedHash = "profilekit.dev/applied-hash"
+	// FinalizerPrefix starts the per-plugin finalizer profilekit.dev/<kind>.
+	FinalizerPrefix = "profilekit.dev/"
+	// FieldManagerPrefix starts the per-plugin field manager profilekit-<kind>.
+	FieldManagerPrefix = "profilekit-"
+)
+
+// FieldManagerFor returns the server-side apply field manager of a plugin kind.
+func FieldManagerFor(kind string) string { return FieldManagerPrefix + kind }
+
+// OwnershipLabels returns the labels that mark an object as written by plugin
+// kind for the named Profile.
+func OwnershipLabels(kind, profile string) map[string]string {
+	return map[string]string{
+		LabelManagedBy: ManagedByValue,
+		LabelPlugin:    kind,
+		LabelProfile:   profile,
+	}
+}
+
+// OwnedSelector selects the objects plugin kind wrote for the named Profile.
+func OwnedSelector(kind, profile string) labels.Selector {
+	return labels.SelectorFromSet(OwnershipLabels(kind, profile))
+}
+
+// ManagedSelector selects every object profilekit wrote. Hosts restrict their
+// caches of owned kinds with it.
+func ManagedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+}
+
+// IsOwnedBy reports whether an object with these labels was written by plugin
+// kind for the named Profile.
+func IsOwnedBy(objLabels map[string]string, kind, profile string) bool {
+	return objLabels[LabelManagedBy] == ManagedByValue &&
+		objLabels[LabelPlugin] == kind &&
+		objLabels[LabelProfile] == profile
+}
+
+// OwnerReference returns the owner reference that points an object at its
+// Profile. Profiles are cluster-scoped, so the reference is legal from any
+// namespace.
+func OwnerReference(p *kubeflowv1.Profile) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(kubeflowv1.GroupVersion.String()).
+		WithKind("Profile").
+		WithName(p.Name).
+		WithUID(p.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// Namespace returns the namespace of a Profile, which has the Profile's name.
+func Namespace(p *kubeflowv1.Profile) string { return p.Name }
+
+// protected lists the names of the upstream controller's objects; no plugin
+// may write an object with one of them.
+var protected = []string{
+	"namespaceAdmin", "default-editor", "default-viewer",
+	"ns-owner-access-istio", "kf-resource-quota",
+}
+
+// IsUpstreamName reports whether name belongs to the upstream profile
+// controller, which profilekit never writes.
+func IsUpstreamName(name string) bool {
+	for _, n := range protected {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}

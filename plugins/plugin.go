@@ -1,0 +1,150 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+)
+
+// Plugin manages one concern for one Profile at a time.
+//
+// Apply makes the concern's state match the Profile and the plugin's config; it
+// may run again at any time, including while the Profile is being deleted, and a
+// pass with nothing to change writes nothing. Revoke removes what Apply made; it
+// treats objects that are already gone as done, and keeps user data unless the
+// request's Retention says Delete.
+//
+// A plugin writes only objects that carry its ownership labels (the Applier sees
+// to that), never modifies or deletes an object without them, and never touches
+// the upstream controller's own objects (namespaceAdmin, default-editor,
+// default-viewer, ns-owner-access-istio, kf-resource-quota, the namespace owner
+// annotation). Invalid input is returned as a TerminalError so that it is
+// reported, not retried.
+type Plugin interface {
+	// Kind is the name a Profile uses in spec.plugins[].kind.
+	Kind() string
+	// Apply brings the concern in line with the request.
+	Apply(ctx context.Context, req Request) (Result, error)
+	// Revoke removes the concern from the Profile.
+	Revoke(ctx context.Context, req Request) (Result, error)
+}
+
+// Funcs adapts plain functions to a Plugin. A nil function does nothing.
+type Funcs struct {
+	KindName   string
+	ApplyFunc  func(ctx context.Context, req Request) (Result, error)
+	RevokeFunc func(ctx context.Context, req Request) (Result, error)
+}
+
+var _ Plugin = Funcs{}
+
+// Kind returns f.KindName.
+func (f Funcs) Kind() string { return f.KindName }
+
+// Apply calls f.ApplyFunc.
+func (f Funcs) Apply(ctx context.Context, req Request) (Result, error) {
+	if f.ApplyFunc == nil {
+		return Result{}, nil
+	}
+	return f.ApplyFunc(ctx, req)
+}
+
+// Revoke calls f.RevokeFunc.
+func (f Funcs) Revoke(ctx context.Context, req Request) (Result, error) {
+	if f.RevokeFunc == nil {
+		return Result{}, nil
+	}
+	return f.RevokeFunc(ctx, req)
+}
+
+// Cluster is the part of a Kubernetes client a plugin may use. Both a
+// controller-runtime client.Client and a type that embeds one satisfy it.
+type Cluster interface {
+	client.Reader
+	client.Writer
+	client.StatusClient
+}
+
+// Retention says what Revoke does with user data (blob containers, volumes,
+// databases).
+type Retention string
+
+const (
+	// RetentionRetain keeps user data when a plugin is revoked. The default.
+	RetentionRetain Retention = "Retain"
+	// RetentionDelete deletes user data when a plugin is revoked.
+	RetentionDelete Retention = "Delete"
+)
+
+// Request is one Apply or Revoke of one plugin for one Profile.
+type Request struct {
+	// Profile is the Profile being served. Plugins must not modify it.
+	Profile *kubeflowv1.Profile
+	// Config is the plugin's decoded and validated config: a pointer to the
+	// type its Definition's NewConfig returns. Use ConfigOf to read it.
+	Config any
+	// Client reads through the host's cache and writes to the API server.
+	Client Cluster
+	// Objects writes and prunes the plugin's objects for this Profile.
+	Objects *Applier
+	// Retention is the host's policy for user data on Revoke.
+	Retention Retention
+}
+
+// ConfigOf returns the request's config as *C, or an error when the host
+// passed a config of another type.
+func ConfigOf[C any](req Request) (*C, error) {
+	c, ok := req.Config.(*C)
+	if !ok || c == nil {
+		var want *C
+		return nil, fmt.Errorf("config is %T, want %T", req.Config, want)
+	}
+	return c, nil
+}
+
+// Definition is a Plugin together with what a host needs to run it.
+type Definition struct {
+	// Plugin does the work.
+	Plugin Plugin
+	// NewConfig returns a pointer to a new config that holds the plugin's
+	// built-in defaults. Host defaults and the Profile's spec are decoded over
+	// it; if it has a Validate() error method, that runs last. Nil means the
+	// plugin takes no config, and any spec is rejected.
+	NewConfig func() any
+	// Owns lists the kinds of object the plugin writes. The host watches them
+	// (only ours, by label) and the Applier prunes them.
+	Owns []schema.GroupVersionKind
+	// OutsideState is true when the plugin keeps state outside the Profile's
+	// namespace (another namespace, a database, a cloud). Such a plugin gets a
+	// finalizer on the Profile so that Revoke runs before the Profile is gone.
+	OutsideState bool
+	// ConditionType overrides the Profile condition type, <Kind>Ready by default.
+	ConditionType string
+}
+
+// Kind returns the kind of the definition's plugin.
+func (d Definition) Kind() string { return d.Plugin.Kind() }
+
+// Condition returns the type of the condition the plugin reports on a Profile.
+func (d Definition) Condition() string {
+	if d.ConditionType != "" {
+		return d.ConditionType
+	}
+	return ConditionTypeFor(d.Kind())
+}
+
+// Finalizer returns the finalizer the plugin puts on Profiles, or "" when it
+// keeps no state outside the Profile's namespace.
+func (d Definition) Finalizer() string {
+	if !d.OutsideState {
+		return ""
+	}
+	return FinalizerPrefix + d.Kind()
+}
+
+// FieldManager returns the server-side apply field manager of the plugin.
+func (d Definition) FieldManager() string { return FieldManagerFor(d.Kind()) }

@@ -1,0 +1,109 @@
+package quotas
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// value is a hard limit and where it came from, for error messages.
+type value struct {
+	q      resource.Quantity
+	source string
+}
+
+type sourced map[corev1.ResourceName]value
+
+// Hard returns the hard limits for p: the config's, with the Profile's label
+// overrides on top, checked against the caps and for requests above limits.
+// Any problem is a terminal InvalidLabel or InvalidSpec error naming the label
+// or field and its value.
+func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
+	hard := make(sourced, len(cfg.Hard))
+	for name, q := range cfg.Hard {
+		hard[name] = value{q: q, source: fmt.Sprintf("hard[%s]", name)}
+	}
+	var errs []error
+	if cfg.LabelPrefix != "" {
+		prefix := cfg.LabelPrefix + "/"
+		for _, key := range sortedKeys(p.Labels) {
+			name, ok := strings.CutPrefix(key, prefix)
+			if !ok {
+				continue
+			}
+			raw := p.Labels[key]
+			q, err := resource.ParseQuantity(raw)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("label %s=%q: not a quantity", key, raw))
+				continue
+			}
+			res := corev1.ResourceName(name)
+			if alias, ok := cfg.Aliases[name]; ok {
+				res = alias
+			}
+			hard[res] = value{q: q, source: fmt.Sprintf("label %s=%q", key, raw)}
+		}
+	}
+	errs = append(errs, check(hard, cfg.Caps)...)
+	if len(errs) > 0 {
+		return nil, plugins.Terminal(plugins.ReasonInvalidLabel, errors.Join(errs...))
+	}
+	out := make(corev1.ResourceList, len(hard))
+	for name, v := range hard {
+		out[name] = v.q
+	}
+	return out, nil
+}
+
+// check returns one error per negative value, per value above its cap, and
+// per request above its limit.
+func check(hard sourced, caps corev1.ResourceList) []error {
+	var errs []error
+	for _, name := range sortedKeys(hard) {
+		v := hard[name]
+		if v.q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is negative", v.source, name))
+		}
+		if limit, ok := caps[name]; ok && v.q.Cmp(limit) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s %s is above the cap %s", v.source, name, v.q.String(), limit.String()))
+		}
+		limitName, isRequest := limitOf(name)
+		if !isRequest {
+			continue
+		}
+		if l, ok := hard[limitName]; ok && v.q.Cmp(l.q) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s %s is above %s %s (%s)", v.source, name, v.q.String(), limitName, l.q.String(), l.source))
+		}
+	}
+	return errs
+}
+
+// limitOf returns the limit that bounds a request: requests.cpu and cpu are
+// bounded by limits.cpu.
+func limitOf(name corev1.ResourceName) (corev1.ResourceName, bool) {
+	s := string(name)
+	if r, ok := strings.CutPrefix(s, "requests."); ok {
+		return corev1.ResourceName("limits." + r), true
+	}
+	if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+		return corev1.ResourceName("limits." + s), true
+	}
+	return "", false
+}
+
+// Build returns the ResourceQuota for p, or nil when there are no limits.
+func Build(cfg *Config, p *kubeflowv1.Profile) (*corev1ac.ResourceQuotaApplyConfiguration, error) {
+	hard, err := Hard(cfg, p)
+	if err != nil || len(hard) == 0 {
+		return nil, err
+	}
+	return corev1ac.ResourceQuota(cfg.Name, plugins.Namespace(p)).
+		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(hard)), nil
+}

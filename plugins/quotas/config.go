@@ -1,0 +1,88 @@
+package quotas
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Kind is the plugin's name in spec.plugins.
+const Kind = "quotas"
+
+// Config is the quotas plugin's configuration. A Profile may set Hard; the
+// other fields are the host's.
+type Config struct {
+	// Name of the ResourceQuota. Default profilekit-quota.
+	Name string `json:"name,omitempty" profilekit:"hostonly"`
+	// Hard limits of the quota, by resource name.
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+	// LabelPrefix is the prefix of the Profile labels that override hard
+	// limits: <labelPrefix>/<resource or alias>. Empty turns labels off.
+	// Default quotas.profilekit.dev.
+	LabelPrefix string `json:"labelPrefix,omitempty" profilekit:"hostonly"`
+	// Aliases maps a short label name to the resource it stands for, for
+	// resource names that cannot be part of a label key.
+	// Default {gpu: requests.nvidia.com/gpu}.
+	Aliases map[string]corev1.ResourceName `json:"aliases,omitempty" profilekit:"hostonly"`
+	// Caps bound every hard limit, whichever source set it.
+	Caps corev1.ResourceList `json:"caps,omitempty" profilekit:"hostonly"`
+}
+
+// DefaultName is the ResourceQuota's name unless the host sets another.
+const DefaultName = "profilekit-quota"
+
+// NewConfig returns a Config holding the built-in defaults.
+func NewConfig() *Config {
+	return &Config{
+		Name:        DefaultName,
+		LabelPrefix: "quotas.profilekit.dev",
+		Aliases:     map[string]corev1.ResourceName{"gpu": "requests.nvidia.com/gpu"},
+	}
+}
+
+// Validate checks the names, the caps and the hard limits.
+func (c *Config) Validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("name %q: %s", c.Name, strings.Join(msgs, "; ")))
+	}
+	if plugins.IsUpstreamName(c.Name) {
+		errs = append(errs, fmt.Errorf("name %q belongs to the upstream profile controller", c.Name))
+	}
+	if c.LabelPrefix != "" {
+		if msgs := validation.IsDNS1123Subdomain(c.LabelPrefix); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("labelPrefix %q: %s", c.LabelPrefix, strings.Join(msgs, "; ")))
+		}
+	}
+	for _, alias := range sortedKeys(c.Aliases) {
+		if msgs := validation.IsQualifiedName(alias); len(msgs) > 0 || strings.Contains(alias, "/") {
+			errs = append(errs, fmt.Errorf("aliases[%s]: not usable as the name part of a label key", alias))
+		}
+	}
+	for _, name := range sortedKeys(c.Caps) {
+		if q := c.Caps[name]; q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("caps[%s]=%s is negative", name, q.String()))
+		}
+	}
+	hard := make(sourced, len(c.Hard))
+	for name, q := range c.Hard {
+		hard[name] = value{q: q, source: fmt.Sprintf("hard[%s]", name)}
+	}
+	errs = append(errs, check(hard, c.Caps)...)
+	return errors.Join(errs...)
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

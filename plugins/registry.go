@@ -1,0 +1,60 @@
+package plugins
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Registry holds plugin definitions by kind. It is built once and read-only
+// after that, so it is safe to share.
+type Registry struct {
+	defs map[string]Definition
+}
+
+// NewRegistry returns a registry of defs. A kind that is empty, not a DNS
+// label, or given twice is an error.
+func NewRegistry(defs ...Definition) (*Registry, error) {
+	r := &Registry{defs: make(map[string]Definition, len(defs))}
+	for _, d := range defs {
+		if d.Plugin == nil {
+			return nil, fmt.Errorf("plugin definition without a plugin")
+		}
+		kind := d.Kind()
+		if errs := validation.IsDNS1123Label(kind); len(errs) > 0 {
+			return nil, fmt.Errorf("plugin kind %q: %s", kind, strings.Join(errs, "; "))
+		}
+		if _, dup := r.defs[kind]; dup {
+			return nil, fmt.Errorf("plugin kind %q registered twice", kind)
+		}
+		r.defs[kind] = d
+	}
+	return r, nil
+}
+
+// Get returns the definition of kind.
+func (r *Registry) Get(kind string) (Definition, bool) {
+	d, ok := r.defs[kind]
+	return d, ok
+}
+
+// Kinds returns the registered kinds, sorted.
+func (r *Registry) Kinds() []string {
+	kinds := make([]string, 0, len(r.defs))
+	for k := range r.defs {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// Definitions returns the registered definitions, sorted by kind.
+func (r *Registry) Definitions() []Definition {
+	out := make([]Definition, 0, len(r.defs))
+	for _, k := range r.Kinds() {
+		out = append(out, r.defs[k])
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package plugins
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Action is what happened to one object.
+type Action string
+
+// The actions a plugin reports.
+const (
+	// Created: the object did not exist and was created.
+	Created Action = "created"
+	// Configured: the object existed and was changed.
+	Configured Action = "configured"
+	// Unchanged: the object already held what we own; no request was sent.
+	Unchanged Action = "unchanged"
+	// Deleted: the object was ours, no longer wanted, and was deleted.
+	Deleted Action = "deleted"
+	// Skipped: an object of that name exists but is not ours, so it was left alone.
+	Skipped Action = "skipped"
+)
+
+// Change is one object and what was done to it. Outside state (a database, a
+// blob container) is reported with its own Kind, such as "PostgresRole".
+type Change struct {
+	Kind      string
+	Namespace string
+	Name      string
+	Action    Action
+}
+
+// String renders the change as "created ResourceQuota ns/name".
+func (c Change) String() string {
+	if c.Namespace == "" {
+		return fmt.Sprintf("%s %s %s", c.Action, c.Kind, c.Name)
+	}
+	return fmt.Sprintf("%s %s %s/%s", c.Action, c.Kind, c.Namespace, c.Name)
+}
+
+// Result is the change set of one Apply or Revoke.
+type Result struct {
+	Changes []Change
+}
+
+// Add appends a change.
+func (r *Result) Add(c Change) { r.Changes = append(r.Changes, c) }
+
+// Merge appends the changes of other.
+func (r *Result) Merge(other Result) { r.Changes = append(r.Changes, other.Changes...) }
+
+// Changed reports whether anything was written or deleted.
+func (r Result) Changed() bool {
+	return slices.ContainsFunc(r.Changes, func(c Change) bool {
+		return c.Action == Created || c.Action == Configured || c.Action == Deleted
+	})
+}
+
+// Count returns how many changes have action a.
+func (r Result) Count(a Action) int {
+	n := 0
+	for _, c := range r.Changes {
+		if c.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary counts the changes by action in a fixed order, for example
+// "1 created, 2 unchanged". It is "no objects" for an empty result.
+func (r Result) Summary() string {
+	var parts []string
+	for _, a := range []Action{Created, Configured, Unchanged, Deleted, Skipped} {
+		if n := r.Count(a); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, a))
+		}
+	}
+	if len(parts) == 0 {
+		return "no objects"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Written lists the changes that wrote or deleted something, one per line.
+func (r Result) Written() string {
+	var lines []string
+	for _, c := range r.Changes {
+		if c.Action == Created || c.Action == Configured || c.Action == Deleted {
+			lines = append(lines, c.String())
+		}
+	}
+	return strings.Join(lines, "\n")
+}

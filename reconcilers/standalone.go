@@ -1,0 +1,379 @@
+package reconcilers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// DefaultResync is how often every Profile is reconciled when nothing changes.
+const DefaultResync = 10 * time.Minute
+
+// Reconciler runs one plugin for every Profile it applies to.
+type Reconciler struct {
+	def        plugins.Definition
+	client     client.Client
+	apiReader  client.Reader
+	scheme     *runtime.Scheme
+	recorder   events.EventRecorder
+	defaults   []byte
+	hostConfig any
+
+	enabledForAll bool
+	selector      labels.Selector
+	shard         labels.Selector
+	resync        time.Duration
+	retention     plugins.Retention
+	concurrency   int
+}
+
+// Option configures a Reconciler.
+type Option func(*Reconciler)
+
+// WithDefaults sets the host's defaults for the plugin's config, as JSON.
+func WithDefaults(defaults []byte) Option {
+	return func(r *Reconciler) { r.defaults = defaults }
+}
+
+// WithEnabledForAll applies the plugin to every Profile whose labels match
+// selector (nil for every Profile), whether or not it lists the plugin.
+func WithEnabledForAll(selector labels.Selector) Option {
+	return func(r *Reconciler) {
+		r.enabledForAll = true
+		if selector != nil {
+			r.selector = selector
+		}
+	}
+}
+
+// WithShard narrows the Reconciler to Profiles whose labels match selector, so
+// that several hosts can share one cluster. Profiles outside the shard are
+// left entirely alone.
+func WithShard(selector labels.Selector) Option {
+	return func(r *Reconciler) {
+		if selector != nil {
+			r.shard = selector
+		}
+	}
+}
+
+// WithResync sets how often each Profile is reconciled with nothing changed.
+// Each period is stretched by up to 10% at random so that Profiles spread out.
+func WithResync(d time.Duration) Option {
+	return func(r *Reconciler) { r.resync = d }
+}
+
+// WithRetention sets what Revoke does with user data.
+func WithRetention(ret plugins.Retention) Option {
+	return func(r *Reconciler) { r.retention = ret }
+}
+
+// WithConcurrency sets how many Profiles the plugin serves at once.
+func WithConcurrency(n int) Option {
+	return func(r *Reconciler) { r.concurrency = n }
+}
+
+// WithEventRecorder replaces the manager's event recorder.
+func WithEventRecorder(rec events.EventRecorder) Option {
+	return func(r *Reconciler) { r.recorder = rec }
+}
+
+// New returns a Reconciler for def on mgr. It decodes and validates the host's
+// defaults now, so that a host with bad configuration does not start.
+func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler, error) {
+	r := &Reconciler{
+		def:         def,
+		client:      mgr.GetClient(),
+		apiReader:   mgr.GetAPIReader(),
+		scheme:      mgr.GetScheme(),
+		selector:    labels.Everything(),
+		shard:       labels.Everything(),
+		resync:      DefaultResync,
+		retention:   plugins.RetentionRetain,
+		concurrency: 4,
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(r.Name())
+	}
+	cfg, err := def.DecodeHostDefaults(r.defaults)
+	if err != nil {
+		return nil, err
+	}
+	r.hostConfig = cfg
+	if r.resync <= 0 {
+		return nil, fmt.Errorf("plugin %s: resync period must be positive, got %s", def.Kind(), r.resync)
+	}
+	return r, nil
+}
+
+// Name is the controller's name, also its Events' reporting controller.
+func (r *Reconciler) Name() string { return plugins.FieldManagerFor(r.def.Kind()) }
+
+// SetupWithManager registers the controller: Profiles (spec, label and
+// deletion changes, not status) and the plugin's own objects (by label) wake it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(r.Name()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
+		For(&kubeflowv1.Profile{}, builder.WithPredicates(
+			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged()),
+		))
+	for _, gvk := range r.def.Owns {
+		obj, err := plugins.NewObject(r.scheme, gvk)
+		if err != nil {
+			return err
+		}
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
+	}
+	return b.Complete(r)
+}
+
+// deletionChanged passes updates that set a deletion timestamp or change the
+// finalizers, which do not always change the generation.
+func deletionChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+		},
+	}
+}
+
+// toProfile maps an owned object to its Profile by the ownership labels.
+func toProfile(kind string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		if l[plugins.LabelManagedBy] != plugins.ManagedByValue || l[plugins.LabelPlugin] != kind || l[plugins.LabelProfile] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: l[plugins.LabelProfile]}}}
+	}
+}
+
+// Reconcile applies, revokes or finalizes the plugin for one Profile.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var p kubeflowv1.Profile
+	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.shard.Matches(labels.Set(p.Labels)) {
+		return reconcile.Result{}, nil
+	}
+	switch {
+	case !p.DeletionTimestamp.IsZero():
+		return r.finalize(ctx, &p)
+	case !r.Applies(&p):
+		return r.revoke(ctx, &p)
+	default:
+		return r.apply(ctx, &p)
+	}
+}
+
+// Applies reports whether the plugin applies to p: p lists it, or the host
+// enables it for all Profiles that match its selector.
+func (r *Reconciler) Applies(p *kubeflowv1.Profile) bool {
+	if plugins.Listed(p, r.def.Kind()) {
+		return true
+	}
+	return r.enabledForAll && r.selector.Matches(labels.Set(p.Labels))
+}
+
+func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
+	return plugins.Request{
+		Profile:   p,
+		Config:    cfg,
+		Client:    r.client,
+		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme)),
+		Retention: r.retention,
+	}
+}
+
+func (r *Reconciler) requeue() reconcile.Result {
+	return reconcile.Result{RequeueAfter: wait.Jitter(r.resync, 0.1)}
+}
+
+func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	cfg, err := r.def.Decode(r.defaults, p)
+	if err != nil {
+		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
+	}
+	if fin := r.def.Finalizer(); fin != "" && !controllerutil.ContainsFinalizer(p, fin) {
+		if err := r.patchFinalizer(ctx, p, fin, true); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	start := time.Now()
+	res, err := r.def.Plugin.Apply(ctx, r.request(p, cfg))
+	passSeconds.WithLabelValues(r.def.Kind(), "apply").Observe(time.Since(start).Seconds())
+	observeResult(r.def.Kind(), res)
+	if res.Changed() {
+		r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonApplied, "Apply", "%s: %s", r.def.Kind(), res.Summary())
+	}
+	if err != nil {
+		return r.failed(ctx, p, err, plugins.ReasonApplyFailed)
+	}
+	inSync := len(res.Changes) - res.Count(plugins.Deleted)
+	msg := plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d objects in sync", inSync))
+	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg}); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.requeue(), nil
+}
+
+// failed reports err in the plugin's condition. A terminal error is logged and
+// waits for the next change or resync; any other error is returned so that the
+// controller retries it with backoff. The Warning Event is recorded when the
+// condition changes, so that a Profile that stays broken does not fill the
+// event log.
+func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err error, fallback string) (reconcile.Result, error) {
+	reason := plugins.ReasonOf(err, fallback)
+	failuresTotal.WithLabelValues(r.def.Kind(), reason).Inc()
+	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.ConditionMessage(reason, err.Error())}
+	changed, serr := r.setCondition(ctx, p, cond)
+	if changed {
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), err.Error())
+	}
+	if !plugins.IsTerminal(err) {
+		return reconcile.Result{}, errors.Join(err, serr)
+	}
+	log.FromContext(ctx).Error(err, "plugin input cannot succeed until it changes", "plugin", r.def.Kind(), "reason", reason)
+	if serr != nil {
+		return reconcile.Result{}, serr
+	}
+	return r.requeue(), nil
+}
+
+// revoke removes the plugin from a Profile it no longer applies to. Only a
+// Profile that shows the plugin was there (its condition or finalizer) costs
+// anything.
+func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	fin := r.def.Finalizer()
+	hasFin := fin != "" && controllerutil.ContainsFinalizer(p, fin)
+	if !hasFin && plugins.FindCondition(p.Status.Conditions, r.def.Condition()) == nil {
+		return reconcile.Result{}, nil
+	}
+	if err := r.runRevoke(ctx, p, r.hostConfig); err != nil {
+		return reconcile.Result{}, err
+	}
+	if _, err := r.setCondition(ctx, p, nil); err != nil {
+		return reconcile.Result{}, err
+	}
+	if hasFin {
+		return reconcile.Result{}, r.patchFinalizer(ctx, p, fin, false)
+	}
+	return reconcile.Result{}, nil
+}
+
+// finalize revokes a plugin with outside state from a Profile being deleted,
+// then lets the Profile go. Plugins without outside state have no finalizer:
+// owner references hand their objects to the garbage collector.
+func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	fin := r.def.Finalizer()
+	if fin == "" || !controllerutil.ContainsFinalizer(p, fin) {
+		return reconcile.Result{}, nil
+	}
+	cfg, err := r.def.Decode(r.defaults, p)
+	if err != nil {
+		// A spec that no longer decodes must not keep the Profile forever.
+		cfg = r.hostConfig
+	}
+	if err := r.runRevoke(ctx, p, cfg); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.patchFinalizer(ctx, p, fin, false)
+}
+
+func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) error {
+	start := time.Now()
+	res, err := r.def.Plugin.Revoke(ctx, r.request(p, cfg))
+	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())
+	observeResult(r.def.Kind(), res)
+	if err != nil {
+		failuresTotal.WithLabelValues(r.def.Kind(), plugins.ReasonRevokeFailed).Inc()
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonRevokeFailed, "Revoke", "%s: %s", r.def.Kind(), err.Error())
+		return fmt.Errorf("revoke %s: %w", r.def.Kind(), err)
+	}
+	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), res.Summary())
+	return nil
+}
+
+// setCondition writes the plugin's condition (nil removes it) through the
+// status subresource when it changed, retrying on conflict with a fresh read.
+// It reports whether it wrote.
+func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c *kubeflowv1.ProfileCondition) (bool, error) {
+	next := func(conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
+		if c == nil {
+			return plugins.RemoveCondition(conds, r.def.Condition())
+		}
+		return plugins.SetCondition(conds, *c)
+	}
+	if _, changed := next(p.Status.Conditions); !changed {
+		return false, nil
+	}
+	wrote := false
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				return err
+			}
+		}
+		first = false
+		conds, changed := next(p.Status.Conditions)
+		if !changed {
+			return nil
+		}
+		p.Status.Conditions = conds
+		wrote = true
+		return r.client.Status().Update(ctx, p)
+	})
+	if apierrors.IsNotFound(err) {
+		return wrote, nil
+	}
+	if err != nil {
+		return wrote, fmt.Errorf("write %s condition: %w", r.def.Condition(), err)
+	}
+	return wrote, nil
+}
+
+// patchFinalizer adds or removes fin with a merge patch guarded by the
+// resource version, so that other writers' finalizers survive.
+func (r *Reconciler) patchFinalizer(ctx context.Context, p *kubeflowv1.Profile, fin string, add bool) error {
+	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if add {
+		controllerutil.AddFinalizer(p, fin)
+	} else {
+		controllerutil.RemoveFinalizer(p, fin)
+	}
+	if err := r.client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update finalizer %s: %w", fin, err)
+	}
+	return nil
+}
