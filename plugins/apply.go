@@ -41,6 +41,10 @@ type Applier struct {
 	live    client.Reader
 	writer  client.Writer
 	scheme  *runtime.Scheme
+
+	// recorded, when not nil, makes Sync record the desired objects instead
+	// of reading or writing anything.
+	recorded *[]*unstructured.Unstructured
 }
 
 // ApplierOption configures an Applier.
@@ -70,6 +74,22 @@ func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.Gro
 	return a
 }
 
+// NewRecorder returns an Applier that talks to no server: Sync records the
+// objects it would apply, with our labels, owner reference and hash, and
+// reports them as Created; DeleteAll does nothing. Offline rendering uses it.
+func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind) *Applier {
+	return &Applier{kind: kind, profile: p, owns: owns, recorded: &[]*unstructured.Unstructured{}}
+}
+
+// Recorded returns the objects a recorder's Sync calls were given, in the
+// order they would be applied. It is nil for an Applier that writes.
+func (a *Applier) Recorded() []*unstructured.Unstructured {
+	if a.recorded == nil {
+		return nil
+	}
+	return *a.recorded
+}
+
 // Sync applies desired and deletes the plugin's other objects for the Profile.
 // Errors of independent objects are joined; one failing object does not stop
 // the others.
@@ -79,6 +99,13 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 		return Result{}, err
 	}
 	var res Result
+	if a.recorded != nil {
+		for _, u := range objs {
+			*a.recorded = append(*a.recorded, u)
+			res.Add(Change{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Action: Created})
+		}
+		return res, nil
+	}
 	var errs []error
 	keep := make(map[objectKey]bool, len(objs))
 	for _, u := range objs {
@@ -101,6 +128,9 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 
 // DeleteAll deletes every object the plugin owns for the Profile.
 func (a *Applier) DeleteAll(ctx context.Context) (Result, error) {
+	if a.recorded != nil {
+		return Result{}, nil
+	}
 	return a.prune(ctx, nil)
 }
 

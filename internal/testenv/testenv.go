@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
+
 	"github.com/profilekit/profilekit/api/kubeflow"
 )
 
@@ -76,7 +78,7 @@ func AssetsDir() (string, error) {
 // NewScheme returns a scheme with the built-in kinds, the Profile API and extras.
 func NewScheme(extra ...func(*k8sruntime.Scheme) error) (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
-	errs := []error{clientgoscheme.AddToScheme(s), kubeflow.AddToScheme(s), apiextensionsv1.AddToScheme(s)}
+	errs := []error{clientgoscheme.AddToScheme(s), kubeflow.AddToScheme(s), apiextensionsv1.AddToScheme(s), istioscheme.AddToScheme(s)}
 	for _, add := range extra {
 		errs = append(errs, add(s))
 	}
