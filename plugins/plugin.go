@@ -93,6 +93,10 @@ type Request struct {
 	Objects *Applier
 	// Retention is the host's policy for user data on Revoke.
 	Retention Retention
+	// Watched reads the kinds in the Definition's Watches from a cache that
+	// holds every object of those kinds, not only ours. It is nil when the
+	// host keeps no such cache; plugins then read through Client.
+	Watched client.Reader
 }
 
 // ConfigOf returns the request's config as *C, or an error when the host
@@ -124,6 +128,27 @@ type Definition struct {
 	OutsideState bool
 	// ConditionType overrides the Profile condition type, <Kind>Ready by default.
 	ConditionType string
+	// Watches lists kinds the plugin reads but does not write, whose changes
+	// change what it wants for some Profiles. The host watches every object
+	// of these kinds, whoever wrote it, and serves reads of them through
+	// Request.Watched.
+	Watches []Watch
+}
+
+// Watch is a kind of object a plugin reads but does not write, such as the
+// RoleBindings that name a Profile's contributors, and how its objects map
+// to Profiles.
+type Watch struct {
+	// Object is an empty object of the watched kind. A
+	// *metav1.PartialObjectMetadata with its apiVersion and kind set watches
+	// and caches metadata only (labels and annotations), which keeps the
+	// objects' bodies out of the host's memory; prefer it when metadata is
+	// all the plugin reads.
+	Object client.Object
+	// Profiles returns the names of the Profiles to reconcile when obj is
+	// created, changed or deleted; none when it does not concern a Profile.
+	// It runs for both the old and the new object of an update.
+	Profiles func(ctx context.Context, obj client.Object) []string
 }
 
 // Kind returns the kind of the definition's plugin.

@@ -1,9 +1,12 @@
 package reconcilers
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -12,7 +15,8 @@ import (
 // CacheOptions returns manager cache options under which every kind is
 // cached only for the objects profilekit labels, except Profiles, which are
 // cached in full (or only those in the shard). A cluster's unrelated Secrets,
-// ConfigMaps and RoleBindings never reach memory.
+// ConfigMaps and RoleBindings never reach memory. The kinds a plugin watches
+// without writing them (Definition.Watches) get a cache of their own.
 func CacheOptions(shard labels.Selector) cache.Options {
 	// A nil selector would take the default (our label), which no Profile has.
 	profiles := cache.ByObject{Label: labels.Everything()}
@@ -25,4 +29,34 @@ func CacheOptions(shard labels.Selector) cache.Options {
 			&kubeflowv1.Profile{}: profiles,
 		},
 	}
+}
+
+// watchCache is a cache of the kinds a plugin watches but does not write. It
+// is apart from the manager's cache because that one keeps only our objects
+// (and a cache entry there would widen it for every informer of the kind,
+// typed ones included). A PartialObjectMetadata watch keeps metadata only.
+type watchCache struct {
+	cache.Cache
+}
+
+// GetCache makes the manager start the cache with its own caches, and wait
+// for it to sync, before any controller starts.
+func (w watchCache) GetCache() cache.Cache { return w.Cache }
+
+// newWatchCache returns an unfiltered cache that reaches the API server
+// through the manager's client configuration, without managed fields.
+func newWatchCache(mgr manager.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient:       mgr.GetHTTPClient(),
+		Scheme:           mgr.GetScheme(),
+		Mapper:           mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache for watched kinds: %w", err)
+	}
+	if err := mgr.Add(watchCache{c}); err != nil {
+		return nil, fmt.Errorf("add cache for watched kinds: %w", err)
+	}
+	return c, nil
 }

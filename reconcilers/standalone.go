@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -48,6 +49,9 @@ type Reconciler struct {
 	resync        time.Duration
 	retention     plugins.Retention
 	concurrency   int
+
+	// watched caches the definition's Watches; nil when it has none.
+	watched client.Reader
 }
 
 // Option configures a Reconciler.
@@ -136,7 +140,8 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 func (r *Reconciler) Name() string { return plugins.FieldManagerFor(r.def.Kind()) }
 
 // SetupWithManager registers the controller: Profiles (spec, label and
-// deletion changes, not status) and the plugin's own objects (by label) wake it.
+// deletion changes, not status), the plugin's own objects (by label) and the
+// kinds it watches (through their map to Profiles) wake it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
@@ -152,7 +157,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
+	if len(r.def.Watches) > 0 {
+		c, err := newWatchCache(mgr)
+		if err != nil {
+			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
+		}
+		r.watched = c
+		for _, w := range r.def.Watches {
+			if w.Object == nil || w.Profiles == nil {
+				return fmt.Errorf("plugin %s: a watch needs an object and a map to Profiles", r.def.Kind())
+			}
+			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
+		}
+	}
 	return b.Complete(r)
+}
+
+// byName turns a watch's map to Profile names into reconcile requests.
+func byName(profiles func(context.Context, client.Object) []string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		names := profiles(ctx, o)
+		reqs := make([]reconcile.Request, 0, len(names))
+		for _, n := range names {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		}
+		return reqs
+	}
 }
 
 // deletionChanged passes updates that set a deletion timestamp or change the
@@ -212,6 +242,7 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
 		Client:    r.client,
 		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme)),
 		Retention: r.retention,
+		Watched:   r.watched,
 	}
 }
 
