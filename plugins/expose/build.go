@@ -1,0 +1,325 @@
+package expose
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"text/template"
+
+	networkingv1 "istio.io/api/networking/v1"
+	istioac "istio.io/client-go/pkg/applyconfiguration/networking/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// HeaderOperations change the headers of a request. Every value of Set and
+// Add is a Go template that may call httpPathPrefix "<id>", which returns the
+// path prefix of the route with that id (an app's name, a workspace's port
+// id). Header names are not templates.
+type HeaderOperations struct {
+	// Set overwrites the headers.
+	Set map[string]string `json:"set,omitempty"`
+	// Add appends to the headers.
+	Add map[string]string `json:"add,omitempty"`
+	// Remove deletes the headers.
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Route is one HTTP route from a path prefix to a Service port.
+type Route struct {
+	// Name names the route in the VirtualService.
+	Name string
+	// PathPrefix is matched against the request path; it starts and ends
+	// with a slash.
+	PathPrefix string
+	// Service and Namespace name the destination Service.
+	Service   string
+	Namespace string
+	// Port is the destination Service port.
+	Port uint32
+	// RewriteToRoot replaces PathPrefix with "/" before the request is sent on.
+	RewriteToRoot bool
+	// RequestHeaders are rendered with the PathPrefixes given to HTTPRoute.
+	RequestHeaders *HeaderOperations
+}
+
+// PathPrefixes maps route ids to their path prefixes, for httpPathPrefix.
+type PathPrefixes map[string]string
+
+// ServiceHost returns the fully qualified host of a Service.
+func ServiceHost(service, namespace, clusterDomain string) string {
+	return service + "." + namespace + ".svc." + clusterDomain
+}
+
+// HTTPRoute returns the Istio HTTP route for r: a prefix match on
+// r.PathPrefix, the optional rewrite to "/", the rendered request headers, and
+// the destination Service port. A header template that does not parse or
+// execute is an error naming the header; no route is returned then.
+func HTTPRoute(r Route, clusterDomain string, prefixes PathPrefixes) (*networkingv1.HTTPRoute, error) {
+	hr := &networkingv1.HTTPRoute{
+		Name: r.Name,
+		Match: []*networkingv1.HTTPMatchRequest{{
+			Uri: &networkingv1.StringMatch{MatchType: &networkingv1.StringMatch_Prefix{Prefix: r.PathPrefix}},
+		}},
+		Route: []*networkingv1.HTTPRouteDestination{{
+			Destination: &networkingv1.Destination{
+				Host: ServiceHost(r.Service, r.Namespace, clusterDomain),
+				Port: &networkingv1.PortSelector{Number: r.Port},
+			},
+		}},
+	}
+	if r.RewriteToRoot {
+		hr.Rewrite = &networkingv1.HTTPRewrite{Uri: "/"}
+	}
+	ops, err := RenderHeaders(r.RequestHeaders, prefixes)
+	if err != nil {
+		return nil, fmt.Errorf("requestHeaders: %w", err)
+	}
+	if ops != nil {
+		hr.Headers = &networkingv1.Headers{Request: ops}
+	}
+	return hr, nil
+}
+
+// RenderHeaders executes the templates of ops with httpPathPrefix over
+// prefixes. It returns nil when ops changes nothing. Every broken template is
+// reported, each naming its operation and header.
+func RenderHeaders(ops *HeaderOperations, prefixes PathPrefixes) (*networkingv1.Headers_HeaderOperations, error) {
+	if ops == nil || (len(ops.Set) == 0 && len(ops.Add) == 0 && len(ops.Remove) == 0) {
+		return nil, nil
+	}
+	out := &networkingv1.Headers_HeaderOperations{}
+	var errs []error
+	render := func(op string, in map[string]string) map[string]string {
+		if len(in) == 0 {
+			return nil
+		}
+		m := make(map[string]string, len(in))
+		for _, name := range sortedKeys(in) {
+			v, err := renderValue(op+"["+name+"]", in[name], prefixes)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			m[name] = v
+		}
+		return m
+	}
+	out.Set = render("set", ops.Set)
+	out.Add = render("add", ops.Add)
+	if len(ops.Remove) > 0 {
+		out.Remove = slices.Compact(slices.Sorted(slices.Values(ops.Remove)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// renderValue parses and executes one header value. The template sees no
+// data, so a reference to a field fails instead of rendering "<no value>".
+func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
+	funcs := template.FuncMap{
+		"httpPathPrefix": func(id string) (string, error) {
+			p, ok := prefixes[id]
+			if !ok {
+				return "", fmt.Errorf("no route with id %q (known: %s)", id, strings.Join(sortedKeys(prefixes), ", "))
+			}
+			return p, nil
+		},
+	}
+	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("parse header template %q: %w", text, err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, struct{}{}); err != nil {
+		return "", fmt.Errorf("execute header template %q: %w", text, err)
+	}
+	v := b.String()
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return "", fmt.Errorf("header %s: rendered value %q holds a line break or NUL", name, v)
+	}
+	return v, nil
+}
+
+// validateNames checks that every header name is an HTTP token.
+func (ops *HeaderOperations) validateNames() error {
+	var errs []error
+	check := func(op, name string) {
+		if !isToken(name) {
+			errs = append(errs, fmt.Errorf("%s: %q is not a valid header name", op, name))
+		}
+	}
+	for _, n := range sortedKeys(ops.Set) {
+		check("set", n)
+	}
+	for _, n := range sortedKeys(ops.Add) {
+		check("add", n)
+	}
+	for _, n := range ops.Remove {
+		check("remove", n)
+	}
+	return errors.Join(errs...)
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, section 5.6.2).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// routes returns the HTTP routes of every app in namespace ns, by app.
+func (c *Config) routes(ns string) ([][]*networkingv1.HTTPRoute, error) {
+	prefixes := make(PathPrefixes, len(c.Apps))
+	for _, a := range c.Apps {
+		prefixes[a.Name] = a.PathPrefix(ns)
+	}
+	out := make([][]*networkingv1.HTTPRoute, 0, len(c.Apps))
+	var errs []error
+	for _, a := range c.Apps {
+		var rs []*networkingv1.HTTPRoute
+		if a.DashboardRedirect {
+			rs = append(rs, dashboardRedirect(a, ns))
+		}
+		hr, err := HTTPRoute(Route{
+			Name:           a.Name,
+			PathPrefix:     a.PathPrefix(ns),
+			Service:        a.Service,
+			Namespace:      ns,
+			Port:           a.Port,
+			RewriteToRoot:  a.RewriteToRoot,
+			RequestHeaders: a.RequestHeaders,
+		}, c.ClusterDomain, prefixes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("apps[%s]: %w", a.Name, err))
+			continue
+		}
+		out = append(out, append(rs, hr))
+	}
+	return out, errors.Join(errs...)
+}
+
+// dashboardRedirect sends the central dashboard's form of a link,
+// /<prefix>/?ns=<namespace>, to the app's own path for that namespace. The
+// query match keeps the routes of different Profiles apart on a shared host.
+func dashboardRedirect(a App, ns string) *networkingv1.HTTPRoute {
+	return &networkingv1.HTTPRoute{
+		Name: a.Name + "-dashboard",
+		Match: []*networkingv1.HTTPMatchRequest{{
+			Uri: &networkingv1.StringMatch{MatchType: &networkingv1.StringMatch_Exact{Exact: "/" + a.prefix() + "/"}},
+			QueryParams: map[string]*networkingv1.StringMatch{
+				"ns": {MatchType: &networkingv1.StringMatch_Exact{Exact: ns}},
+			},
+		}},
+		Redirect: &networkingv1.HTTPRedirect{Uri: a.PathPrefix(ns)},
+	}
+}
+
+// Build returns one VirtualService per app for Profile p, in the Profile's
+// namespace. A header template that fails is a terminal InvalidSpec error.
+func Build(cfg *Config, p *kubeflowv1.Profile) ([]*istioac.VirtualServiceApplyConfiguration, error) {
+	ns := plugins.Namespace(p)
+	routes, err := cfg.routes(ns)
+	if err != nil {
+		return nil, plugins.Terminal(plugins.ReasonInvalidSpec, fmt.Errorf("plugin %s: %w", Kind, err))
+	}
+	out := make([]*istioac.VirtualServiceApplyConfiguration, 0, len(cfg.Apps))
+	for i, a := range cfg.Apps {
+		vs := istioac.VirtualService(a.Name, ns)
+		vs.Spec = &networkingv1.VirtualService{
+			Hosts:    slices.Clone(cfg.Hosts),
+			Gateways: slices.Clone(cfg.Gateways),
+			Http:     routes[i],
+		}
+		out = append(out, vs)
+	}
+	return out, nil
+}
+
+// Workspace is what WorkspaceHTTPRoutes needs of a Kubeflow Notebooks 2.0
+// Workspace and its WorkspaceKind.
+type Workspace struct {
+	// Namespace and Name of the Workspace.
+	Namespace string
+	Name      string
+	// Service is the name of the Service in front of the Workspace's Pod.
+	Service string
+	// Ports are the WorkspaceKind's HTTP ports with their numbers from the
+	// chosen image config.
+	Ports []WorkspacePort
+}
+
+// WorkspacePort is one HTTP port of a Workspace.
+type WorkspacePort struct {
+	// ID names the port in its path and for httpPathPrefix.
+	ID string `json:"id"`
+	// Port is the Service port.
+	Port uint32 `json:"port"`
+	// HTTPProxy says how requests reach the port; nil keeps the path and
+	// headers as they are.
+	HTTPProxy *HTTPProxy `json:"httpProxy,omitempty"`
+}
+
+// HTTPProxy is the proxy setting of one workspace port.
+type HTTPProxy struct {
+	// RemovePathPrefix makes the application see /... instead of the
+	// workspace connect path.
+	RemovePathPrefix bool `json:"removePathPrefix,omitempty"`
+	// RequestHeaders change requests on their way to the port.
+	RequestHeaders *HeaderOperations `json:"requestHeaders,omitempty"`
+}
+
+// WorkspaceConnectPath returns the path prefix of one port of a workspace:
+// /workspace/connect/<namespace>/<workspace>/<portID>/.
+func WorkspaceConnectPath(namespace, workspace, portID string) string {
+	return "/workspace/connect/" + namespace + "/" + workspace + "/" + portID + "/"
+}
+
+// WorkspaceHTTPRoutes returns one HTTP route per port of ws, in port order,
+// each under its connect path, rewritten to "/" only when RemovePathPrefix
+// is set, with its header templates rendered (httpPathPrefix takes a port id
+// of the same workspace).
+func WorkspaceHTTPRoutes(ws Workspace, clusterDomain string) ([]*networkingv1.HTTPRoute, error) {
+	prefixes := make(PathPrefixes, len(ws.Ports))
+	for _, p := range ws.Ports {
+		prefixes[p.ID] = WorkspaceConnectPath(ws.Namespace, ws.Name, p.ID)
+	}
+	out := make([]*networkingv1.HTTPRoute, 0, len(ws.Ports))
+	var errs []error
+	for _, p := range ws.Ports {
+		r := Route{
+			Name:       p.ID,
+			PathPrefix: prefixes[p.ID],
+			Service:    ws.Service,
+			Namespace:  ws.Namespace,
+			Port:       p.Port,
+		}
+		if p.HTTPProxy != nil {
+			r.RewriteToRoot = p.HTTPProxy.RemovePathPrefix
+			r.RequestHeaders = p.HTTPProxy.RequestHeaders
+		}
+		hr, err := HTTPRoute(r, clusterDomain, prefixes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("port %s: %w", p.ID, err))
+			continue
+		}
+		out = append(out, hr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

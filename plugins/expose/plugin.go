@@ -1,0 +1,73 @@
+package expose
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// VirtualServiceKind is the kind of object the plugin writes.
+var VirtualServiceKind = schema.GroupVersionKind{Group: "networking.istio.io", Version: "v1", Kind: "VirtualService"}
+
+// Plugin writes one VirtualService per app per Profile.
+type Plugin struct{}
+
+var _ plugins.Plugin = Plugin{}
+
+// Definition returns the expose plugin with defaults from the process
+// environment (see ConfigFromEnv).
+func Definition() plugins.Definition { return DefinitionFromEnv(os.LookupEnv) }
+
+// DefinitionFromEnv returns the expose plugin with defaults read through
+// lookup, so that hosts and tests choose the environment.
+func DefinitionFromEnv(lookup func(string) (string, bool)) plugins.Definition {
+	return plugins.Definition{
+		Plugin:    Plugin{},
+		NewConfig: func() any { return ConfigFromEnv(lookup) },
+		Owns:      []schema.GroupVersionKind{VirtualServiceKind},
+	}
+}
+
+// Kind returns "expose".
+func (Plugin) Kind() string { return Kind }
+
+// Apply writes the Profile's VirtualServices and deletes ours that are no
+// longer configured. A header template that fails leaves them as they were.
+func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	vss, err := Build(cfg, req.Profile)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	desired := make([]runtime.ApplyConfiguration, 0, len(vss))
+	for _, vs := range vss {
+		desired = append(desired, istioApply{vs})
+	}
+	return req.Objects.Sync(ctx, desired...)
+}
+
+// Revoke deletes the Profile's VirtualServices.
+func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	return req.Objects.DeleteAll(ctx)
+}
+
+// istioApply lets the Applier take an Istio apply configuration, whose
+// generated types lack the marker method of runtime.ApplyConfiguration. The
+// Applier only encodes it to JSON.
+type istioApply struct{ ac any }
+
+var _ runtime.ApplyConfiguration = istioApply{}
+
+// IsApplyConfiguration marks istioApply as an apply configuration.
+func (istioApply) IsApplyConfiguration() {}
+
+// MarshalJSON encodes the wrapped apply configuration.
+func (a istioApply) MarshalJSON() ([]byte, error) { return json.Marshal(a.ac) }
