@@ -1,0 +1,243 @@
+package reconcilers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/limitrange"
+	"github.com/profilekit/profilekit/plugins/quotas"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+
+func entry(kind, spec string) kubeflowv1.Plugin {
+	p := kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: kind}}
+	if spec != "" {
+		p.Spec = &runtime.RawExtension{Raw: []byte(spec)}
+	}
+	return p
+}
+
+func getProfile(t *testing.T, name string) *kubeflowv1.Profile {
+	t.Helper()
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+func exists(t *testing.T, obj client.Object) (bool, string) {
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false, fmt.Sprintf("%s not found", obj.GetName())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true, ""
+}
+
+func TestBothPluginsOwnershipAndQuietResync(t *testing.T) {
+	h := testhost.Start(t, env,
+		testhost.Plugin{Def: quotas.Definition(), Options: []reconcilers.Option{reconcilers.WithResync(200 * time.Millisecond)}},
+		testhost.Plugin{Def: limitrange.Definition(), Options: []reconcilers.Option{reconcilers.WithResync(200 * time.Millisecond)}},
+	)
+	name := "both-" + rand.String(5)
+	p := testhost.NewProfile(t, env.Client, name, nil,
+		entry(quotas.Kind, `{"hard":{"limits.cpu":"4"}}`),
+		entry(limitrange.Kind, `{"container":{"default":{"cpu":"500m"},"max":{"cpu":"2"}}}`))
+
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "")
+	testhost.WaitCondition(t, env.Client, name, "LimitRangeReady", plugins.ConditionTrue, "")
+	objs := []client.Object{
+		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: quotas.DefaultName}},
+		&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: limitrange.DefaultName}},
+	}
+	for i, obj := range objs {
+		kind := []string{quotas.Kind, limitrange.Kind}[i]
+		if ok, msg := exists(t, obj); !ok {
+			t.Fatal(msg)
+		}
+		if !plugins.IsOwnedBy(obj.GetLabels(), kind, name) {
+			t.Errorf("%s labels = %v, want ownership by %s", obj.GetName(), obj.GetLabels(), kind)
+		}
+		refs := obj.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].UID != p.UID || refs[0].Controller == nil || !*refs[0].Controller {
+			t.Errorf("%s owner references = %+v, want the Profile as controller", obj.GetName(), refs)
+		}
+		if !slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool {
+			return m.Manager == plugins.FieldManagerFor(kind) && m.Operation == metav1.ManagedFieldsOperationApply
+		}) {
+			t.Errorf("%s has no server-side apply entry of %s", obj.GetName(), plugins.FieldManagerFor(kind))
+		}
+	}
+
+	// Let both controllers resync several times with nothing changed.
+	h.Counter.Reset()
+	q0, l0 := testhost.Reconciles(t, quotas.Kind), testhost.Reconciles(t, limitrange.Kind)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		q, l := testhost.Reconciles(t, quotas.Kind)-q0, testhost.Reconciles(t, limitrange.Kind)-l0
+		return q >= 3 && l >= 3, fmt.Sprintf("%v quotas and %v limitrange reconciles", q, l)
+	})
+	if got := h.Counter.Mutating(); len(got) != 0 {
+		t.Errorf("mutating requests during resync = %v, want none", got)
+	}
+}
+
+func TestHostEnablementAndRevoke(t *testing.T) {
+	h := testhost.Start(t, env, testhost.Plugin{Def: quotas.Definition(), Options: []reconcilers.Option{
+		reconcilers.WithDefaults([]byte(`{"hard":{"pods":"10"}}`)),
+		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{"tier": "gold"})),
+	}})
+	name := "host-" + rand.String(5)
+	p := testhost.NewProfile(t, env.Client, name, map[string]string{"tier": "gold"})
+	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: quotas.DefaultName}}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) { return exists(t, rq) })
+	if got := rq.Spec.Hard["pods"]; got.String() != "10" {
+		t.Errorf("pods = %s, want the host default 10", got.String())
+	}
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "")
+	if got := getProfile(t, name); len(got.Spec.Plugins) != 0 || got.Generation != p.Generation {
+		t.Errorf("the Profile's spec was written: plugins %v, generation %d -> %d", got.Spec.Plugins, p.Generation, got.Generation)
+	}
+	if writes := h.Counter.Mutating("/profiles/" + name); slices.ContainsFunc(writes, func(w string) bool { return !strings.HasSuffix(w, "/status") }) {
+		t.Errorf("requests wrote the Profile itself, not only its status: %v", writes)
+	}
+
+	// The Profile leaves the selector: the plugin no longer applies.
+	got := getProfile(t, name)
+	got.Labels["tier"] = "silver"
+	if err := env.Client.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, _ := exists(t, rq)
+		cond := plugins.FindCondition(getProfile(t, name).Status.Conditions, "QuotasReady")
+		return !ok && cond == nil, fmt.Sprintf("quota exists=%v, condition %+v", ok, cond)
+	})
+}
+
+func TestShardLeavesOtherProfilesAlone(t *testing.T) {
+	testhost.Start(t, env, testhost.Plugin{Def: quotas.Definition(), Options: []reconcilers.Option{
+		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"shard": "a"})),
+	}})
+	in := "shard-in-" + rand.String(5)
+	out := "shard-out-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, out, map[string]string{"shard": "b"}, entry(quotas.Kind, `{"hard":{"pods":"1"}}`))
+	testhost.NewProfile(t, env.Client, in, map[string]string{"shard": "a"}, entry(quotas.Kind, `{"hard":{"pods":"1"}}`))
+	testhost.WaitCondition(t, env.Client, in, "QuotasReady", plugins.ConditionTrue, "")
+	time.Sleep(time.Second)
+	if c := getProfile(t, out).Status.Conditions; len(c) != 0 {
+		t.Errorf("a Profile outside the shard got conditions %v", c)
+	}
+	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: out, Name: quotas.DefaultName}}
+	if ok, _ := exists(t, rq); ok {
+		t.Errorf("a Profile outside the shard got a quota")
+	}
+}
+
+func TestInvalidSpecIsReportedAndNothingIsDeleted(t *testing.T) {
+	testhost.Start(t, env, testhost.Plugin{Def: quotas.Definition()})
+	name := "spec-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(quotas.Kind, `{"hard":{"pods":"3"}}`))
+	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: quotas.DefaultName}}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) { return exists(t, rq) })
+
+	p := getProfile(t, name)
+	p.Spec.Plugins = []kubeflowv1.Plugin{entry(quotas.Kind, `{"hard":{"pods":"3"},"caps":{"pods":"100"}}`)}
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionFalse, `InvalidSpec: plugin quotas: spec: field "caps" is set by the host only`)
+	if ok, msg := exists(t, rq); !ok {
+		t.Errorf("the quota was deleted because of a bad spec: %s", msg)
+	}
+}
+
+// outside is a plugin with state outside the namespace: it counts revokes.
+func outside(kind string, revokes *atomic.Int32, applyErr error) plugins.Definition {
+	return plugins.Definition{
+		Plugin: plugins.Funcs{
+			KindName:   kind,
+			ApplyFunc:  func(context.Context, plugins.Request) (plugins.Result, error) { return plugins.Result{}, applyErr },
+			RevokeFunc: func(context.Context, plugins.Request) (plugins.Result, error) { revokes.Add(1); return plugins.Result{}, nil },
+		},
+		OutsideState: true,
+	}
+}
+
+func TestFinalizerGuardsOutsideState(t *testing.T) {
+	var revokes, brokenApplies atomic.Int32
+	testhost.Start(t, env,
+		testhost.Plugin{Def: outside("vault", &revokes, nil)},
+		// A plugin without outside state whose Apply always fails must not
+		// hold the Profile back.
+		testhost.Plugin{Def: plugins.Definition{Plugin: plugins.Funcs{KindName: "broken", ApplyFunc: func(context.Context, plugins.Request) (plugins.Result, error) {
+			brokenApplies.Add(1)
+			return plugins.Result{}, errors.New("backend down")
+		}}}},
+	)
+	name := "fin-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry("vault", ""), entry("broken", ""))
+	testhost.WaitCondition(t, env.Client, name, "VaultReady", plugins.ConditionTrue, "")
+	testhost.WaitCondition(t, env.Client, name, "BrokenReady", plugins.ConditionFalse, "ApplyFailed: backend down")
+	if fins := getProfile(t, name).Finalizers; !slices.Equal(fins, []string{"profilekit.dev/vault"}) {
+		t.Fatalf("finalizers = %v, want only profilekit.dev/vault", fins)
+	}
+
+	if err := env.Client.Delete(context.Background(), getProfile(t, name)); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &kubeflowv1.Profile{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("profile still there: %v", err)
+	})
+	if n := revokes.Load(); n != 1 {
+		t.Errorf("outside-state plugin revoked %d times, want 1", n)
+	}
+	if brokenApplies.Load() == 0 {
+		t.Error("the failing plugin never ran")
+	}
+}
+
+func TestRemovingAnOutsideStatePluginRevokesAndDropsTheFinalizer(t *testing.T) {
+	var revokes atomic.Int32
+	testhost.Start(t, env, testhost.Plugin{Def: outside("bucket", &revokes, nil)})
+	name := "drop-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry("bucket", ""))
+	testhost.WaitCondition(t, env.Client, name, "BucketReady", plugins.ConditionTrue, "")
+	p := getProfile(t, name)
+	p.Spec.Plugins = nil
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		p := getProfile(t, name)
+		return len(p.Finalizers) == 0 && len(p.Status.Conditions) == 0, fmt.Sprintf("finalizers %v, conditions %v", p.Finalizers, p.Status.Conditions)
+	})
+	if n := revokes.Load(); n != 1 {
+		t.Errorf("revoked %d times, want 1", n)
+	}
+}
