@@ -180,9 +180,12 @@ func TestInvalidSpecIsReportedAndNothingIsDeleted(t *testing.T) {
 func outside(kind string, revokes *atomic.Int32, applyErr error) plugins.Definition {
 	return plugins.Definition{
 		Plugin: plugins.Funcs{
-			KindName:   kind,
-			ApplyFunc:  func(context.Context, plugins.Request) (plugins.Result, error) { return plugins.Result{}, applyErr },
-			RevokeFunc: func(context.Context, plugins.Request) (plugins.Result, error) { revokes.Add(1); return plugins.Result{}, nil },
+			KindName:  kind,
+			ApplyFunc: func(context.Context, plugins.Request) (plugins.Result, error) { return plugins.Result{}, applyErr },
+			RevokeFunc: func(context.Context, plugins.Request) (plugins.Result, error) {
+				revokes.Add(1)
+				return plugins.Result{}, nil
+			},
 		},
 		OutsideState: true,
 	}
