@@ -1,0 +1,200 @@
+package plugins_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+type testConfig struct {
+	Owner  string            `json:"owner,omitempty" profilekit:"hostonly"`
+	Size   int               `json:"size,omitempty"`
+	Tags   map[string]string `json:"tags,omitempty"`
+	Nested struct {
+		Deep []string `json:"deep,omitempty"`
+	} `json:"nested,omitempty"`
+}
+
+func (c *testConfig) Validate() error {
+	if c.Size > 10 {
+		return errors.New("size must be at most 10")
+	}
+	return nil
+}
+
+func testDefinition() plugins.Definition {
+	return plugins.Definition{
+		Plugin:    plugins.Funcs{KindName: "demo"},
+		NewConfig: func() any { return &testConfig{Owner: "builtin", Size: 1, Tags: map[string]string{"a": "builtin"}} },
+	}
+}
+
+func profileWith(entries ...kubeflowv1.Plugin) *kubeflowv1.Profile {
+	return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: kubeflowv1.ProfileSpec{Plugins: entries}}
+}
+
+func demo(spec string) kubeflowv1.Plugin {
+	return kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: "demo"}, Spec: &runtime.RawExtension{Raw: []byte(spec)}}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		reason     string
+		defaults   string
+		profile    *kubeflowv1.Profile
+		want       *testConfig
+		wantErr    string
+		wantReason string
+	}{
+		{
+			reason:  "built-in defaults when nothing else is given",
+			profile: profileWith(),
+			want:    &testConfig{Owner: "builtin", Size: 1, Tags: map[string]string{"a": "builtin"}},
+		},
+		{
+			reason:   "host defaults over built-in, Profile over host, maps merged",
+			defaults: `{"owner":"host","size":2,"tags":{"b":"host"}}`,
+			profile:  profileWith(demo(`{"size":3,"tags":{"c":"profile"}}`)),
+			want:     &testConfig{Owner: "host", Size: 3, Tags: map[string]string{"a": "builtin", "b": "host", "c": "profile"}},
+		},
+		{reason: "a null spec is no spec", profile: profileWith(demo(`null`)), want: &testConfig{Owner: "builtin", Size: 1, Tags: map[string]string{"a": "builtin"}}},
+		{reason: "an unknown nested field", profile: profileWith(demo(`{"nested":{"deeep":[]}}`)), wantErr: `plugin demo: spec: unknown field "nested.deeep"`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a mistyped field", profile: profileWith(demo(`{"size":"big"}`)), wantErr: `plugin demo: spec: field "size": cannot use string as int`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a duplicated field", profile: profileWith(demo(`{"size":1,"size":2}`)), wantErr: `duplicate field "size"`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a host-only field from a Profile", profile: profileWith(demo(`{"owner":"me"}`)), wantErr: `plugin demo: spec: field "owner" is set by the host only`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "validation runs last", profile: profileWith(demo(`{"size":11}`)), wantErr: "plugin demo: size must be at most 10", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "two entries of one kind", profile: profileWith(demo(`{}`), demo(`{}`)), wantErr: `lists kind "demo" more than once`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "bad host defaults are the host's fault", defaults: `{"colour":"red"}`, profile: profileWith(), wantErr: `plugin demo: host defaults: unknown field "colour"`, wantReason: plugins.ReasonInvalidConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got, err := testDefinition().Decode([]byte(tt.defaults), tt.profile)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Decode error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				if !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != tt.wantReason {
+					t.Errorf("Decode error %v: terminal=%v reason=%q, want terminal %s", err, plugins.IsTerminal(err), plugins.ReasonOf(err, ""), tt.wantReason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeWithoutConfig(t *testing.T) {
+	def := plugins.Definition{Plugin: plugins.Funcs{KindName: "bare"}}
+	p := profileWith(kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: "bare"}, Spec: &runtime.RawExtension{Raw: []byte(`{"x":1}`)}})
+	if _, err := def.Decode(nil, p); err == nil || !strings.Contains(err.Error(), "plugin bare: takes no spec") {
+		t.Errorf("Decode error = %v, want a plugin that takes no spec to refuse one", err)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	term := plugins.Terminalf(plugins.ReasonInvalidLabel, "bad label")
+	tests := []struct {
+		reason string
+		err    error
+		want   bool
+	}{
+		{reason: "nil", err: nil, want: false},
+		{reason: "a plain error", err: errors.New("timeout"), want: false},
+		{reason: "a terminal error", err: term, want: true},
+		{reason: "a wrapped terminal error", err: errors.Join(term), want: true},
+		{reason: "terminal errors joined", err: errors.Join(term, plugins.Terminal(plugins.ReasonConflict, errors.New("taken"))), want: true},
+		{reason: "one transient error makes a join retryable", err: errors.Join(term, errors.New("timeout")), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			if got := plugins.IsTerminal(tt.err); got != tt.want {
+				t.Errorf("IsTerminal(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetCondition(t *testing.T) {
+	others := []kubeflowv1.ProfileCondition{{Type: "Zeta", Status: "True"}, {Type: "Alpha", Status: "False"}}
+	tests := []struct {
+		reason      string
+		in          []kubeflowv1.ProfileCondition
+		set         kubeflowv1.ProfileCondition
+		want        []kubeflowv1.ProfileCondition
+		wantChanged bool
+	}{
+		{
+			reason:      "appended after others, whose order stays",
+			in:          others,
+			set:         kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True"},
+			want:        append(others[:2:2], kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True"}),
+			wantChanged: true,
+		},
+		{
+			reason:      "replaced in place",
+			in:          []kubeflowv1.ProfileCondition{others[0], {Type: "QuotasReady", Status: "True"}, others[1]},
+			set:         kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "False", Message: "x"},
+			want:        []kubeflowv1.ProfileCondition{others[0], {Type: "QuotasReady", Status: "False", Message: "x"}, others[1]},
+			wantChanged: true,
+		},
+		{
+			reason: "the same condition changes nothing",
+			in:     []kubeflowv1.ProfileCondition{{Type: "QuotasReady", Status: "True", Message: "m"}},
+			set:    kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "m"},
+			want:   []kubeflowv1.ProfileCondition{{Type: "QuotasReady", Status: "True", Message: "m"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got, changed := plugins.SetCondition(tt.in, tt.set)
+			if changed != tt.wantChanged {
+				t.Errorf("changed = %v, want %v", changed, tt.wantChanged)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResultSummary(t *testing.T) {
+	var r plugins.Result
+	if got := r.Summary(); got != "no objects" {
+		t.Errorf("empty Summary = %q", got)
+	}
+	r.Add(plugins.Change{Kind: "ResourceQuota", Namespace: "a", Name: "q", Action: plugins.Unchanged})
+	if r.Changed() {
+		t.Error("an unchanged object counts as a change")
+	}
+	r.Add(plugins.Change{Kind: "LimitRange", Namespace: "a", Name: "l", Action: plugins.Created})
+	r.Add(plugins.Change{Kind: "Role", Namespace: "a", Name: "r", Action: plugins.Deleted})
+	if got, want := r.Summary(), "1 created, 1 unchanged, 1 deleted"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if got, want := r.Written(), "created LimitRange a/l\ndeleted Role a/r"; got != want {
+		t.Errorf("Written = %q, want %q", got, want)
+	}
+	if !r.Changed() {
+		t.Error("Changed = false after a create")
+	}
+}
+
+func TestConditionTypeFor(t *testing.T) {
+	for kind, want := range map[string]string{"quotas": "QuotasReady", "authpolicy": "AuthpolicyReady", "": "Ready"} {
+		if got := plugins.ConditionTypeFor(kind); got != want {
+			t.Errorf("ConditionTypeFor(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package plugins_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+func TestRegistry(t *testing.T) {
+	def := func(kind string) plugins.Definition { return plugins.Definition{Plugin: plugins.Funcs{KindName: kind}} }
+	r, err := plugins.NewRegistry(def("quotas"), def("limitrange"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"limitrange", "quotas"}, r.Kinds()); diff != "" {
+		t.Errorf("Kinds (-want +got):\n%s", diff)
+	}
+	if d, ok := r.Get("quotas"); !ok || d.Kind() != "quotas" || d.Condition() != "QuotasReady" || d.FieldManager() != "profilekit-quotas" {
+		t.Errorf("Get(quotas) = %+v, %v", d, ok)
+	}
+	for _, tt := range []struct {
+		reason  string
+		defs    []plugins.Definition
+		wantErr string
+	}{
+		{reason: "a kind twice", defs: []plugins.Definition{def("a"), def("a")}, wantErr: `plugin kind "a" registered twice`},
+		{reason: "a kind that is not a DNS label", defs: []plugins.Definition{def("Bad_Kind")}, wantErr: `plugin kind "Bad_Kind"`},
+		{reason: "no plugin", defs: []plugins.Definition{{}}, wantErr: "without a plugin"},
+	} {
+		if _, err := plugins.NewRegistry(tt.defs...); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s: NewRegistry error = %v, want %q", tt.reason, err, tt.wantErr)
+		}
+	}
+}
