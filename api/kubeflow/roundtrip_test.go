@@ -32,8 +32,8 @@ func TestProfileRoundTrip(t *testing.T) {
 				"kind":       "Profile",
 				"metadata":   map[string]any{"name": name},
 				"spec": map[string]any{
-					"owner":   map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice@example.org"},
-					"plugins": []any{map[string]any{"kind": "quotas", "apiVersion": "kubeflow.org/v1alpha1", "spec": spec}},
+					"owner":             map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice@example.org"},
+					"plugins":           []any{map[string]any{"kind": "quotas", "apiVersion": "kubeflow.org/v1alpha1", "spec": spec}},
 					"resourceQuotaSpec": map[string]any{"hard": map[string]any{"pods": "10"}},
 				},
 			}}
