@@ -258,3 +258,30 @@ func TestHostConfigWinsOverEnvironment(t *testing.T) {
 		return got == want, got
 	})
 }
+
+// TestWorkspaceRoutesAreAcceptedByTheAPIServer stores the Notebooks 2.0
+// example's routes in a VirtualService, so the real CRD schema judges them.
+func TestWorkspaceRoutesAreAcceptedByTheAPIServer(t *testing.T) {
+	name := "ws-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil)
+	ws := notebooksExample
+	ws.Namespace = name
+	routes, err := expose.WorkspaceHTTPRoutes(ws, "cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := &istionetworkingv1.VirtualService{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-workspace", Namespace: name},
+		Spec:       networkingv1.VirtualService{Hosts: []string{"*"}, Gateways: []string{"kubeflow/kubeflow-gateway"}, Http: routes},
+	}
+	if err := env.Client.Create(context.Background(), vs); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got, err := getVS(name, "my-workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(routes, got.Spec.Http, protocmp.Transform()); diff != "" {
+		t.Errorf("stored routes (-sent +stored):\n%s", diff)
+	}
+}

@@ -1,0 +1,508 @@
+package expose_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	networkingv1 "istio.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/expose"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func prefixMatch(p string) []*networkingv1.HTTPMatchRequest {
+	return []*networkingv1.HTTPMatchRequest{{Uri: &networkingv1.StringMatch{MatchType: &networkingv1.StringMatch_Prefix{Prefix: p}}}}
+}
+
+func destination(host string, port uint32) []*networkingv1.HTTPRouteDestination {
+	return []*networkingv1.HTTPRouteDestination{{Destination: &networkingv1.Destination{Host: host, Port: &networkingv1.PortSelector{Number: port}}}}
+}
+
+func TestHTTPRoute(t *testing.T) {
+	base := expose.Route{Name: "app", PathPrefix: "/app/team-a/", Service: "web", Namespace: "team-a", Port: 8080}
+	prefixes := expose.PathPrefixes{"app": "/app/team-a/", "other": "/other/team-a/"}
+	tests := []struct {
+		reason  string
+		route   func(r expose.Route) expose.Route
+		domain  string
+		want    *networkingv1.HTTPRoute
+		wantErr string
+	}{
+		{
+			reason: "a plain route matches the prefix and keeps the path",
+			route:  func(r expose.Route) expose.Route { return r },
+			domain: "cluster.local",
+			want:   &networkingv1.HTTPRoute{Name: "app", Match: prefixMatch("/app/team-a/"), Route: destination("web.team-a.svc.cluster.local", 8080)},
+		},
+		{
+			reason: "the cluster domain completes the destination host",
+			route:  func(r expose.Route) expose.Route { return r },
+			domain: "corp.internal",
+			want:   &networkingv1.HTTPRoute{Name: "app", Match: prefixMatch("/app/team-a/"), Route: destination("web.team-a.svc.corp.internal", 8080)},
+		},
+		{
+			reason: "rewriteToRoot replaces the prefix with /",
+			route:  func(r expose.Route) expose.Route { r.RewriteToRoot = true; return r },
+			domain: "cluster.local",
+			want: &networkingv1.HTTPRoute{Name: "app", Match: prefixMatch("/app/team-a/"), Rewrite: &networkingv1.HTTPRewrite{Uri: "/"},
+				Route: destination("web.team-a.svc.cluster.local", 8080)},
+		},
+		{
+			reason: "set and add values are templates; remove is sorted and deduplicated; literal values pass through",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{
+					Set:    map[string]string{"X-Root": `{{ httpPathPrefix "app" }}`, "X-Literal": "plain"},
+					Add:    map[string]string{"X-Other": `prefix={{ httpPathPrefix "other" }}`},
+					Remove: []string{"X-B", "X-A", "X-B"},
+				}
+				return r
+			},
+			domain: "cluster.local",
+			want: &networkingv1.HTTPRoute{Name: "app", Match: prefixMatch("/app/team-a/"), Route: destination("web.team-a.svc.cluster.local", 8080),
+				Headers: &networkingv1.Headers{Request: &networkingv1.Headers_HeaderOperations{
+					Set:    map[string]string{"X-Root": "/app/team-a/", "X-Literal": "plain"},
+					Add:    map[string]string{"X-Other": "prefix=/other/team-a/"},
+					Remove: []string{"X-A", "X-B"},
+				}}},
+		},
+		{
+			reason: "empty header operations add no headers block",
+			route:  func(r expose.Route) expose.Route { r.RequestHeaders = &expose.HeaderOperations{}; return r },
+			domain: "cluster.local",
+			want:   &networkingv1.HTTPRoute{Name: "app", Match: prefixMatch("/app/team-a/"), Route: destination("web.team-a.svc.cluster.local", 8080)},
+		},
+		{
+			reason: "a template that does not parse names the header and the parser's error",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ httpPathPrefix "app" }`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `requestHeaders: parse header template "{{ httpPathPrefix \"app\" }": template: set[X-Root]:1: unexpected "}" in operand`,
+		},
+		{
+			reason: "single quotes are not Go template strings",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Add: map[string]string{"X-Root": `{{ httpPathPrefix 'app' }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `template: add[X-Root]:1: malformed character constant`,
+		},
+		{
+			reason: "an unknown id fails at execution and lists the known ones",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ httpPathPrefix "nope" }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `no route with id "nope" (known: app, other)`,
+		},
+		{
+			reason: "data fields do not exist, so they fail instead of rendering <no value>",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ .PathPrefix }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `can't evaluate field PathPrefix`,
+		},
+		{
+			reason: "an unknown function fails",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ env "HOME" }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `function "env" not defined`,
+		},
+		{
+			reason: "a rendered line break would split the header, so it is refused",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": "a{{ \"\\n\" }}b"}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `holds a line break`,
+		},
+		{
+			reason: "every broken header is reported, not only the first",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{
+					Set: map[string]string{"X-One": `{{`},
+					Add: map[string]string{"X-Two": `{{ httpPathPrefix "nope" }}`},
+				}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: "set[X-One]:1: unclosed action\nexecute header template",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got, err := expose.HTTPRoute(tt.route(base), tt.domain, prefixes)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				if got != nil {
+					t.Errorf("route = %v, want none with an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("route (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func profile(name string, ps ...kubeflowv1.Plugin) *kubeflowv1.Profile {
+	return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{Plugins: ps}}
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		reason string
+		apps   []expose.App
+		want   []*networkingv1.VirtualService
+		names  []string
+	}{
+		{
+			reason: "no apps, no VirtualServices",
+		},
+		{
+			reason: "the prefix defaults to the name, the object is named after the app",
+			apps:   []expose.App{{Name: "tensorboard", Service: "tb", Port: 6006}},
+			names:  []string{"tensorboard"},
+			want: []*networkingv1.VirtualService{{
+				Hosts: []string{"*"}, Gateways: []string{"kubeflow/kubeflow-gateway"},
+				Http: []*networkingv1.HTTPRoute{{Name: "tensorboard", Match: prefixMatch("/tensorboard/team-a/"), Route: destination("tb.team-a.svc.cluster.local", 6006)}},
+			}},
+		},
+		{
+			reason: "the dashboard redirect comes first and matches only this namespace's query",
+			apps:   []expose.App{{Name: "docs", Prefix: "documentation", Service: "web", Port: 80, DashboardRedirect: true}},
+			names:  []string{"docs"},
+			want: []*networkingv1.VirtualService{{
+				Hosts: []string{"*"}, Gateways: []string{"kubeflow/kubeflow-gateway"},
+				Http: []*networkingv1.HTTPRoute{
+					{
+						Name: "docs-dashboard",
+						Match: []*networkingv1.HTTPMatchRequest{{
+							Uri:         &networkingv1.StringMatch{MatchType: &networkingv1.StringMatch_Exact{Exact: "/documentation/"}},
+							QueryParams: map[string]*networkingv1.StringMatch{"ns": {MatchType: &networkingv1.StringMatch_Exact{Exact: "team-a"}}},
+						}},
+						Redirect: &networkingv1.HTTPRedirect{Uri: "/documentation/team-a/"},
+					},
+					{Name: "docs", Match: prefixMatch("/documentation/team-a/"), Route: destination("web.team-a.svc.cluster.local", 80)},
+				},
+			}},
+		},
+		{
+			reason: "one app's header may name another app's prefix",
+			apps: []expose.App{
+				{Name: "a", Service: "a", Port: 1, RequestHeaders: &expose.HeaderOperations{Set: map[string]string{"X-B": `{{ httpPathPrefix "b" }}`}}},
+				{Name: "b", Service: "b", Port: 2},
+			},
+			names: []string{"a", "b"},
+			want: []*networkingv1.VirtualService{
+				{
+					Hosts: []string{"*"}, Gateways: []string{"kubeflow/kubeflow-gateway"},
+					Http: []*networkingv1.HTTPRoute{{Name: "a", Match: prefixMatch("/a/team-a/"), Route: destination("a.team-a.svc.cluster.local", 1),
+						Headers: &networkingv1.Headers{Request: &networkingv1.Headers_HeaderOperations{Set: map[string]string{"X-B": "/b/team-a/"}}}}},
+				},
+				{
+					Hosts: []string{"*"}, Gateways: []string{"kubeflow/kubeflow-gateway"},
+					Http: []*networkingv1.HTTPRoute{{Name: "b", Match: prefixMatch("/b/team-a/"), Route: destination("b.team-a.svc.cluster.local", 2)}},
+				},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			cfg := expose.NewConfig()
+			cfg.Apps = tt.apps
+			vss, err := expose.Build(cfg, profile("team-a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []*networkingv1.VirtualService
+			var names []string
+			for _, vs := range vss {
+				if *vs.Namespace != "team-a" {
+					t.Errorf("%s is in namespace %s, want team-a", *vs.Name, *vs.Namespace)
+				}
+				names = append(names, *vs.Name)
+				got = append(got, vs.Spec)
+			}
+			if diff := cmp.Diff(tt.names, names); diff != "" {
+				t.Errorf("names (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("specs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildReportsTemplateErrorsAsTerminal(t *testing.T) {
+	cfg := expose.NewConfig()
+	cfg.Apps = []expose.App{{Name: "a", Service: "a", Port: 1, RequestHeaders: &expose.HeaderOperations{Set: map[string]string{"X": `{{ httpPathPrefix "z" }}`}}}}
+	_, err := expose.Build(cfg, profile("team-a"))
+	if !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != plugins.ReasonInvalidSpec {
+		t.Fatalf("error = %v, want a terminal InvalidSpec", err)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		reason string
+		env    map[string]string
+		want   *expose.Config
+	}{
+		{
+			reason: "nothing set gives the built-in defaults",
+			want:   &expose.Config{Gateways: []string{"kubeflow/kubeflow-gateway"}, Hosts: []string{"*"}, ClusterDomain: "cluster.local"},
+		},
+		{
+			reason: "every variable is read; lists are comma-separated and trimmed",
+			env:    map[string]string{"ISTIO_GATEWAY": "gw/a, gw/b", "ISTIO_HOSTS": "a.example.org,b.example.org", "CLUSTER_DOMAIN": "corp.internal"},
+			want:   &expose.Config{Gateways: []string{"gw/a", "gw/b"}, Hosts: []string{"a.example.org", "b.example.org"}, ClusterDomain: "corp.internal"},
+		},
+		{
+			reason: "ISTIO_HOST is the fallback name for ISTIO_HOSTS",
+			env:    map[string]string{"ISTIO_HOST": "kf.example.org"},
+			want:   &expose.Config{Gateways: []string{"kubeflow/kubeflow-gateway"}, Hosts: []string{"kf.example.org"}, ClusterDomain: "cluster.local"},
+		},
+		{
+			reason: "ISTIO_HOSTS wins over ISTIO_HOST",
+			env:    map[string]string{"ISTIO_HOST": "old.example.org", "ISTIO_HOSTS": "new.example.org"},
+			want:   &expose.Config{Gateways: []string{"kubeflow/kubeflow-gateway"}, Hosts: []string{"new.example.org"}, ClusterDomain: "cluster.local"},
+		},
+		{
+			reason: "empty variables count as unset",
+			env:    map[string]string{"ISTIO_GATEWAY": " ", "ISTIO_HOSTS": ",", "CLUSTER_DOMAIN": ""},
+			want:   &expose.Config{Gateways: []string{"kubeflow/kubeflow-gateway"}, Hosts: []string{"*"}, ClusterDomain: "cluster.local"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got := expose.ConfigFromEnv(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecode(t *testing.T) {
+	env := func(k string) (string, bool) {
+		return map[string]string{"ISTIO_GATEWAY": "env/gw", "ISTIO_HOSTS": "env.example.org"}[k], true
+	}
+	def := expose.DefinitionFromEnv(env)
+	spec := func(s string) kubeflowv1.Plugin {
+		return kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: expose.Kind}, Spec: &runtime.RawExtension{Raw: []byte(s)}}
+	}
+	tests := []struct {
+		reason   string
+		defaults string
+		spec     string
+		want     *expose.Config
+		wantErr  string
+	}{
+		{
+			reason: "the environment supplies defaults",
+			spec:   `{"apps":[{"name":"a","service":"a","port":80}]}`,
+			want: &expose.Config{Gateways: []string{"env/gw"}, Hosts: []string{"env.example.org"}, ClusterDomain: "cluster.local",
+				Apps: []expose.App{{Name: "a", Service: "a", Port: 80}}},
+		},
+		{
+			reason:   "host config wins over the environment",
+			defaults: `{"gateways":["cfg/gw"],"clusterDomain":"corp.internal"}`,
+			want:     &expose.Config{Gateways: []string{"cfg/gw"}, Hosts: []string{"env.example.org"}, ClusterDomain: "corp.internal"},
+		},
+		{
+			reason:  "a Profile may not choose the gateways",
+			spec:    `{"gateways":["mine/gw"]}`,
+			wantErr: `field "gateways" is set by the host only`,
+		},
+		{
+			reason:  "an unknown field is an error",
+			spec:    `{"apps":[{"name":"a","service":"a","port":80,"rewrite":true}]}`,
+			wantErr: `unknown field "apps[0].rewrite"`,
+		},
+		{
+			reason:  "a broken template in the spec fails decoding, naming the app and header",
+			spec:    `{"apps":[{"name":"a","service":"a","port":80,"requestHeaders":{"set":{"X-A":"{{ httpPathPrefix \"a\" "}}}]}`,
+			wantErr: `apps[a]: requestHeaders: parse header template`,
+		},
+		{
+			reason:  "invalid names, ports and header names are all reported",
+			spec:    `{"apps":[{"name":"A_b","service":"","port":0,"requestHeaders":{"remove":["bad header"]}}]}`,
+			wantErr: `port 0 is not between 1 and 65535`,
+		},
+		{
+			reason:  "two apps may not share a prefix",
+			spec:    `{"apps":[{"name":"a","service":"a","port":80},{"name":"b","prefix":"a","service":"b","port":80}]}`,
+			wantErr: `apps[b]: prefix "a" is used twice`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			var ps []kubeflowv1.Plugin
+			if tt.spec != "" {
+				ps = append(ps, spec(tt.spec))
+			}
+			got, err := def.Decode([]byte(tt.defaults), profile("team-a", ps...))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				if !plugins.IsTerminal(err) {
+					t.Errorf("error %v is not terminal", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeReportsEveryProblemOfAnApp(t *testing.T) {
+	_, err := expose.Definition().Decode(nil, profile("team-a", kubeflowv1.Plugin{
+		TypeMeta: metav1.TypeMeta{Kind: expose.Kind},
+		Spec:     &runtime.RawExtension{Raw: []byte(`{"apps":[{"name":"A_b","service":"","port":0,"requestHeaders":{"remove":["bad header"]}}]}`)},
+	}))
+	for _, part := range []string{`name "A_b"`, `service ""`, `port 0`, `remove: "bad header" is not a valid header name`} {
+		if err == nil || !strings.Contains(err.Error(), part) {
+			t.Errorf("error %v does not contain %q", err, part)
+		}
+	}
+}
+
+// notebooksExample is the Kubeflow Notebooks 2.0 design's example of a
+// workspace with two ports: JupyterLab, which serves under its own path
+// prefix, and RStudio, which wants the prefix removed and told through the
+// X-RStudio-Root-Path header.
+var notebooksExample = expose.Workspace{
+	Namespace: "team-a",
+	Name:      "my-workspace",
+	Service:   "ws-my-workspace",
+	Ports: []expose.WorkspacePort{
+		{ID: "jupyterlab", Port: 8888, HTTPProxy: &expose.HTTPProxy{RemovePathPrefix: false}},
+		{ID: "rstudio", Port: 8787, HTTPProxy: &expose.HTTPProxy{
+			RemovePathPrefix: true,
+			RequestHeaders:   &expose.HeaderOperations{Set: map[string]string{"X-RStudio-Root-Path": `{{ httpPathPrefix "rstudio" }}`}},
+		}},
+	},
+}
+
+// TestWorkspaceHTTPRoutesGolden renders the Notebooks 2.0 example and compares
+// it with testdata/notebooks2-workspace.golden.json (go test -update rewrites it).
+func TestWorkspaceHTTPRoutesGolden(t *testing.T) {
+	routes, err := expose.WorkspaceHTTPRoutes(notebooksExample, "cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "notebooks2-workspace.golden.json")
+	if *update {
+		pretty, _ := json.MarshalIndent(got, "", "  ")
+		if err := os.WriteFile(path, append(pretty, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("routes (-golden +got):\n%s", diff)
+	}
+}
+
+func TestWorkspaceHTTPRoutes(t *testing.T) {
+	ws := func(ports ...expose.WorkspacePort) expose.Workspace {
+		return expose.Workspace{Namespace: "ns", Name: "ws", Service: "svc", Ports: ports}
+	}
+	tests := []struct {
+		reason  string
+		ws      expose.Workspace
+		want    []*networkingv1.HTTPRoute
+		wantErr string
+	}{
+		{
+			reason: "no httpProxy keeps the path and the headers",
+			ws:     ws(expose.WorkspacePort{ID: "code", Port: 8080}),
+			want: []*networkingv1.HTTPRoute{{Name: "code", Match: prefixMatch("/workspace/connect/ns/ws/code/"),
+				Route: destination("svc.ns.svc.cluster.local", 8080)}},
+		},
+		{
+			reason: "removePathPrefix false keeps the path",
+			ws:     ws(expose.WorkspacePort{ID: "code", Port: 8080, HTTPProxy: &expose.HTTPProxy{}}),
+			want: []*networkingv1.HTTPRoute{{Name: "code", Match: prefixMatch("/workspace/connect/ns/ws/code/"),
+				Route: destination("svc.ns.svc.cluster.local", 8080)}},
+		},
+		{
+			reason: "removePathPrefix true rewrites to /",
+			ws:     ws(expose.WorkspacePort{ID: "code", Port: 8080, HTTPProxy: &expose.HTTPProxy{RemovePathPrefix: true}}),
+			want: []*networkingv1.HTTPRoute{{Name: "code", Match: prefixMatch("/workspace/connect/ns/ws/code/"),
+				Rewrite: &networkingv1.HTTPRewrite{Uri: "/"}, Route: destination("svc.ns.svc.cluster.local", 8080)}},
+		},
+		{
+			reason: "a broken template names the port and the header",
+			ws: ws(expose.WorkspacePort{ID: "code", Port: 8080, HTTPProxy: &expose.HTTPProxy{
+				RequestHeaders: &expose.HeaderOperations{Set: map[string]string{"X-P": `{{ httpPathPrefix "code" }`}},
+			}}),
+			wantErr: `port code: requestHeaders: parse header template`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got, err := expose.WorkspaceHTTPRoutes(tt.ws, "cluster.local")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("routes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
