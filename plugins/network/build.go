@@ -1,0 +1,272 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// vars are the values placeholders stand for.
+type vars struct {
+	Namespace string
+	Profile   string
+}
+
+// sampleVars checks at load that a selector is valid once expanded.
+var sampleVars = vars{Namespace: "profile", Profile: "profile"}
+
+// placeholder matches {{ .Name }} with optional spaces inside the braces.
+var placeholder = regexp.MustCompile(`\{\{\s*\.([A-Za-z]+)\s*\}\}`)
+
+// checkTemplate fails on a placeholder other than {{ .Namespace }} and
+// {{ .Profile }}, and on stray braces, so that a typo is found at load and
+// never reaches a selector.
+func checkTemplate(s string) error {
+	var bad []string
+	rest := placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		if name := placeholder.FindStringSubmatch(m)[1]; name != "Namespace" && name != "Profile" {
+			bad = append(bad, m)
+		}
+		return ""
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%q: unknown placeholder %s, want {{ .Namespace }} or {{ .Profile }}", s, strings.Join(bad, ", "))
+	}
+	if strings.Contains(rest, "{{") || strings.Contains(rest, "}}") {
+		return fmt.Errorf("%q: unbalanced or malformed placeholder", s)
+	}
+	return nil
+}
+
+func expand(s string, v vars) string {
+	if !strings.Contains(s, "{{") {
+		return s
+	}
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		if placeholder.FindStringSubmatch(m)[1] == "Namespace" {
+			return v.Namespace
+		}
+		return v.Profile
+	})
+}
+
+// checkTemplates checks the placeholders of a selector's values; keys and
+// operators take none.
+func checkTemplates(at string, s *metav1.LabelSelector) error {
+	var errs []error
+	for _, k := range sortedKeys(s.MatchLabels) {
+		if strings.Contains(k, "{{") {
+			errs = append(errs, fmt.Errorf("%s.matchLabels: key %q: placeholders go in values only", at, k))
+		}
+		if err := checkTemplate(s.MatchLabels[k]); err != nil {
+			errs = append(errs, fmt.Errorf("%s.matchLabels[%s]: %w", at, k, err))
+		}
+	}
+	for i, r := range s.MatchExpressions {
+		if strings.Contains(r.Key, "{{") {
+			errs = append(errs, fmt.Errorf("%s.matchExpressions[%d]: key %q: placeholders go in values only", at, i, r.Key))
+		}
+		for _, v := range r.Values {
+			if err := checkTemplate(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s.matchExpressions[%d]: %w", at, i, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func expandSelector(s *metav1.LabelSelector, v vars) *metav1.LabelSelector {
+	out := s.DeepCopy()
+	for k, val := range out.MatchLabels {
+		out.MatchLabels[k] = expand(val, v)
+	}
+	for i := range out.MatchExpressions {
+		for j, val := range out.MatchExpressions[i].Values {
+			out.MatchExpressions[i].Values[j] = expand(val, v)
+		}
+	}
+	return out
+}
+
+// Gated is a policy left off by its gate, and why.
+type Gated struct {
+	// Policy is the policy's name.
+	Policy string
+	// Source names the gate: label <key> or gates[<name>].
+	Source string
+	// Value is the gate's value; empty when it is not set.
+	Value string
+	// Invalid is true when the value is set but is not a boolean.
+	Invalid bool
+}
+
+// Desired is what a Profile gets: the policies that are on, and the gated
+// ones that are off.
+type Desired struct {
+	Policies []*networkingv1ac.NetworkPolicyApplyConfiguration
+	Off      []Gated
+}
+
+// Build returns the NetworkPolicies for p under cfg. A gate that is missing,
+// false or not a boolean leaves its policy out (fail closed); the last case
+// is listed in Off with Invalid set, for the condition. A selector that is
+// invalid once the Profile's name is put in is a terminal InvalidSpec error.
+func Build(cfg *Config, p *kubeflowv1.Profile) (Desired, error) {
+	v := vars{Namespace: plugins.Namespace(p), Profile: p.Name}
+	var d Desired
+	var errs []error
+	for _, pol := range cfg.Policies {
+		if pol.Gate != nil {
+			if g, on := evalGate(pol.Name, pol.Gate, p, cfg.Gates); !on {
+				d.Off = append(d.Off, g)
+				continue
+			}
+		}
+		np, err := buildPolicy(pol, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("policy %s: %w", pol.Name, err))
+			continue
+		}
+		d.Policies = append(d.Policies, np)
+	}
+	if len(errs) > 0 {
+		return Desired{}, plugins.Terminal(plugins.ReasonInvalidSpec, errors.Join(errs...))
+	}
+	return d, nil
+}
+
+// evalGate reports whether a gate is on, and when it is off, why.
+func evalGate(policy string, g *Gate, p *kubeflowv1.Profile, gates map[string]GateValue) (Gated, bool) {
+	off := Gated{Policy: policy}
+	var raw string
+	var set bool
+	if g.Label != "" {
+		off.Source = "label " + g.Label
+		raw, set = p.Labels[g.Label]
+	} else {
+		off.Source = "gates[" + g.Spec + "]"
+		var gv GateValue
+		gv, set = gates[g.Spec]
+		raw = string(gv)
+	}
+	off.Value = raw
+	if !set {
+		return off, false
+	}
+	on, err := strconv.ParseBool(raw)
+	off.Invalid = err != nil
+	return off, on && err == nil
+}
+
+// Message describes an invalid gate for the condition.
+func (g Gated) Message() string {
+	return fmt.Sprintf("%s=%q is not true or false, so policy %s stays off", g.Source, g.Value, g.Policy)
+}
+
+func buildPolicy(pol Policy, v vars) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
+	pods, err := selector(&pol.PodSelector, v)
+	if err != nil {
+		return nil, fmt.Errorf("podSelector: %w", err)
+	}
+	spec := networkingv1ac.NetworkPolicySpec().WithPodSelector(pods).WithPolicyTypes(pol.PolicyTypes...)
+	var errs []error
+	for i, r := range pol.Ingress {
+		rule := networkingv1ac.NetworkPolicyIngressRule().WithPorts(ports(r.Ports)...)
+		for j, peer := range r.From {
+			pa, err := peerOf(peer, v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("ingress[%d].from[%d]: %w", i, j, err))
+				continue
+			}
+			rule.WithFrom(pa)
+		}
+		spec.WithIngress(rule)
+	}
+	for i, r := range pol.Egress {
+		rule := networkingv1ac.NetworkPolicyEgressRule().WithPorts(ports(r.Ports)...)
+		for j, peer := range r.To {
+			pa, err := peerOf(peer, v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("egress[%d].to[%d]: %w", i, j, err))
+				continue
+			}
+			rule.WithTo(pa)
+		}
+		spec.WithEgress(rule)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return networkingv1ac.NetworkPolicy(pol.Name, v.Namespace).WithSpec(spec), nil
+}
+
+// selector expands a selector's placeholders and checks the result, which
+// the Profile's name may have made too long for a label value.
+func selector(s *metav1.LabelSelector, v vars) (*metav1ac.LabelSelectorApplyConfiguration, error) {
+	e := expandSelector(s, v)
+	if _, err := metav1.LabelSelectorAsSelector(e); err != nil {
+		return nil, err
+	}
+	out := metav1ac.LabelSelector()
+	if len(e.MatchLabels) > 0 {
+		out.WithMatchLabels(e.MatchLabels)
+	}
+	for _, r := range e.MatchExpressions {
+		req := metav1ac.LabelSelectorRequirement().WithKey(r.Key).WithOperator(r.Operator)
+		if len(r.Values) > 0 {
+			req.WithValues(r.Values...)
+		}
+		out.WithMatchExpressions(req)
+	}
+	return out, nil
+}
+
+func peerOf(p networkingv1.NetworkPolicyPeer, v vars) (*networkingv1ac.NetworkPolicyPeerApplyConfiguration, error) {
+	out := networkingv1ac.NetworkPolicyPeer()
+	if p.PodSelector != nil {
+		s, err := selector(p.PodSelector, v)
+		if err != nil {
+			return nil, fmt.Errorf("podSelector: %w", err)
+		}
+		out.WithPodSelector(s)
+	}
+	if p.NamespaceSelector != nil {
+		s, err := selector(p.NamespaceSelector, v)
+		if err != nil {
+			return nil, fmt.Errorf("namespaceSelector: %w", err)
+		}
+		out.WithNamespaceSelector(s)
+	}
+	if p.IPBlock != nil {
+		out.WithIPBlock(networkingv1ac.IPBlock().WithCIDR(p.IPBlock.CIDR).WithExcept(p.IPBlock.Except...))
+	}
+	return out, nil
+}
+
+func ports(ps []networkingv1.NetworkPolicyPort) []*networkingv1ac.NetworkPolicyPortApplyConfiguration {
+	out := make([]*networkingv1ac.NetworkPolicyPortApplyConfiguration, 0, len(ps))
+	for _, p := range ps {
+		pa := networkingv1ac.NetworkPolicyPort()
+		if p.Protocol != nil {
+			pa.WithProtocol(*p.Protocol)
+		}
+		if p.Port != nil {
+			pa.WithPort(*p.Port)
+		}
+		if p.EndPort != nil {
+			pa.WithEndPort(*p.EndPort)
+		}
+		out = append(out, pa)
+	}
+	return out
+}

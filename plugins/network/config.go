@@ -1,0 +1,275 @@
+package network
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Kind is the plugin's name in spec.plugins.
+const Kind = "network"
+
+// Config is the network plugin's configuration. The policies are the host's;
+// a Profile may only turn gated policies on or off through Gates, so that a
+// tenant can never widen its own network access beyond what the host offers.
+type Config struct {
+	// Policies are the NetworkPolicies every Profile gets, each one unless
+	// its gate is off.
+	Policies []Policy `json:"policies,omitempty" profilekit:"hostonly"`
+	// Gates sets the spec gates of gated policies: gate name -> true or false
+	// (a boolean or a string). A value that does not parse as true keeps the
+	// policy off.
+	Gates map[string]GateValue `json:"gates,omitempty"`
+}
+
+// Policy is one NetworkPolicy, in the shape of a NetworkPolicy's spec plus a
+// name and a gate. In selector values, {{ .Namespace }} and {{ .Profile }}
+// stand for the Profile's namespace and name.
+type Policy struct {
+	// Name of the NetworkPolicy in the Profile's namespace.
+	Name string `json:"name"`
+	// Gate, when set, makes the policy depend on a Profile label or a spec
+	// gate. Without one the policy is always on.
+	Gate *Gate `json:"gate,omitempty"`
+	// PodSelector selects the pods of the namespace the policy applies to;
+	// {} selects them all.
+	PodSelector metav1.LabelSelector `json:"podSelector"`
+	// PolicyTypes must be given: Ingress, Egress or both. It is always
+	// written, so that a policy without egress rules denies egress only when
+	// it says so.
+	PolicyTypes []networkingv1.PolicyType `json:"policyTypes"`
+	// Ingress rules; [{}] allows all ingress, none denies it.
+	Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
+	// Egress rules; [{}] allows all egress, none denies it.
+	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+}
+
+// Gate names what turns a policy on. Exactly one of Label and Spec is set.
+// The policy is on when the value parses as true (true, 1, t, TRUE, ...);
+// missing means off, and any value that is not a boolean means off and is
+// reported in the NetworkReady condition.
+type Gate struct {
+	// Label is a Profile label key.
+	Label string `json:"label,omitempty"`
+	// Spec is a key of Config.Gates, which the Profile sets in its
+	// spec.plugins entry.
+	Spec string `json:"spec,omitempty"`
+}
+
+// GateValue is the value of a spec gate: a JSON boolean or string. Strings
+// are kept as written so that a value that is not a boolean can be reported.
+type GateValue string
+
+// UnmarshalJSON accepts true, false or a string.
+func (v *GateValue) UnmarshalJSON(b []byte) error {
+	var flag bool
+	if err := json.Unmarshal(b, &flag); err == nil {
+		*v = GateValue(fmt.Sprint(flag))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("gate value %s: want a boolean or a string", b)
+	}
+	*v = GateValue(s)
+	return nil
+}
+
+// NewConfig returns a Config with no policies: which policies a cluster needs
+// is the host's decision (see Preset for starting points).
+func NewConfig() *Config { return &Config{} }
+
+// Validate checks every policy, its selectors, peers, ports and placeholders,
+// and that each spec gate the Profile sets belongs to a policy.
+func (c *Config) Validate() error {
+	var errs []error
+	names := map[string]bool{}
+	specGates := map[string]bool{}
+	for i, p := range c.Policies {
+		at := fmt.Sprintf("policies[%d]", i)
+		if p.Name != "" {
+			at = fmt.Sprintf("policies[%s]", p.Name)
+		}
+		if names[p.Name] {
+			errs = append(errs, fmt.Errorf("%s: name given twice", at))
+		}
+		names[p.Name] = true
+		if p.Gate != nil && p.Gate.Spec != "" {
+			specGates[p.Gate.Spec] = true
+		}
+		if err := p.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", at, err))
+		}
+	}
+	for _, k := range sortedKeys(c.Gates) {
+		if !specGates[k] {
+			errs = append(errs, fmt.Errorf("gates[%s]: no policy has a spec gate of that name", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Policy) validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(p.Name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("name %q: %s", p.Name, strings.Join(msgs, "; ")))
+	}
+	if plugins.IsUpstreamName(p.Name) {
+		errs = append(errs, fmt.Errorf("name %q belongs to the upstream profile controller", p.Name))
+	}
+	if p.Gate != nil {
+		errs = append(errs, p.Gate.validate())
+	}
+	errs = append(errs, checkSelector("podSelector", &p.PodSelector))
+	if len(p.PolicyTypes) == 0 {
+		errs = append(errs, errors.New("policyTypes: must be given (Ingress, Egress or both)"))
+	}
+	for i, t := range p.PolicyTypes {
+		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
+			errs = append(errs, fmt.Errorf("policyTypes[%d]: %q is not Ingress or Egress", i, t))
+		}
+		if slices.Index(p.PolicyTypes, t) != i {
+			errs = append(errs, fmt.Errorf("policyTypes[%d]: %q given twice", i, t))
+		}
+	}
+	// Rules of a type the policy does not have would be silently ignored.
+	if len(p.Ingress) > 0 && !slices.Contains(p.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		errs = append(errs, errors.New("ingress rules without policy type Ingress would be ignored"))
+	}
+	if len(p.Egress) > 0 && !slices.Contains(p.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		errs = append(errs, errors.New("egress rules without policy type Egress would be ignored"))
+	}
+	for i, r := range p.Ingress {
+		errs = append(errs, checkPeers(fmt.Sprintf("ingress[%d].from", i), r.From), checkPorts(fmt.Sprintf("ingress[%d].ports", i), r.Ports))
+	}
+	for i, r := range p.Egress {
+		errs = append(errs, checkPeers(fmt.Sprintf("egress[%d].to", i), r.To), checkPorts(fmt.Sprintf("egress[%d].ports", i), r.Ports))
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Gate) validate() error {
+	switch {
+	case (g.Label == "") == (g.Spec == ""):
+		return errors.New("gate: set exactly one of label and spec")
+	case g.Label != "":
+		if msgs := validation.IsQualifiedName(g.Label); len(msgs) > 0 {
+			return fmt.Errorf("gate.label %q: %s", g.Label, strings.Join(msgs, "; "))
+		}
+	default:
+		if msgs := validation.IsConfigMapKey(g.Spec); len(msgs) > 0 {
+			return fmt.Errorf("gate.spec %q: %s", g.Spec, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
+
+// checkSelector checks a selector's placeholders, then the selector as it
+// would be for a Profile named like the longest namespace, so that a selector
+// which could never be valid fails at load.
+func checkSelector(at string, s *metav1.LabelSelector) error {
+	if s == nil {
+		return nil
+	}
+	if err := checkTemplates(at, s); err != nil {
+		return err
+	}
+	if _, err := metav1.LabelSelectorAsSelector(expandSelector(s, sampleVars)); err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return nil
+}
+
+func checkPeers(at string, peers []networkingv1.NetworkPolicyPeer) error {
+	var errs []error
+	for i, p := range peers {
+		pat := fmt.Sprintf("%s[%d]", at, i)
+		switch {
+		case p.PodSelector == nil && p.NamespaceSelector == nil && p.IPBlock == nil:
+			errs = append(errs, fmt.Errorf("%s: set podSelector, namespaceSelector or ipBlock", pat))
+		case p.IPBlock != nil && (p.PodSelector != nil || p.NamespaceSelector != nil):
+			errs = append(errs, fmt.Errorf("%s: ipBlock cannot be combined with a selector", pat))
+		}
+		errs = append(errs, checkSelector(pat+".podSelector", p.PodSelector), checkSelector(pat+".namespaceSelector", p.NamespaceSelector))
+		if p.IPBlock != nil {
+			errs = append(errs, checkIPBlock(pat+".ipBlock", p.IPBlock))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkIPBlock wants canonical prefixes (10.0.0.0/8, not 10.1.2.3/8), so that
+// what is stored is what we wrote, and exceptions strictly inside the block.
+func checkIPBlock(at string, b *networkingv1.IPBlock) error {
+	cidr, err := canonicalPrefix(b.CIDR)
+	if err != nil {
+		return fmt.Errorf("%s.cidr: %w", at, err)
+	}
+	var errs []error
+	for i, e := range b.Except {
+		ex, err := canonicalPrefix(e)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s.except[%d]: %w", at, i, err))
+		case ex.Addr().Is4() != cidr.Addr().Is4() || ex.Bits() <= cidr.Bits() || !cidr.Contains(ex.Addr()):
+			errs = append(errs, fmt.Errorf("%s.except[%d]: %s is not strictly inside %s", at, i, e, b.CIDR))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func canonicalPrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return p, fmt.Errorf("%q is not a CIDR", s)
+	}
+	if p.Masked().String() != s {
+		return p, fmt.Errorf("%q is not canonical, write %s", s, p.Masked())
+	}
+	return p, nil
+}
+
+func checkPorts(at string, ports []networkingv1.NetworkPolicyPort) error {
+	var errs []error
+	for i, p := range ports {
+		pat := fmt.Sprintf("%s[%d]", at, i)
+		if p.Protocol != nil && !slices.Contains([]corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}, *p.Protocol) {
+			errs = append(errs, fmt.Errorf("%s.protocol: %q is not TCP, UDP or SCTP", pat, *p.Protocol))
+		}
+		if p.Port != nil {
+			if p.Port.Type == intstr.Int {
+				if msgs := validation.IsValidPortNum(p.Port.IntValue()); len(msgs) > 0 {
+					errs = append(errs, fmt.Errorf("%s.port: %s", pat, strings.Join(msgs, "; ")))
+				}
+			} else if msgs := validation.IsValidPortName(p.Port.StrVal); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s.port %q: %s", pat, p.Port.StrVal, strings.Join(msgs, "; ")))
+			}
+		}
+		if p.EndPort != nil {
+			if p.Port == nil || p.Port.Type != intstr.Int || int(*p.EndPort) < p.Port.IntValue() || *p.EndPort > 65535 {
+				errs = append(errs, fmt.Errorf("%s.endPort: needs a numeric port not above it, and at most 65535", pat))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
