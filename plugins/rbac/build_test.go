@@ -261,8 +261,10 @@ func TestValidate(t *testing.T) {
 		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects = nil })}},
 		wantErr: "bindings[0]: no subjects",
 	}, {
-		reason:  "an invalid profileSelector is refused",
-		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.ProfileSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "not valid!"}} })}},
+		reason: "an invalid profileSelector is refused",
+		cfg: rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) {
+			b.ProfileSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "not valid!"}}
+		})}},
 		wantErr: "bindings[0].profileSelector",
 	}, {
 		reason:  "a Role cannot hold nonResourceURLs",

@@ -87,7 +87,14 @@ func deleteRebound(ctx context.Context, c plugins.Cluster, p *kubeflowv1.Profile
 			continue
 		}
 		uid := live.UID
-		if err := c.Delete(ctx, &live, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		err := c.Delete(ctx, &live, client.Preconditions{UID: &uid})
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Gone, or already another object with that name: the cache was
+			// behind and a previous pass replaced it. The apply below copes
+			// with whatever is there now.
+			continue
+		case err != nil:
 			errs = append(errs, fmt.Errorf("replace RoleBinding %s: %w", key, err))
 			continue
 		}
