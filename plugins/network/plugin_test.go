@@ -287,9 +287,13 @@ func TestGateToggles(t *testing.T) {
 	})
 
 	t.Run("spec gate on and off", func(t *testing.T) {
-		setProfile(t, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{networkPlugin(`{"gates":{"s3proxy":true}}`)} })
+		setProfile(t, name, func(p *kubeflowv1.Profile) {
+			p.Spec.Plugins = []kubeflowv1.Plugin{networkPlugin(`{"gates":{"s3proxy":true}}`)}
+		})
 		waitPolicies(t, name, append(slices.Clone(always), s3proxy...)...)
-		setProfile(t, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{networkPlugin(`{"gates":{"s3proxy":"perhaps"}}`)} })
+		setProfile(t, name, func(p *kubeflowv1.Profile) {
+			p.Spec.Plugins = []kubeflowv1.Plugin{networkPlugin(`{"gates":{"s3proxy":"perhaps"}}`)}
+		})
 		waitPolicies(t, name, always...)
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, `InvalidSpec: gates[s3proxy]="perhaps" is not true or false`)
 		unchanged(t)
