@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/profilekit/profilekit/examples/host/internal/server"
+)
+
+type runFlags struct {
+	config         string
+	kubeconfig     string
+	metricsAddr    string
+	probeAddr      string
+	leaderElection bool
+	qps            float32
+	burst          int
+}
+
+func newRunCommand(app App, g *globals) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run --config host.yaml",
+		Short: "Run one controller per enabled plugin against a cluster",
+		Long: `run starts a controller for every plugin the configuration file enables and
+serves Profiles until it is stopped (SIGINT or SIGTERM).
+
+The configuration is checked before anything else: a file with an unknown
+field, a bad selector or plugin defaults that do not validate stops the host
+with an error that names the file, the field and the problem, and exit code 1.
+
+Only one replica reconciles at a time (leader election on a Lease); the others
+wait. /healthz answers once the process runs, /readyz once its caches hold the
+cluster's state; Prometheus metrics include controller-runtime's
+controller_runtime_reconcile_total{controller="profilekit-<kind>"} and
+profilekit_plugin_* counters.
+
+The cluster is the one --kubeconfig names, else $KUBECONFIG, else the
+in-cluster service account, else ~/.kube/config.`,
+		Example: `  profilekit run --config /etc/profilekit/host.yaml
+  profilekit run --config host.yaml --kubeconfig ~/.kube/dev --leader-elect=false --log-format console`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, reg, err := loadConfig(app, f.config)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("kube-api-qps") {
+				cfg.Client.QPS = f.qps
+			}
+			if cmd.Flags().Changed("kube-api-burst") {
+				cfg.Client.Burst = f.burst
+			}
+			logger, err := g.newLogger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			// Libraries that log through controller-runtime's global logger
+			// (the leader elector, the metrics server) get the same one.
+			ctrl.SetLogger(logger)
+			restCfg, err := restConfig(f.kubeconfig)
+			if err != nil {
+				return err
+			}
+			mgr, err := server.NewManager(restCfg, cfg, reg, server.Options{
+				MetricsAddr:    f.metricsAddr,
+				ProbeAddr:      f.probeAddr,
+				LeaderElection: f.leaderElection,
+				Logger:         logger,
+			})
+			if err != nil {
+				return err
+			}
+			ctx := log.IntoContext(cmd.Context(), logger)
+			logger.Info("starting", "version", app.Version, "config", f.config, "plugins", cfg.Enabled(),
+				"leaderElection", f.leaderElection, "leaseID", cfg.LeaderElection.ID,
+				"qps", cfg.Client.QPS, "burst", cfg.Client.Burst, "resync", cfg.Resync().String())
+			if err := mgr.Start(ctx); err != nil {
+				return fmt.Errorf("manager: %w", err)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "host configuration file (required); see examples/host/README.md for every field")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster; empty uses $KUBECONFIG, the in-cluster service account, then ~/.kube/config")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" turns it off`)
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
+	fl.BoolVar(&f.leaderElection, "leader-elect", true, "wait for the Lease named by leaderElection.id before reconciling, so that only one replica writes")
+	fl.Float32Var(&f.qps, "kube-api-qps", 0, "sustained requests per second to the API server; overrides client.qps (default 100)")
+	fl.IntVar(&f.burst, "kube-api-burst", 0, "request burst to the API server; overrides client.burst (default 200)")
+	return cmd
+}
+
+// restConfig returns the client configuration for kubeconfig, or the usual
+// search (KUBECONFIG, in-cluster, home folder) when it is empty.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("find the cluster: %w", err)
+	}
+	return c, nil
+}

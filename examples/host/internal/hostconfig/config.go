@@ -1,0 +1,213 @@
+// Package hostconfig is the typed configuration of the profilekit host: one
+// YAML file with the host's own settings and a section per plugin.
+//
+// Loading is strict (an unknown or duplicate field is an error) and complete:
+// every problem in the file is reported at once, each naming the file, the
+// field path and what is wrong, so that a host never starts half-configured.
+package hostconfig
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// Defaults of the host settings. The client rate limits are far above
+// client-go's (5 QPS), which would make a first pass over thousands of
+// Profiles take hours.
+const (
+	DefaultQPS                     = 100
+	DefaultBurst                   = 200
+	DefaultLeaderElectionID        = "profilekit.profilekit.dev"
+	DefaultConcurrency             = 4
+	DefaultResyncPeriod            = reconcilers.DefaultResync
+	defaultLeaderElectionNamespace = ""
+)
+
+// Config is the whole host configuration file.
+type Config struct {
+	// ResyncPeriod is how often every Profile is reconciled when nothing
+	// changed. Default 10m.
+	ResyncPeriod *metav1.Duration `json:"resyncPeriod,omitempty"`
+	// ShardSelector restricts the host to Profiles whose labels match, so that
+	// several hosts can share a cluster. Empty means every Profile.
+	ShardSelector *metav1.LabelSelector `json:"shardSelector,omitempty"`
+	// Client sets the Kubernetes client's rate limits.
+	Client Client `json:"client,omitempty"`
+	// LeaderElection names the Lease that keeps one active replica.
+	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
+	// Plugins holds one section per plugin, keyed by plugin kind. A plugin
+	// without a section does not run.
+	Plugins map[string]Plugin `json:"plugins,omitempty"`
+}
+
+// Client holds the Kubernetes client's rate limits.
+type Client struct {
+	// QPS is the sustained request rate. Default 100.
+	QPS float32 `json:"qps,omitempty"`
+	// Burst is the short-term request rate. Default 200.
+	Burst int `json:"burst,omitempty"`
+}
+
+// LeaderElection configures the Lease that keeps one active replica.
+type LeaderElection struct {
+	// ID is the Lease's name. It must differ from the upstream controller's
+	// (kubeflow-profile-controller) so that both can run side by side.
+	// Default profilekit.profilekit.dev.
+	ID string `json:"id,omitempty"`
+	// Namespace holds the Lease. Empty means the namespace the host runs in.
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Plugin is one plugin's section.
+type Plugin struct {
+	// Enabled says which Profiles the plugin serves: all, listed or off.
+	// Default listed.
+	Enabled Enablement `json:"enabled,omitempty"`
+	// Selector narrows enabled: all to the Profiles whose labels match.
+	// Profiles that list the plugin are served whatever their labels.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Retention says what Revoke does with user data: Retain (default) or Delete.
+	Retention plugins.Retention `json:"retention,omitempty"`
+	// Concurrency is how many Profiles the plugin serves at once. Default 4.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Defaults is the plugin's config for every Profile, under the Profile's
+	// own spec.plugins entry. Its fields are the plugin's.
+	Defaults json.RawMessage `json:"defaults,omitempty"`
+}
+
+// Enablement says which Profiles a plugin serves.
+type Enablement string
+
+const (
+	// EnabledAll serves every Profile (that matches the section's selector),
+	// whether or not it lists the plugin, and every Profile that lists it.
+	EnabledAll Enablement = "all"
+	// EnabledListed serves only the Profiles that list the plugin in spec.plugins.
+	EnabledListed Enablement = "listed"
+	// EnabledOff does not run the plugin at all.
+	EnabledOff Enablement = "off"
+)
+
+// UnmarshalJSON accepts the three words, and YAML's false, which is what an
+// unquoted `off` becomes in YAML 1.1.
+func (e *Enablement) UnmarshalJSON(data []byte) error {
+	if string(data) == "false" {
+		*e = EnabledOff
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("want one of all, listed, off, got %s", data)
+	}
+	switch Enablement(s) {
+	case EnabledAll, EnabledListed, EnabledOff:
+		*e = Enablement(s)
+		return nil
+	}
+	return fmt.Errorf("want one of all, listed, off, got %q", s)
+}
+
+// Resync returns the resync period, or the default.
+func (c *Config) Resync() time.Duration {
+	if c.ResyncPeriod == nil {
+		return DefaultResyncPeriod
+	}
+	return c.ResyncPeriod.Duration
+}
+
+// Shard returns the shard selector; nil selects every Profile. Load has
+// checked that it parses.
+func (c *Config) Shard() labels.Selector {
+	if c.ShardSelector == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(c.ShardSelector)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return s
+}
+
+// InShard reports whether a Profile with these labels is this host's.
+func (c *Config) InShard(profileLabels map[string]string) bool {
+	s := c.Shard()
+	return s == nil || s.Matches(labels.Set(profileLabels))
+}
+
+// Section returns the section of plugin kind, with defaults filled in, and
+// whether the plugin runs: it has a section that does not say off.
+func (c *Config) Section(kind string) (Plugin, bool) {
+	p, ok := c.Plugins[kind]
+	if !ok {
+		return Plugin{}, false
+	}
+	return p, p.Enabled != EnabledOff
+}
+
+// Enabled returns the kinds of the plugins that run, sorted.
+func (c *Config) Enabled() []string {
+	var kinds []string
+	for _, k := range sortedKeys(c.Plugins) {
+		if _, on := c.Section(k); on {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+// SelectorOrNil returns the section's selector, nil when it has none.
+func (p Plugin) SelectorOrNil() labels.Selector {
+	if p.Selector == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(p.Selector)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return s
+}
+
+// Applies reports whether a plugin with this section serves a Profile with
+// the given labels that does or does not list it. It mirrors the standalone
+// reconciler's rule, for offline rendering and the demo's tables.
+func (p Plugin) Applies(listed bool, profileLabels map[string]string) bool {
+	switch p.Enabled {
+	case EnabledOff:
+		return false
+	case EnabledAll:
+		if listed {
+			return true
+		}
+		s := p.SelectorOrNil()
+		return s == nil || s.Matches(labels.Set(profileLabels))
+	default:
+		return listed
+	}
+}
+
+// ReconcilerOptions returns the options of the plugin's standalone reconciler.
+func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
+	p := c.Plugins[kind]
+	opts := []reconcilers.Option{
+		reconcilers.WithResync(c.Resync()),
+		reconcilers.WithRetention(p.Retention),
+		reconcilers.WithConcurrency(p.Concurrency),
+	}
+	if len(p.Defaults) > 0 {
+		opts = append(opts, reconcilers.WithDefaults(p.Defaults))
+	}
+	if s := c.Shard(); s != nil {
+		opts = append(opts, reconcilers.WithShard(s))
+	}
+	if p.Enabled == EnabledAll {
+		opts = append(opts, reconcilers.WithEnabledForAll(p.SelectorOrNil()))
+	}
+	return opts
+}

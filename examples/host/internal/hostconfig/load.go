@@ -1,0 +1,277 @@
+package hostconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// upstreamLeaderElectionID is the Lease of the upstream profile controller;
+// sharing it would make one of the two controllers stand idle.
+const upstreamLeaderElectionID = "kubeflow-profile-controller"
+
+// FieldError is one problem in a configuration file.
+type FieldError struct {
+	// File is the file's name as the user gave it.
+	File string
+	// Field is the path of the field, for example plugins.quotas.defaults.
+	// Empty when the problem is the file as a whole.
+	Field string
+	// Err says what is wrong.
+	Err error
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", e.File, e.Field, e.Err)
+}
+
+// Unwrap returns the problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Load reads, decodes and validates the configuration file at path against
+// the plugins in reg.
+func Load(path string, reg *plugins.Registry) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read host config: %w", err)
+	}
+	return Parse(path, data, reg)
+}
+
+// rawConfig mirrors Config with the parts that need their own error paths
+// (custom decoders lose the field name) kept raw.
+type rawConfig struct {
+	ResyncPeriod   json.RawMessage            `json:"resyncPeriod,omitempty"`
+	ShardSelector  *metav1.LabelSelector      `json:"shardSelector,omitempty"`
+	Client         Client                     `json:"client,omitempty"`
+	LeaderElection LeaderElection             `json:"leaderElection,omitempty"`
+	Plugins        map[string]json.RawMessage `json:"plugins,omitempty"`
+}
+
+type rawPlugin struct {
+	Enabled     json.RawMessage       `json:"enabled,omitempty"`
+	Selector    *metav1.LabelSelector `json:"selector,omitempty"`
+	Retention   plugins.Retention     `json:"retention,omitempty"`
+	Concurrency int                   `json:"concurrency,omitempty"`
+	Defaults    json.RawMessage       `json:"defaults,omitempty"`
+}
+
+// Parse decodes and validates a configuration file's content; file names it
+// in errors. Every problem is reported, joined, as a *FieldError.
+func Parse(file string, data []byte, reg *plugins.Registry) (*Config, error) {
+	p := parser{file: file}
+	cfg := p.parse(data, reg)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return cfg, nil
+}
+
+type parser struct {
+	file string
+	errs []error
+}
+
+func (p *parser) fail(field string, err error) {
+	p.errs = append(p.errs, &FieldError{File: p.file, Field: field, Err: err})
+}
+
+func (p *parser) failf(field, format string, args ...any) {
+	p.fail(field, fmt.Errorf(format, args...))
+}
+
+// decode strictly decodes data into v and reports problems under prefix. It
+// reports whether decoding got far enough to validate the result.
+func (p *parser) decode(prefix string, data []byte, v any) bool {
+	strict, err := sigsjson.UnmarshalStrict(data, v)
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			p.failf(join(prefix, te.Field), "cannot use a %s as %s", te.Value, te.Type)
+		} else {
+			p.fail(prefix, err)
+		}
+		return false
+	}
+	for _, e := range strict {
+		msg := e.Error()
+		kind, path, found := strings.Cut(msg, ` "`)
+		if !found {
+			p.fail(prefix, e)
+			continue
+		}
+		p.fail(join(prefix, strings.TrimSuffix(path, `"`)), errors.New(kind))
+	}
+	return len(strict) == 0
+}
+
+func join(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return field
+	case field == "":
+		return prefix
+	}
+	return prefix + "." + field
+}
+
+func (p *parser) parse(data []byte, reg *plugins.Registry) *Config {
+	if len(bytes.TrimSpace(data)) == 0 {
+		p.fail("", errors.New("empty file: at least one plugin section is needed"))
+		return nil
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		p.fail("", err)
+		return nil
+	}
+	var raw rawConfig
+	if !p.decode("", js, &raw) {
+		return nil
+	}
+	cfg := &Config{
+		ShardSelector:  raw.ShardSelector,
+		Client:         raw.Client,
+		LeaderElection: raw.LeaderElection,
+		Plugins:        map[string]Plugin{},
+	}
+	p.host(&raw, cfg)
+	for _, kind := range sortedKeys(raw.Plugins) {
+		if sec, ok := p.plugin(kind, raw.Plugins[kind], reg); ok {
+			cfg.Plugins[kind] = sec
+		}
+	}
+	if len(p.errs) == 0 && len(cfg.Enabled()) == 0 {
+		p.failf("plugins", "no plugin is enabled, so the host would do nothing; this host knows %s", strings.Join(reg.Kinds(), ", "))
+	}
+	return cfg
+}
+
+// host validates the host's own settings and fills in their defaults.
+func (p *parser) host(raw *rawConfig, cfg *Config) {
+	if len(raw.ResyncPeriod) > 0 {
+		var d metav1.Duration
+		if err := json.Unmarshal(raw.ResyncPeriod, &d); err != nil {
+			p.failf("resyncPeriod", "want a duration such as 10m: %v", err)
+		} else if d.Duration <= 0 {
+			p.failf("resyncPeriod", "must be positive, got %s", d.Duration)
+		} else {
+			cfg.ResyncPeriod = &d
+		}
+	}
+	if raw.ShardSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(raw.ShardSelector); err != nil {
+			p.fail("shardSelector", err)
+		}
+	}
+	switch c := &cfg.Client; {
+	case c.QPS < 0:
+		p.failf("client.qps", "must not be negative, got %g", c.QPS)
+	case c.Burst < 0:
+		p.failf("client.burst", "must not be negative, got %d", c.Burst)
+	default:
+		if c.QPS == 0 {
+			c.QPS = DefaultQPS
+		}
+		if c.Burst == 0 {
+			c.Burst = max(DefaultBurst, int(c.QPS))
+		}
+		if float32(c.Burst) < c.QPS {
+			p.failf("client.burst", "%d is below client.qps %g; the client could never reach its rate", c.Burst, c.QPS)
+		}
+	}
+	le := &cfg.LeaderElection
+	if le.ID == "" {
+		le.ID = DefaultLeaderElectionID
+	}
+	if msgs := validation.IsDNS1123Subdomain(le.ID); len(msgs) > 0 {
+		p.failf("leaderElection.id", "%q: %s", le.ID, strings.Join(msgs, "; "))
+	}
+	if le.ID == upstreamLeaderElectionID {
+		p.failf("leaderElection.id", "%q is the upstream profile controller's Lease; the two would take turns instead of running side by side", le.ID)
+	}
+	if le.Namespace != defaultLeaderElectionNamespace {
+		if msgs := validation.IsDNS1123Label(le.Namespace); len(msgs) > 0 {
+			p.failf("leaderElection.namespace", "%q: %s", le.Namespace, strings.Join(msgs, "; "))
+		}
+	}
+}
+
+// plugin decodes and validates one plugin section, host defaults included.
+func (p *parser) plugin(kind string, data json.RawMessage, reg *plugins.Registry) (Plugin, bool) {
+	path := "plugins." + kind
+	def, known := reg.Get(kind)
+	if !known {
+		p.failf(path, "unknown plugin kind; this host knows %s", strings.Join(reg.Kinds(), ", "))
+		return Plugin{}, false
+	}
+	var raw rawPlugin
+	if string(bytes.TrimSpace(data)) != "null" && !p.decode(path, data, &raw) {
+		return Plugin{}, false
+	}
+	before := len(p.errs)
+	sec := Plugin{
+		Enabled:     EnabledListed,
+		Selector:    raw.Selector,
+		Retention:   raw.Retention,
+		Concurrency: raw.Concurrency,
+		Defaults:    raw.Defaults,
+	}
+	if len(raw.Enabled) > 0 {
+		if err := json.Unmarshal(raw.Enabled, &sec.Enabled); err != nil {
+			p.fail(path+".enabled", err)
+		}
+	}
+	if raw.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(raw.Selector); err != nil {
+			p.fail(path+".selector", err)
+		} else if sec.Enabled != EnabledAll {
+			p.failf(path+".selector", "only narrows enabled: all, and enabled is %s", sec.Enabled)
+		}
+	}
+	switch sec.Retention {
+	case "":
+		sec.Retention = plugins.RetentionRetain
+	case plugins.RetentionRetain, plugins.RetentionDelete:
+	default:
+		p.failf(path+".retention", "want %s or %s, got %q", plugins.RetentionRetain, plugins.RetentionDelete, sec.Retention)
+	}
+	switch {
+	case sec.Concurrency < 0:
+		p.failf(path+".concurrency", "must not be negative, got %d", sec.Concurrency)
+	case sec.Concurrency == 0:
+		sec.Concurrency = DefaultConcurrency
+	}
+	if string(bytes.TrimSpace(sec.Defaults)) == "null" {
+		sec.Defaults = nil
+	}
+	// Defaults are checked even for a plugin that is off, so that a typo
+	// is found before someone turns it on.
+	if _, err := def.DecodeHostDefaults(sec.Defaults); err != nil {
+		p.fail(path+".defaults", err)
+	}
+	return sec, len(p.errs) == before
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,198 @@
+// Package render shows, without a cluster, the objects the host's plugins
+// would write for a set of Profiles.
+//
+// Each plugin that applies to a Profile decodes its config as the running host
+// would, then runs its Apply with a recording Applier (plugins.NewRecorder) and
+// a fake client that holds only the Profile. Nothing is read from or written
+// to a cluster, so a plugin whose output depends on other live objects renders
+// as if they did not exist.
+package render
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Object is one rendered object and where it came from.
+type Object struct {
+	// Profile is the name of the Profile the object belongs to.
+	Profile string
+	// Plugin is the kind of the plugin that would write it.
+	Plugin string
+	// Object is what the plugin would apply, ownership labels included.
+	Object *unstructured.Unstructured
+}
+
+// Output is what rendering a set of Profiles produced.
+type Output struct {
+	// Objects are in input order of the Profiles, then by plugin kind, then
+	// in the order the plugin would apply them.
+	Objects []Object
+	// Notes are things worth knowing that are not errors, such as a Profile
+	// that lists a plugin this host does not run.
+	Notes []string
+}
+
+// Renderer renders Profiles with a host configuration.
+type Renderer struct {
+	cfg    *hostconfig.Config
+	reg    *plugins.Registry
+	scheme *runtime.Scheme
+}
+
+// New returns a Renderer for the plugins in reg, configured by cfg. The
+// scheme holds the kinds the fake client serves.
+func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme) *Renderer {
+	return &Renderer{cfg: cfg, reg: reg, scheme: scheme}
+}
+
+// Render runs every plugin that applies to each Profile. Errors of different
+// Profiles and plugins are joined, each naming the Profile and the plugin; the
+// objects of the ones that succeeded are returned with them.
+func (r *Renderer) Render(ctx context.Context, profiles []*kubeflowv1.Profile) (Output, error) {
+	var out Output
+	var errs []error
+	for _, p := range profiles {
+		objs, notes, err := r.profile(ctx, p)
+		out.Objects = append(out.Objects, objs...)
+		out.Notes = append(out.Notes, notes...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object, []string, error) {
+	if !r.cfg.InShard(p.Labels) {
+		return nil, []string{fmt.Sprintf("profile %s: outside this host's shard, nothing rendered", p.Name)}, nil
+	}
+	var notes []string
+	for _, entry := range p.Spec.Plugins {
+		if _, on := r.cfg.Section(entry.Kind); !on {
+			notes = append(notes, fmt.Sprintf("profile %s: lists plugin %s, which this host does not run", p.Name, entry.Kind))
+		}
+	}
+	var objs []Object
+	var errs []error
+	for _, kind := range r.cfg.Enabled() {
+		sec, _ := r.cfg.Section(kind)
+		if !sec.Applies(plugins.Listed(p, kind), p.Labels) {
+			continue
+		}
+		def, ok := r.reg.Get(kind)
+		if !ok {
+			errs = append(errs, fmt.Errorf("profile %s: plugin %s: not built into this host", p.Name, kind))
+			continue
+		}
+		recorded, err := r.apply(ctx, def, sec, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, u := range recorded {
+			objs = append(objs, Object{Profile: p.Name, Plugin: kind, Object: u})
+		}
+	}
+	return objs, notes, errors.Join(errs...)
+}
+
+func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, error) {
+	// Decode's errors already name the plugin and the field.
+	cfg, err := def.Decode(sec.Defaults, p)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	c := fake.NewClientBuilder().
+		WithScheme(r.scheme).
+		WithObjects(p.DeepCopy()).
+		WithStatusSubresource(&kubeflowv1.Profile{}).
+		Build()
+	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	_, err = def.Plugin.Apply(ctx, plugins.Request{
+		Profile:   p,
+		Config:    cfg,
+		Client:    c,
+		Objects:   rec,
+		Retention: sec.Retention,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: plugin %s: %w", p.Name, def.Kind(), err)
+	}
+	return rec.Recorded(), nil
+}
+
+// ReadProfiles reads the kubeflow.org/v1 Profiles in a stream of YAML or JSON
+// documents; name names the stream in errors. Unknown fields are errors, as
+// the API server's strict field validation would make them.
+func ReadProfiles(in io.Reader, name string) ([]*kubeflowv1.Profile, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
+	var out []*kubeflowv1.Profile
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			continue
+		}
+		var p kubeflowv1.Profile
+		if err := yaml.UnmarshalStrict(doc, &p); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if p.APIVersion != kubeflowv1.GroupVersion.String() || p.Kind != "Profile" {
+			return nil, fmt.Errorf("%s: document %d: want apiVersion %s, kind Profile, got %q, %q", name, i, kubeflowv1.GroupVersion, p.APIVersion, p.Kind)
+		}
+		if p.Name == "" {
+			return nil, fmt.Errorf("%s: document %d: Profile has no metadata.name", name, i)
+		}
+		out = append(out, &p)
+	}
+	return out, nil
+}
+
+func stripComments(doc []byte) []byte {
+	var b bytes.Buffer
+	for line := range bytes.Lines(doc) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			b.Write(line)
+		}
+	}
+	return b.Bytes()
+}
+
+// WriteYAML writes the objects as YAML documents, each after a comment that
+// names its Profile and plugin.
+func WriteYAML(w io.Writer, objs []Object) error {
+	var b bytes.Buffer
+	for i, o := range objs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		data, err := yaml.Marshal(o.Object.Object)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", o.Object.GetKind(), o.Object.GetName(), err)
+		}
+		fmt.Fprintf(&b, "# profile: %s, plugin: %s\n", o.Profile, o.Plugin)
+		b.Write(data)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}

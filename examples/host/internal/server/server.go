@@ -1,0 +1,122 @@
+// Package server builds the host's controller-runtime manager: the cache
+// restricted to what profilekit labels, one standalone reconciler per enabled
+// plugin, leader election, health and readiness probes, and metrics.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
+
+	"github.com/profilekit/profilekit/api/kubeflow"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// Options are the process-level settings that come from flags, not from the
+// configuration file.
+type Options struct {
+	// MetricsAddr is where Prometheus metrics are served; "0" turns them off.
+	MetricsAddr string
+	// ProbeAddr is where /healthz and /readyz are served; "0" turns them off.
+	ProbeAddr string
+	// LeaderElection makes the manager wait for the Lease before it reconciles.
+	LeaderElection bool
+	// Logger is the manager's logger.
+	Logger logr.Logger
+	// SkipNameValidation lets several managers with the same controller names
+	// live in one process (the demo and tests).
+	SkipNameValidation bool
+}
+
+// NewScheme returns the scheme the host reads and writes with: the built-in
+// kinds, the Profile API and Istio's kinds. Kinds it does not know are handled
+// as unstructured objects.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	err := errors.Join(clientgoscheme.AddToScheme(s), kubeflow.AddToScheme(s), istioscheme.AddToScheme(s))
+	if err != nil {
+		return nil, fmt.Errorf("build scheme: %w", err)
+	}
+	return s, nil
+}
+
+// NewManager returns a manager with a controller for every plugin that cfg
+// enables. It fails when a plugin's defaults do not decode, so that a host
+// with bad configuration never starts.
+func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Registry, opts Options) (manager.Manager, error) {
+	s, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	rc := rest.CopyConfig(restCfg)
+	rc.QPS = cfg.Client.QPS
+	rc.Burst = cfg.Client.Burst
+	mopts := manager.Options{
+		Scheme:                        s,
+		Logger:                        opts.Logger,
+		Cache:                         reconcilers.CacheOptions(cfg.Shard()),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              cfg.LeaderElection.ID,
+		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if opts.SkipNameValidation {
+		skip := true
+		mopts.Controller.SkipNameValidation = &skip
+	}
+	mgr, err := ctrl.NewManager(rc, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	for _, kind := range cfg.Enabled() {
+		def, ok := reg.Get(kind)
+		if !ok {
+			return nil, fmt.Errorf("plugin %s: not built into this host", kind)
+		}
+		r, err := reconcilers.New(mgr, def, cfg.ReconcilerOptions(kind)...)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", kind, err)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("plugin %s: set up controller: %w", kind, err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
+		return nil, fmt.Errorf("add readiness check: %w", err)
+	}
+	return mgr, nil
+}
+
+// cacheSynced is ready once the informers the host has started hold the
+// cluster's state, so that a rolling update does not route to a replica that
+// is still listing Profiles.
+func cacheSynced(mgr manager.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informers not synced")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,47 @@
+// Command profilekit is the standalone host of profilekit plugins: it runs
+// one controller per enabled plugin against a cluster (run), shows offline
+// what the plugins would write (render), and runs everything on a local
+// control plane (demo). The plugins it is built with are listed in plugins.go;
+// everything else is configuration (see README.md).
+package main
+
+import (
+	"context"
+	_ "embed"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/profilekit/profilekit/examples/host/internal/cli"
+)
+
+// version is set at link time:
+//
+//	go build -ldflags "-X main.version=v0.3.0" ./examples/host
+//
+// Without it, the version comes from the build information.
+var version string
+
+// demoConfig is the configuration `profilekit demo` runs with unless --config
+// says otherwise: the plain example, so that the demo shows what a new user
+// would start from.
+//
+//go:embed config/host.yaml
+var demoConfig []byte
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, app(), os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// app describes this binary to the command line.
+func app() cli.App {
+	return cli.App{
+		Definitions:    definitions(),
+		Version:        version,
+		DemoConfig:     demoConfig,
+		DemoConfigName: "examples/host/config/host.yaml (built in)",
+	}
+}
