@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	networkingv1 "istio.io/api/networking/v1"
 	istioac "istio.io/client-go/pkg/applyconfiguration/networking/v1"
@@ -118,8 +119,15 @@ func RenderHeaders(ops *HeaderOperations, prefixes PathPrefixes) (*networkingv1.
 	return out, nil
 }
 
+// MaxHeaderValueBytes bounds a rendered header value. Envoy refuses far
+// smaller headers than a template could produce; the bound stops a runaway
+// template early.
+const MaxHeaderValueBytes = 8 << 10
+
 // renderValue parses and executes one header value. The template sees no
 // data, so a reference to a field fails instead of rendering "<no value>".
+// Loops and template calls are refused: a Profile's spec must not be able to
+// keep a worker busy, and a header value has no use for them.
 func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
 	funcs := template.FuncMap{
 		"httpPathPrefix": func(id string) (string, error) {
@@ -134,8 +142,16 @@ func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("parse header template %q: %w", text, err)
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, struct{}{}); err != nil {
+	if len(t.Templates()) > 1 {
+		return "", fmt.Errorf("header template %q: %s: define and block are not allowed", text, name)
+	}
+	if t.Tree != nil {
+		if err := onlyPrints(t.Tree.Root); err != nil {
+			return "", fmt.Errorf("header template %q: %s: %w", text, name, err)
+		}
+	}
+	b := &boundedBuilder{max: MaxHeaderValueBytes}
+	if err := t.Execute(b, struct{}{}); err != nil {
 		return "", fmt.Errorf("execute header template %q: %w", text, err)
 	}
 	v := b.String()
@@ -143,6 +159,48 @@ func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
 		return "", fmt.Errorf("header %s: rendered value %q holds a line break or NUL", name, v)
 	}
 	return v, nil
+}
+
+// onlyPrints accepts text, comments, actions and if / with around them,
+// and refuses range and template calls.
+func onlyPrints(list *parse.ListNode) error {
+	if list == nil {
+		return nil
+	}
+	for _, n := range list.Nodes {
+		switch n := n.(type) {
+		case *parse.TextNode, *parse.ActionNode, *parse.CommentNode:
+		case *parse.IfNode:
+			if err := errors.Join(onlyPrints(n.List), onlyPrints(n.ElseList)); err != nil {
+				return err
+			}
+		case *parse.WithNode:
+			if err := errors.Join(onlyPrints(n.List), onlyPrints(n.ElseList)); err != nil {
+				return err
+			}
+		case *parse.RangeNode:
+			return errors.New("range is not allowed")
+		case *parse.TemplateNode:
+			return errors.New("template calls are not allowed")
+		default:
+			return fmt.Errorf("%s is not allowed", n)
+		}
+	}
+	return nil
+}
+
+// boundedBuilder fails a write that would take it past max bytes, which
+// stops the template executing it.
+type boundedBuilder struct {
+	strings.Builder
+	max int
+}
+
+func (b *boundedBuilder) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("rendered value is longer than %d bytes", b.max)
+	}
+	return b.Builder.Write(p)
 }
 
 // validateNames checks that every header name is an HTTP token.

@@ -137,6 +137,52 @@ func TestHTTPRoute(t *testing.T) {
 			wantErr: `holds a line break`,
 		},
 		{
+			reason: "if and with may choose what to print",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ with httpPathPrefix "app" }}{{ if . }}{{ . }}{{ end }}{{ end }}`}}
+				return r
+			},
+			domain: "cluster.local",
+			want: &networkingv1.HTTPRoute{Name: "app", Match: prefixMatch("/app/team-a/"), Route: destination("web.team-a.svc.cluster.local", 8080),
+				Headers: &networkingv1.Headers{Request: &networkingv1.Headers_HeaderOperations{Set: map[string]string{"X-Root": "/app/team-a/"}}}},
+		},
+		{
+			reason: "a loop could keep a worker busy, so range is refused before it runs",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ range 1000000000000 }}{{ end }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `set[X-Root]: range is not allowed`,
+		},
+		{
+			reason: "a range hidden in an if is refused too",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ if true }}{{ range 10 }}x{{ end }}{{ end }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `range is not allowed`,
+		},
+		{
+			reason: "templates that call templates could grow without bound, so define is refused",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ define "a" }}aa{{ end }}{{ template "a" }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `define and block are not allowed`,
+		},
+		{
+			reason: "output beyond the bound stops the template",
+			route: func(r expose.Route) expose.Route {
+				r.RequestHeaders = &expose.HeaderOperations{Set: map[string]string{"X-Root": `{{ printf "%099999d" 1 }}`}}
+				return r
+			},
+			domain:  "cluster.local",
+			wantErr: `rendered value is longer than 8192 bytes`,
+		},
+		{
 			reason: "every broken header is reported, not only the first",
 			route: func(r expose.Route) expose.Route {
 				r.RequestHeaders = &expose.HeaderOperations{

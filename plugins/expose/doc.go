@@ -18,7 +18,10 @@
 // host's defaults at start-up and for each Profile's spec, so a broken one is
 // a clear error and never a half-rendered object: ExposeReady=False with
 // reason InvalidSpec naming the app, the header and the template error, and
-// the Profile's VirtualServices stay as they were.
+// the Profile's VirtualServices stay as they were. Templates only print
+// values: if and with are allowed; range, define, block and template calls
+// are not, and a rendered value is at most 8 KiB, so that a Profile's spec
+// cannot keep a worker busy.
 //
 // The same route builder renders Kubeflow Notebooks 2.0 workspaces:
 // [WorkspaceHTTPRoutes] gives one route per workspace port under

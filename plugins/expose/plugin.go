@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,12 +25,21 @@ var _ plugins.Plugin = Plugin{}
 func Definition() plugins.Definition { return DefinitionFromEnv(os.LookupEnv) }
 
 // DefinitionFromEnv returns the expose plugin with defaults read through
-// lookup, so that hosts and tests choose the environment.
+// lookup, so that hosts and tests choose the environment. The environment is
+// read once, here, so that every Profile sees the same defaults.
 func DefinitionFromEnv(lookup func(string) (string, bool)) plugins.Definition {
+	base := ConfigFromEnv(lookup)
 	return plugins.Definition{
-		Plugin:    Plugin{},
-		NewConfig: func() any { return ConfigFromEnv(lookup) },
-		Owns:      []schema.GroupVersionKind{VirtualServiceKind},
+		Plugin: Plugin{},
+		NewConfig: func() any {
+			// Decoding replaces lists, but a copy keeps one Profile's
+			// config from ever sharing memory with another's.
+			c := *base
+			c.Gateways = slices.Clone(base.Gateways)
+			c.Hosts = slices.Clone(base.Hosts)
+			return &c
+		},
+		Owns: []schema.GroupVersionKind{VirtualServiceKind},
 	}
 }
 
