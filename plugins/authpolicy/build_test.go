@@ -1,0 +1,350 @@
+package authpolicy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	securityv1beta1 "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+func profile(name, owner string) *kubeflowv1.Profile {
+	return &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, Name: owner}},
+	}
+}
+
+func load(t *testing.T, yamlText string) *Config {
+	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(yamlText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := Definition()
+	def.NewConfig = func() any { return newConfig(func(string) string { return "" }) }
+	cfg, err := def.DecodeHostDefaults(js)
+	if err != nil {
+		t.Fatalf("load config: %v", err)
+	}
+	return cfg.(*Config)
+}
+
+func TestNewConfigHonoursEnvironment(t *testing.T) {
+	tests := []struct {
+		reason     string
+		env        map[string]string
+		wantHeader string
+		wantPrefix string
+	}{
+		{"nothing set: upstream's defaults", nil, "kubeflow-userid", ""},
+		{"both set", map[string]string{EnvUserIDHeader: "x-goog-authenticated-user-email", EnvUserIDPrefix: "accounts.google.com:"}, "x-goog-authenticated-user-email", "accounts.google.com:"},
+		{"an empty header keeps the default", map[string]string{EnvUserIDHeader: "", EnvUserIDPrefix: "p:"}, "kubeflow-userid", "p:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			cfg := newConfig(func(k string) string { return tc.env[k] })
+			got := [2]string{cfg.UserIDHeader, cfg.UserIDPrefix}
+			if diff := cmp.Diff([2]string{tc.wantHeader, tc.wantPrefix}, got); diff != "" {
+				t.Errorf("header, prefix (-want +got):\n%s", diff)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("defaults do not validate: %v", err)
+			}
+		})
+	}
+}
+
+func binding(name string, ann map[string]string, deleting bool) metav1.PartialObjectMetadata {
+	b := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
+	if deleting {
+		now := metav1.Now()
+		b.DeletionTimestamp = &now
+	}
+	return b
+}
+
+func TestContributors(t *testing.T) {
+	tests := []struct {
+		reason   string
+		bindings []metav1.PartialObjectMetadata
+		roles    []string
+		want     []string
+	}{
+		{
+			reason: "edit and view count, sorted; admin, other roles and unannotated bindings do not",
+			bindings: []metav1.PartialObjectMetadata{
+				binding("z", map[string]string{"user": "zoe@example.org", "role": "view"}, false),
+				binding("a", map[string]string{"user": "al@example.org", "role": "edit"}, false),
+				binding("owner", map[string]string{"user": "owner@example.org", "role": "admin"}, false),
+				binding("plain", nil, false),
+				binding("no-role", map[string]string{"user": "nr@example.org"}, false),
+				binding("no-user", map[string]string{"role": "edit"}, false),
+			},
+			roles: []string{"edit", "view"},
+			want:  []string{"al@example.org", "zoe@example.org"},
+		},
+		{
+			reason: "a user with two bindings appears once",
+			bindings: []metav1.PartialObjectMetadata{
+				binding("e", map[string]string{"user": "al@example.org", "role": "edit"}, false),
+				binding("v", map[string]string{"user": "al@example.org", "role": "view"}, false),
+			},
+			roles: []string{"edit", "view"},
+			want:  []string{"al@example.org"},
+		},
+		{
+			reason:   "a binding being deleted no longer grants access",
+			bindings: []metav1.PartialObjectMetadata{binding("e", map[string]string{"user": "al@example.org", "role": "edit"}, true)},
+			roles:    []string{"edit"},
+			want:     nil,
+		},
+		{
+			reason:   "the roles that count are configuration",
+			bindings: []metav1.PartialObjectMetadata{binding("v", map[string]string{"user": "al@example.org", "role": "view"}, false)},
+			roles:    []string{"edit"},
+			want:     nil,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Contributors(tc.bindings, tc.roles)); diff != "" {
+				t.Errorf("Contributors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const gateway = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
+
+func usersRule(header string, users ...string) *securityv1beta1.Rule {
+	return &securityv1beta1.Rule{
+		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{gateway}}}},
+		When: []*securityv1beta1.Condition{{Key: "request.headers[" + header + "]", Values: users}},
+	}
+}
+
+func sameNamespace(ns string) *securityv1beta1.Rule {
+	return &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{ns}}}}}
+}
+
+func notebookController(ns string) *securityv1beta1.Rule {
+	return &securityv1beta1.Rule{
+		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{"cluster.local/ns/kubeflow/sa/notebook-controller-service-account"}}}},
+		To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: []string{"/notebook/" + ns + "/*"}}}},
+	}
+}
+
+func TestAccessSpec(t *testing.T) {
+	tests := []struct {
+		reason       string
+		config       string
+		owner        string
+		contributors []string
+		want         *securityv1beta1.AuthorizationPolicy
+	}{
+		{
+			reason:       "defaults: owner and contributors through the gateway only, the namespace, the notebook controller",
+			owner:        "owner@example.org",
+			contributors: []string{"al@example.org", "zoe@example.org"},
+			want: &securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{
+				usersRule("kubeflow-userid", "al@example.org", "owner@example.org", "zoe@example.org"),
+				sameNamespace("team-a"),
+				notebookController("team-a"),
+			}},
+		},
+		{
+			reason:       "the prefix and header are configuration; an owner who is also a contributor appears once",
+			config:       "{userIDHeader: x-user, userIDPrefix: 'accounts.google.com:'}",
+			owner:        "owner@example.org",
+			contributors: []string{"owner@example.org"},
+			want: &securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{
+				usersRule("x-user", "accounts.google.com:owner@example.org"),
+				sameNamespace("team-a"),
+				notebookController("team-a"),
+			}},
+		},
+		{
+			reason: "probe paths are open to GET and HEAD; several gateways",
+			config: "{probePaths: [/healthz, '/notebook/{{ .Namespace }}/ready'], gatewayPrincipals: [a, b], sameNamespace: false, notebookController: {principals: []}}",
+			owner:  "owner@example.org",
+			want: &securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{
+				{
+					From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{"a", "b"}}}},
+					When: []*securityv1beta1.Condition{{Key: "request.headers[kubeflow-userid]", Values: []string{"owner@example.org"}}},
+				},
+				{To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET", "HEAD"}, Paths: []string{"/healthz", "/notebook/team-a/ready"}}}}},
+			}},
+		},
+		{
+			reason: "no owner and no contributors: no user rule rather than one with no values",
+			owner:  "",
+			want: &securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{
+				sameNamespace("team-a"),
+				notebookController("team-a"),
+			}},
+		},
+		{
+			reason: "nothing to allow: no policy at all, since an ALLOW policy without rules denies everything",
+			config: "{sameNamespace: false, notebookController: {principals: []}}",
+			want:   nil,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			cfg := load(t, tc.config)
+			got := AccessSpec(cfg, profile("team-a", tc.owner), tc.contributors)
+			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("AccessSpec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const protectedB = `
+policies:
+- name: deny-protected-b-transfers
+  action: DENY
+  selector: {data.example.ca/classification: protected-b}
+  rules:
+  - to:
+    - operation:
+        paths: ["/notebook/{{ .Namespace }}/*/files/*", "/notebook/{{ .Namespace }}/*/api/contents/*"]
+        methods: [GET, PUT, POST]
+`
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		reason string
+		config string
+		want   map[string]any
+	}{
+		{
+			reason: "the access policy is ALLOW (Istio's default, so the action is left out) and named by the host",
+			config: "{name: team-access, notebookController: {principals: []}, sameNamespace: false}",
+			want: map[string]any{
+				"team-access": map[string]any{
+					"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+					"metadata": map[string]any{"name": "team-access", "namespace": "team-a"},
+					"spec": map[string]any{"rules": []any{map[string]any{
+						"from": []any{map[string]any{"source": map[string]any{"principals": []any{gateway}}}},
+						"when": []any{map[string]any{"key": "request.headers[kubeflow-userid]", "values": []any{"owner@example.org"}}},
+					}}},
+				},
+			},
+		},
+		{
+			reason: "a further DENY policy with a selector and placeholders",
+			config: strings.Replace(protectedB, "policies:", "{name: team-access}\npolicies:", 1),
+			want: map[string]any{
+				"deny-protected-b-transfers": map[string]any{
+					"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+					"metadata": map[string]any{"name": "deny-protected-b-transfers", "namespace": "team-a"},
+					"spec": map[string]any{
+						"action":   "DENY",
+						"selector": map[string]any{"matchLabels": map[string]any{"data.example.ca/classification": "protected-b"}},
+						"rules": []any{map[string]any{"to": []any{map[string]any{"operation": map[string]any{
+							"paths":   []any{"/notebook/team-a/*/files/*", "/notebook/team-a/*/api/contents/*"},
+							"methods": []any{"GET", "PUT", "POST"},
+						}}}}},
+					},
+				},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			cfg := load(t, strings.Replace(tc.config, "{name: team-access}\n", "name: team-access\n", 1))
+			got := map[string]any{}
+			for _, ac := range Build(cfg, profile("team-a", "owner@example.org"), nil) {
+				data, err := json.Marshal(applyConfiguration{ac})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(data, &m); err != nil {
+					t.Fatal(err)
+				}
+				got[*ac.Name] = m
+			}
+			for name := range got {
+				if _, ok := tc.want[name]; !ok {
+					delete(got, name) // the other policy of the pair; its own case covers it
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("encoded policies (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPolicySpecSelector(t *testing.T) {
+	pol := Policy{Name: "p", Action: "ALLOW", Selector: map[string]string{"owner": "{{ .Profile }}"}, Rules: []Rule{{From: []From{{Source: Source{Namespaces: []string{"{{.Namespace}}"}}}}}}}
+	want := &securityv1beta1.AuthorizationPolicy{
+		Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"owner": "team-a"}},
+		Rules:    []*securityv1beta1.Rule{sameNamespace("team-a")},
+	}
+	if diff := cmp.Diff(want, PolicySpec(pol, profile("team-a", "")), protocmp.Transform()); diff != "" {
+		t.Errorf("PolicySpec (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigRejects(t *testing.T) {
+	tests := []struct {
+		reason string
+		config string
+		want   string
+	}{
+		{"upstream's policy is never ours", "{name: ns-owner-access-istio}", "belongs to the upstream profile controller"},
+		{"a header name with a space", "{userIDHeader: 'kubeflow userid'}", "not an HTTP header name"},
+		{"no gateway would lock every user out", "{gatewayPrincipals: []}", "gatewayPrincipals: at least one is needed"},
+		{"an ALLOW policy without rules", "{policies: [{name: p, action: ALLOW, rules: []}]}", "an ALLOW policy without rules would deny every request"},
+		{"an unknown action", "{policies: [{name: p, action: AUDIT, rules: []}]}", `action "AUDIT": want ALLOW or DENY`},
+		{"an unknown placeholder", "{policies: [{name: p, action: DENY, rules: [{from: [{source: {principals: ['{{ .User }}']}}]}]}]}", "unknown placeholder {{ .User }}"},
+		{"a policy named like the access policy", "{policies: [{name: profilekit-access, action: DENY, rules: []}]}", `"profilekit-access": name given twice`},
+		{"a condition without values", "{policies: [{name: p, action: DENY, rules: [{when: [{key: 'request.auth.claims[groups]'}]}]}]}", "needs a key and values or notValues"},
+		{"an unknown field", "{policies: [{name: p, action: DENY, rules: [{form: []}]}]}", `unknown field "policies[0].rules[0].form"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			js, err := yaml.YAMLToJSON([]byte(tc.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Definition().DecodeHostDefaults(js)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || plugins.ReasonOf(err, "") != plugins.ReasonInvalidConfig {
+				t.Fatalf("error = %v, want an InvalidConfig error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestContributorProfile(t *testing.T) {
+	tests := []struct {
+		reason string
+		ann    map[string]string
+		want   []string
+	}{
+		{"a contributor binding wakes its namespace's Profile", map[string]string{"user": "al@example.org", "role": "edit"}, []string{"team-a"}},
+		{"any binding with a user, whatever its role, since the role may just have changed", map[string]string{"user": "al@example.org", "role": "admin"}, []string{"team-a"}},
+		{"other bindings wake nothing", map[string]string{"note": "x"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "team-a", Annotations: tc.ann}}
+			if diff := cmp.Diff(tc.want, contributorProfile(t.Context(), o)); diff != "" {
+				t.Errorf("contributorProfile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package authpolicy
+
+import (
+	"context"
+	"fmt"
+
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	securityv1ac "istio.io/client-go/pkg/applyconfiguration/security/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Plugin writes each Profile's Istio AuthorizationPolicies.
+type Plugin struct{}
+
+var _ plugins.Plugin = Plugin{}
+
+// roleBindings is the watched kind: metadata only, since the annotations are
+// all the plugin reads, so that no RoleBinding's body is kept in memory.
+var roleBindings = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
+
+// Definition returns the authpolicy plugin with its config, its owned kind,
+// and a watch on RoleBindings so that a contributor added or removed changes
+// the policy within seconds.
+func Definition() plugins.Definition {
+	rb := &metav1.PartialObjectMetadata{}
+	rb.SetGroupVersionKind(roleBindings)
+	return plugins.Definition{
+		Plugin:    Plugin{},
+		NewConfig: func() any { return NewConfig() },
+		Owns:      []schema.GroupVersionKind{securityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy")},
+		Watches:   []plugins.Watch{{Object: rb, Profiles: contributorProfile}},
+	}
+}
+
+// contributorProfile maps a contributor RoleBinding to the Profile of its
+// namespace, which has the namespace's name. Other RoleBindings concern no
+// Profile; the map runs on both sides of an update, so a binding that loses
+// its annotations still wakes its Profile.
+func contributorProfile(_ context.Context, o client.Object) []string {
+	if _, ok := o.GetAnnotations()[AnnotationUser]; !ok {
+		return nil
+	}
+	return []string{o.GetNamespace()}
+}
+
+// Kind returns "authpolicy".
+func (Plugin) Kind() string { return Kind }
+
+// Apply reads the contributors from the RoleBindings of the Profile's
+// namespace and writes the access policy and the further policies.
+func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	reader := req.Watched
+	if reader == nil {
+		reader = req.Client
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(roleBindings.GroupVersion().WithKind("RoleBindingList"))
+	if err := reader.List(ctx, list, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
+		return plugins.Result{}, fmt.Errorf("list role bindings: %w", err)
+	}
+	contributors := Contributors(list.Items, cfg.ContributorRoles)
+	policies := Build(cfg, req.Profile, contributors)
+	desired := make([]runtime.ApplyConfiguration, 0, len(policies))
+	for _, p := range policies {
+		desired = append(desired, applyConfiguration{p})
+	}
+	return req.Objects.Sync(ctx, desired...)
+}
+
+// Revoke deletes the Profile's AuthorizationPolicies that this plugin wrote.
+func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	return req.Objects.DeleteAll(ctx)
+}
+
+// applyConfiguration marks Istio's generated apply configuration, which lacks
+// the marker method, as a runtime.ApplyConfiguration. It encodes as the
+// configuration it holds.
+type applyConfiguration struct {
+	*securityv1ac.AuthorizationPolicyApplyConfiguration
+}
+
+// IsApplyConfiguration marks the type.
+func (applyConfiguration) IsApplyConfiguration() {}
