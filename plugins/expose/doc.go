@@ -29,7 +29,9 @@
 // when the port's httpProxy.removePathPrefix is true, with the same header
 // templates (httpPathPrefix takes a port id).
 //
-// Gateways, hosts and the cluster domain are the host's. Their defaults come
+// The host may give every Profile apps in its defaults; a Profile that lists
+// apps in its spec replaces that list. Gateways, hosts and the cluster domain
+// are the host's. Their defaults come
 // from the environment variables of the upstream controllers when set
 // (ISTIO_GATEWAY, ISTIO_HOSTS or ISTIO_HOST, both comma-separated, and
 // CLUSTER_DOMAIN; see [ConfigFromEnv]), else kubeflow/kubeflow-gateway, "*"
