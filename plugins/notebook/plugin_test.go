@@ -260,6 +260,21 @@ func TestGatedPodDefaultFollowsProfileLabel(t *testing.T) {
 		assertNoMutationOnResync(t, h)
 	})
 
+	t.Run("an env var added by hand is removed", func(t *testing.T) {
+		u, err := getPodDefault(name, "gpu-scratch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env0, _, _ := unstructured.NestedSlice(u.Object, "spec", "env")
+		if err := unstructured.SetNestedSlice(u.Object, append(env0, map[string]any{"name": "EXTRA", "value": "x"}), "spec", "env"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Update(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+		waitPodDefault(t, name, "gpu-scratch", specIs(t, want))
+	})
+
 	t.Run("removing the label removes the PodDefault", func(t *testing.T) {
 		setLabels(t, name, nil)
 		waitGone(t, name, "gpu-scratch")
