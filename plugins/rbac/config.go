@@ -38,7 +38,9 @@ type Config struct {
 	// a Profile cannot add bindings: the plugin writes with its own rights,
 	// so a Profile must not pick the role.
 	AllowedRoles []RoleRef `json:"allowedRoles,omitempty" profilekit:"hostonly"`
-	// ExtraBindings are the Profile's own bindings, to one of AllowedRoles.
+	// ExtraBindings are the Profile's own bindings, each to one of
+	// AllowedRoles. Host defaults for it are replaced, not merged, by a
+	// Profile's list.
 	ExtraBindings []Binding `json:"extraBindings,omitempty"`
 }
 
