@@ -243,6 +243,18 @@ func TestContributorsComeAndGo(t *testing.T) {
 		waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
 	})
 
+	t.Run("a user added to our policy by hand is removed", func(t *testing.T) {
+		ap, err := getPolicy(name, authpolicy.DefaultName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ap.Spec.Rules[0].When[0].Values = append(ap.Spec.Rules[0].When[0].Values, "accounts.example.org:mallory@example.org")
+		if err := env.Client.Update(context.Background(), ap); err != nil {
+			t.Fatal(err)
+		}
+		waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
+	})
+
 	t.Run("upstream's policy was never touched", func(t *testing.T) {
 		got, err := getPolicy(name, "ns-owner-access-istio")
 		if err != nil {

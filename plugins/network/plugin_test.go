@@ -343,3 +343,45 @@ func TestPoliciesWeDoNotManageAreNeverTouched(t *testing.T) {
 		}
 	}
 }
+
+// TestHandEditsArePutBack widens a policy by hand, keeping our labels and
+// annotations, and deletes another; both come back as configured. A long
+// resync means the repair comes from the watch on our own objects.
+func TestHandEditsArePutBack(t *testing.T) {
+	testhost.Start(t, env, testhost.Plugin{Def: network.Definition(), Options: []reconcilers.Option{
+		reconcilers.WithDefaults(hostDefaults(t, "isolated", false)),
+		reconcilers.WithResync(time.Hour),
+	}})
+	name := uniqueName("drift")
+	testhost.NewProfile(t, env.Client, name, nil, networkPlugin(""))
+	got := waitPolicies(t, name, "default-deny", "allow-same-namespace", "allow-dns", "allow-istiod", "allow-ingress-gateway")
+	want := got["allow-same-namespace"].Spec
+
+	t.Run("an allow-all rule added to our policy is removed", func(t *testing.T) {
+		np := got["allow-same-namespace"]
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
+		if err := env.Client.Update(context.Background(), &np); err != nil {
+			t.Fatal(err)
+		}
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			var cur networkingv1.NetworkPolicy
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&np), &cur); err != nil {
+				return false, err.Error()
+			}
+			d := cmp.Diff(want, cur.Spec)
+			return d == "", "spec (-want +got):\n" + d
+		})
+	})
+
+	t.Run("a deleted policy comes back", func(t *testing.T) {
+		old := got["default-deny"]
+		if err := env.Client.Delete(context.Background(), &old); err != nil {
+			t.Fatal(err)
+		}
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			var cur networkingv1.NetworkPolicy
+			err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&old), &cur)
+			return err == nil && cur.UID != old.UID, fmt.Sprintf("default-deny not recreated (%v)", err)
+		})
+	})
+}
