@@ -29,7 +29,8 @@ type Config struct {
 	Policies []Policy `json:"policies,omitempty" profilekit:"hostonly"`
 	// Gates sets the spec gates of gated policies: gate name -> true or false
 	// (a boolean or a string). A value that does not parse as true keeps the
-	// policy off.
+	// policy off. The host's defaults may set gates for every Profile; a
+	// Profile's entry overrides them key by key.
 	Gates map[string]GateValue `json:"gates,omitempty"`
 }
 
