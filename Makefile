@@ -77,3 +77,14 @@ fmt: ## Format the code.
 .PHONY: help
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "%-18s %s\n", $$1, $$2}'
+
+.PHONY: demo
+demo: envtest-assets ## Run every plugin on a local control plane and narrate what they do.
+	go run ./examples/host demo
+
+HOST_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: build-host
+build-host: ## Build the profilekit host binary into bin/profilekit.
+	@mkdir -p $(LOCALBIN)
+	go build -trimpath -ldflags "-X main.version=$(HOST_VERSION)" -o $(LOCALBIN)/profilekit ./examples/host
