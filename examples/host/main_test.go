@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/profilekit/profilekit/examples/host/internal/cli"
+	"github.com/profilekit/profilekit/examples/host/internal/demo"
+	"github.com/profilekit/profilekit/internal/testenv"
+)
+
+// asBinary makes the test binary behave as the profilekit binary, so that
+// exit codes are tested through main itself.
+const asBinary = "PROFILEKIT_TEST_AS_BINARY"
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asBinary) == "1" {
+		os.Args = append([]string{"profilekit"}, strings.Fields(os.Getenv(asBinary+"_ARGS"))...)
+		main()
+		return
+	}
+	testenv.Main(m, &env, testenv.Options{})
+}
+
+// execMain runs the binary's main in a child process with args and returns
+// its exit code, stdout and stderr.
+func execMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0])
+	cmd.Env = append(os.Environ(), asBinary+"=1", asBinary+"_ARGS="+strings.Join(args, " "))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	case err != nil:
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return 0, stdout.String(), stderr.String()
+}
+
+// runMain runs the command line in-process.
+func runMain(ctx context.Context, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(ctx, app(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runMain(t.Context(), "version")
+	if code != 0 || !strings.HasPrefix(out, "profilekit ") || !strings.Contains(out, "plugins: [") {
+		t.Errorf("version: exit %d, output:\n%s", code, out)
+	}
+	for _, d := range definitions() {
+		if !strings.Contains(out, d.Kind()) {
+			t.Errorf("version does not list plugin %s:\n%s", d.Kind(), out)
+		}
+	}
+}
+
+func TestHelpExplainsFlags(t *testing.T) {
+	code, out, _ := runMain(t.Context(), "run", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, flag := range []string{"--config", "--kubeconfig", "--metrics-bind-address", "--health-probe-bind-address", "--leader-elect", "--kube-api-qps", "--kube-api-burst", "--log-level", "--log-format"} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("run --help does not explain %s", flag)
+		}
+	}
+}
+
+func TestDemoAssetsVersion(t *testing.T) {
+	// The demo and the tests must look for the same control plane binaries.
+	if got := demo.AssetsVersion; got != testenv.AssetsVersion {
+		t.Errorf("demo looks in bin/k8s/%s, the tests in bin/k8s/%s", got, testenv.AssetsVersion)
+	}
+}
