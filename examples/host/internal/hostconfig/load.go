@@ -95,7 +95,9 @@ func (p *parser) failf(field, format string, args ...any) {
 }
 
 // decode strictly decodes data into v and reports problems under prefix. It
-// reports whether decoding got far enough to validate the result.
+// reports whether decoding got far enough to validate the result: unknown
+// and duplicate fields leave the rest decoded, so that their errors come
+// together with the others; a syntax or type error does not.
 func (p *parser) decode(prefix string, data []byte, v any) bool {
 	strict, err := sigsjson.UnmarshalStrict(data, v)
 	if err != nil {
@@ -116,7 +118,7 @@ func (p *parser) decode(prefix string, data []byte, v any) bool {
 		}
 		p.fail(join(prefix, strings.TrimSuffix(path, `"`)), errors.New(kind))
 	}
-	return len(strict) == 0
+	return true
 }
 
 func join(prefix, field string) string {
