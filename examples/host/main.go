@@ -23,10 +23,10 @@ import (
 var version string
 
 // demoConfig is the configuration `profilekit demo` runs with unless --config
-// says otherwise: the plain example, so that the demo shows what a new user
-// would start from.
+// says otherwise: the example for a cluster with Istio, which enables every
+// plugin built in.
 //
-//go:embed config/host.yaml
+//go:embed config/istio.yaml
 var demoConfig []byte
 
 func main() {
@@ -42,6 +42,6 @@ func app() cli.App {
 		Definitions:    definitions(),
 		Version:        version,
 		DemoConfig:     demoConfig,
-		DemoConfigName: "examples/host/config/host.yaml (built in)",
+		DemoConfigName: "examples/host/config/istio.yaml (built in)",
 	}
 }

@@ -2,7 +2,12 @@ package main
 
 import (
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/authpolicy"
+	"github.com/profilekit/profilekit/plugins/egress"
+	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/limitrange"
+	"github.com/profilekit/profilekit/plugins/network"
+	"github.com/profilekit/profilekit/plugins/notebook"
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
 )
@@ -12,7 +17,14 @@ import (
 // here does nothing until its section in the configuration file enables it.
 func definitions() []plugins.Definition {
 	return []plugins.Definition{
+		authpolicy.Definition(),
+		egress.Definition(),
+		// expose reads ISTIO_GATEWAY, ISTIO_HOSTS and CLUSTER_DOMAIN as its
+		// defaults, under the configuration file's.
+		expose.Definition(),
 		limitrange.Definition(),
+		network.Definition(),
+		notebook.Definition(),
 		quotas.Definition(),
 		rbac.Definition(),
 	}

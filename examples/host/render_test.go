@@ -12,7 +12,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
 
-const hostConfig = "config/host.yaml"
+// hostConfig enables every plugin built in, so that the goldens cover them all.
+const hostConfig = "config/istio.yaml"
 
 // TestRenderGolden renders every sample Profile with the shipped
 // configuration and compares the output with testdata/<name>.golden.yaml.

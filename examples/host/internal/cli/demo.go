@@ -78,7 +78,7 @@ everything in it are gone when the demo ends.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&config, "config", "", "host configuration file; default the built-in copy of examples/host/config/host.yaml")
+	cmd.Flags().StringVar(&config, "config", "", "host configuration file; default the built-in copy of examples/host/config/istio.yaml")
 	cmd.Flags().StringVar(&profiles, "profiles", "", "folder of sample Profiles (*.yaml); default examples/profiles in the source tree")
 	return cmd
 }

@@ -50,6 +50,8 @@ type crdSource struct {
 	repoRoot string
 	istio    map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition
 	istioErr error
+	local    map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition
+	localErr error
 	loaded   bool
 }
 
@@ -62,14 +64,20 @@ func profileCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	return &c, nil
 }
 
-// find returns the CRD that serves gk.
+// find returns the CRD that serves gk: Istio's from the istio.io/api module,
+// others (Kubeflow's PodDefault) from the CRD files the plugins' own tests
+// install, under plugins/*/testdata.
 func (c *crdSource) find(ctx context.Context, gk schema.GroupKind) (*apiextensionsv1.CustomResourceDefinition, error) {
-	if !strings.HasSuffix(gk.Group, ".istio.io") {
-		return nil, fmt.Errorf("no CRD known for %s", gk)
-	}
 	if !c.loaded {
 		c.loaded = true
 		c.istio, c.istioErr = c.loadIstio(ctx)
+		c.local, c.localErr = c.loadLocal()
+	}
+	if d, ok := c.local[gk]; ok {
+		return d, nil
+	}
+	if !strings.HasSuffix(gk.Group, ".istio.io") {
+		return nil, errors.Join(fmt.Errorf("no CRD known for %s", gk), c.localErr)
 	}
 	if c.istioErr != nil {
 		return nil, c.istioErr
@@ -81,6 +89,22 @@ func (c *crdSource) find(ctx context.Context, gk schema.GroupKind) (*apiextensio
 	return d, nil
 }
 
+// loadLocal reads the CRDs in plugins/*/testdata of the source tree.
+func (c *crdSource) loadLocal() (map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(filepath.Join(c.repoRoot, "plugins", "*", "testdata", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	crds := map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition{}
+	var errs []error
+	for _, f := range files {
+		if err := readCRDs(f, crds); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return crds, errors.Join(errs...)
+}
+
 // loadIstio reads the CRDs that ship in the istio.io/api module.
 func (c *crdSource) loadIstio(ctx context.Context) (map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "istio.io/api")
@@ -90,32 +114,42 @@ func (c *crdSource) loadIstio(ctx context.Context) (map[schema.GroupKind]*apiext
 		return nil, fmt.Errorf("find the istio.io/api module for its CRDs (go list -m in %s): %w", c.repoRoot, err)
 	}
 	path := filepath.Join(strings.TrimSpace(string(out)), "kubernetes", "customresourcedefinitions.gen.yaml")
+	crds := map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition{}
+	if err := readCRDs(path, crds); err != nil {
+		return nil, err
+	}
+	return crds, nil
+}
+
+// readCRDs adds the CRDs in a YAML file to crds, by group and kind; other
+// documents are skipped.
+func readCRDs(path string, crds map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("istio CRDs: %w", err)
+		return fmt.Errorf("read CRDs: %w", err)
 	}
 	defer f.Close()
-	crds := map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition{}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return fmt.Errorf("read %s: %w", path, err)
 		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if len(bytes.TrimSpace(doc)) == 0 || yaml.Unmarshal(doc, &meta) != nil ||
+			meta.Kind != "CustomResourceDefinition" || meta.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
 			continue
 		}
 		var d apiextensionsv1.CustomResourceDefinition
 		if err := yaml.Unmarshal(doc, &d); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", path, err)
-		}
-		if d.Kind != "CustomResourceDefinition" {
-			continue
+			return fmt.Errorf("decode %s: %w", path, err)
 		}
 		crds[schema.GroupKind{Group: d.Spec.Group, Kind: d.Spec.Names.Kind}] = &d
 	}
-	return crds, nil
 }

@@ -10,6 +10,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,6 +149,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := d.optOut(ctx, profiles); err != nil {
+		return err
+	}
+	if err := d.optOutByLabel(ctx, profiles); err != nil {
 		return err
 	}
 	if err := d.deleteProfile(ctx, profiles[len(profiles)-1].Name); err != nil {
@@ -623,7 +627,7 @@ func (d *demo) setLabel(ctx context.Context, name, key, value string) error {
 // optOut removes a plugin from a Profile that lists it, where the host serves
 // only listing Profiles, and shows the plugin's Revoke.
 func (d *demo) optOut(ctx context.Context, profiles []*kubeflowv1.Profile) error {
-	d.title("3. Opt a Profile out of a plugin")
+	d.title("3. Opt a Profile out of a plugin it lists")
 	var target *kubeflowv1.Profile
 	var def plugins.Definition
 	for _, p := range profiles {
@@ -642,28 +646,87 @@ func (d *demo) optOut(ctx context.Context, profiles []*kubeflowv1.Profile) error
 		d.printf("no sample Profile lists a plugin that the configuration enables as listed; nothing to show\n")
 		return nil
 	}
-	objs, err := d.owned(ctx, target.Name)
+	what := fmt.Sprintf("remove %s from spec.plugins (the host runs it with enabled: listed)", def.Kind())
+	err := d.revokeBy(ctx, target.Name, def, what, func() error {
+		p, err := d.get(ctx, target.Name)
+		if err != nil {
+			return err
+		}
+		before := p.DeepCopy()
+		p.Spec.Plugins = slices.DeleteFunc(p.Spec.Plugins, func(e kubeflowv1.Plugin) bool { return e.Kind == def.Kind() })
+		if err := d.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("update Profile %s: %w", target.Name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	d.printf("Profile %s lists %s, which the host runs with enabled: listed. Its objects now:\n", target.Name, def.Kind())
+	return d.show(ctx, target.Name)
+}
+
+// optOutByLabel sets the label that a plugin's selector excludes (enabled:
+// all with a NotIn or DoesNotExist expression) on a Profile the plugin
+// serves without being listed, and shows the plugin's Revoke.
+func (d *demo) optOutByLabel(ctx context.Context, profiles []*kubeflowv1.Profile) error {
+	d.title("4. Opt a Profile out of a plugin enabled for all, by label")
+	for _, p := range profiles {
+		for _, def := range d.applying(p) {
+			sec, _ := d.Config.Section(def.Kind())
+			if sec.Enabled != hostconfig.EnabledAll || sec.Selector == nil || plugins.Listed(p, def.Kind()) {
+				continue
+			}
+			key, value, ok := excludingLabel(sec.Selector)
+			if !ok {
+				continue
+			}
+			return d.revokeBy(ctx, p.Name, def, fmt.Sprintf("set label %s=%s, which the %s selector excludes", key, value, def.Kind()), func() error {
+				return d.setLabel(ctx, p.Name, key, value)
+			})
+		}
+	}
+	d.printf("no plugin enabled for all has a selector that a label can opt out of; nothing to show\n")
+	return nil
+}
+
+// excludingLabel returns a label that the selector does not match.
+func excludingLabel(sel *metav1.LabelSelector) (string, string, bool) {
+	for _, e := range sel.MatchExpressions {
+		switch e.Operator {
+		case metav1.LabelSelectorOpNotIn:
+			if len(e.Values) > 0 {
+				return e.Key, e.Values[0], true
+			}
+		case metav1.LabelSelectorOpDoesNotExist:
+			return e.Key, "true", true
+		}
+	}
+	return "", "", false
+}
+
+// revokeBy shows a plugin's objects for a Profile, makes the change, waits
+// until the plugin has revoked itself, and shows the Events.
+func (d *demo) revokeBy(ctx context.Context, name string, def plugins.Definition, what string, change func() error) error {
+	objs, err := d.owned(ctx, name)
+	if err != nil {
+		return err
+	}
+	d.printf("Profile %s: %s objects now:\n", name, def.Kind())
 	d.printObjects(filterPlugin(objs, def.Kind()))
-	d.printf("remove %s from spec.plugins\n", def.Kind())
-	p, err := d.get(ctx, target.Name)
+	d.printf("Profile %s: %s\n", name, what)
+	seen, err := d.events(ctx, name, plugins.ReasonRevoked)
 	if err != nil {
 		return err
 	}
-	before := p.DeepCopy()
-	p.Spec.Plugins = slices.DeleteFunc(p.Spec.Plugins, func(e kubeflowv1.Plugin) bool { return e.Kind == def.Kind() })
-	if err := d.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("update Profile %s: %w", target.Name, err)
+	if err := change(); err != nil {
+		return err
 	}
 	err = d.eventually(ctx, def.Kind()+" revoked", func(ctx context.Context) (bool, string, error) {
-		p, err := d.get(ctx, target.Name)
+		p, err := d.get(ctx, name)
 		if err != nil {
 			return false, "", err
 		}
-		objs, err := d.owned(ctx, target.Name)
+		objs, err := d.owned(ctx, name)
 		if err != nil {
 			return false, "", err
 		}
@@ -675,14 +738,14 @@ func (d *demo) optOut(ctx context.Context, profiles []*kubeflowv1.Profile) error
 		return err
 	}
 	d.printf("  -> Revoke deleted the plugin's objects and removed %s from the Profile's status\n", def.Condition())
-	evs, err := d.events(ctx, target.Name, plugins.ReasonRevoked)
+	evs, err := d.events(ctx, name, plugins.ReasonRevoked)
 	if err != nil {
 		return err
 	}
-	for _, e := range evs {
+	for _, e := range evs[min(len(seen), len(evs)):] {
 		d.printf("  -> Event: %s\n", e)
 	}
-	return d.show(ctx, target.Name)
+	return nil
 }
 
 func filterPlugin(objs []ownedObject, kind string) []ownedObject {
@@ -697,7 +760,7 @@ func filterPlugin(objs []ownedObject, kind string) []ownedObject {
 
 // deleteProfile deletes a Profile and shows what happens to its objects.
 func (d *demo) deleteProfile(ctx context.Context, name string) error {
-	d.title("4. Delete a Profile")
+	d.title("5. Delete a Profile")
 	p, err := d.get(ctx, name)
 	if err != nil {
 		return err
@@ -760,7 +823,11 @@ func (d *demo) deleteProfile(ctx context.Context, name string) error {
 func ownerRefs(u *unstructured.Unstructured, uid types.UID) string {
 	var parts []string
 	for _, r := range u.GetOwnerReferences() {
-		s := fmt.Sprintf("%s %s uid=%s", r.Kind, r.Name, r.UID)
+		id := string(r.UID)
+		if len(id) > 8 {
+			id = id[:8] + "..."
+		}
+		s := fmt.Sprintf("%s %s uid=%s", r.Kind, r.Name, id)
 		if r.Controller != nil && *r.Controller {
 			s += " controller"
 		}
@@ -800,6 +867,22 @@ func describe(u *unstructured.Unstructured) string {
 	case "Role":
 		rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
 		return fmt.Sprintf("%d rules", len(rules))
+	case "NetworkPolicy":
+		types, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "policyTypes")
+		return "policyTypes " + strings.Join(types, ",")
+	case "AuthorizationPolicy":
+		action, _, _ := unstructured.NestedString(u.Object, "spec", "action")
+		rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+		return fmt.Sprintf("%s, %d rules", cmp.Or(action, "ALLOW"), len(rules))
+	case "VirtualService", "ServiceEntry":
+		hosts, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "hosts")
+		return "hosts " + strings.Join(hosts, ",")
+	case "DestinationRule":
+		host, _, _ := unstructured.NestedString(u.Object, "spec", "host")
+		return "host " + host
+	case "PodDefault":
+		desc, _, _ := unstructured.NestedString(u.Object, "spec", "desc")
+		return desc
 	}
 	return ""
 }
