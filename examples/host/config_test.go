@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// TestShippedConfigsLoad loads every example configuration against the
+// plugins this binary is built with.
+func TestShippedConfigsLoad(t *testing.T) {
+	reg, err := plugins.NewRegistry(definitions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("config/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("want host.yaml, istio.yaml and statcan.yaml in config/, got %v", files)
+	}
+	for _, f := range files {
+		if _, err := hostconfig.Load(f, reg); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	istio, err := hostconfig.Load("config/istio.yaml", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The demo runs istio.yaml to show every plugin: it must enable them all.
+	if diff := cmp.Diff(reg.Kinds(), istio.Enabled()); diff != "" {
+		t.Errorf("istio.yaml does not enable every plugin built in (-built in +enabled):\n%s", diff)
+	}
+}
+
+// TestStatCanRender renders a Profile of the StatCan-style platform and
+// checks the platform's values arrive in the objects.
+func TestStatCanRender(t *testing.T) {
+	code, out, stderr := runMain(t.Context(), "render", "--config", "config/statcan.yaml", "-f", "testdata/statcan-profile.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	golden := "testdata/statcan-profile.golden.yaml"
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, fragment := range []string{
+		"limits.cpu: \"32\"",                             // label override under quotas.statcan.gc.ca
+		"requests.nvidia.com/gpu: \"1\"",                 // through the gpu alias
+		"name: ml-support",                               // the support-group binding
+		"data.statcan.gc.ca/classification: protected-b", // the Protected B PodDefault
+		"name: allow-gitea-ingress",                      // label gate
+		"name: allow-s3proxy-egress",                     // spec gate
+		"name: deny-protected-b-file-transfers",
+	} {
+		if !strings.Contains(out, fragment) {
+			t.Errorf("rendering lacks %q", fragment)
+		}
+	}
+}
