@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/profilekit/profilekit/api/kubeflow/crd"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/server"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+const deployDir = "../deploy"
+
+// kustomize builds an overlay with kubectl and returns its objects.
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is needed to build the kustomize overlays: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), kubectl, "kustomize", dir)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(&stdout))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+func one[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == kind && (name == "" || u.GetName() == name || strings.HasPrefix(u.GetName(), name+"-")) {
+			var out T
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
+				t.Fatalf("%s %s: %v", kind, u.GetName(), err)
+			}
+			return &out
+		}
+	}
+	t.Fatalf("no %s %s in the output", kind, name)
+	return nil
+}
+
+// allows reports whether the rules grant verb on group/resource.
+func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) &&
+			slices.Contains(r.Verbs, verb) && len(r.ResourceNames) == 0
+	})
+}
+
+func TestDeployOverlays(t *testing.T) {
+	reg, err := plugins.NewRegistry(definitions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := server.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		overlay string
+		// source is the example configuration the overlay's ConfigMap copies.
+		source string
+		// istio says whether the overlay may write Istio kinds.
+		istio bool
+	}{
+		{overlay: "plain", source: "config/host.yaml"},
+		{overlay: "istio", source: "config/istio.yaml", istio: true},
+	} {
+		t.Run(tc.overlay, func(t *testing.T) {
+			objs := kustomize(t, deployDir+"/overlays/"+tc.overlay)
+			var kinds []string
+			for _, u := range objs {
+				kinds = append(kinds, u.GetKind())
+			}
+			for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
+				if !slices.Contains(kinds, k) {
+					t.Errorf("no %s in the overlay's output (kinds: %v)", k, kinds)
+				}
+			}
+
+			cm := one[corev1.ConfigMap](t, objs, "ConfigMap", "profilekit-config")
+			cfg, err := hostconfig.Parse("ConfigMap "+cm.Name+" host.yaml", []byte(cm.Data["host.yaml"]), reg)
+			if err != nil {
+				t.Fatalf("the ConfigMap does not hold a valid host configuration: %v", err)
+			}
+			src, err := os.ReadFile(tc.source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cm.Data["host.yaml"] != string(src) {
+				t.Errorf("the overlay's host.yaml is not a copy of examples/host/%s; copy it again", tc.source)
+			}
+
+			dep := one[appsv1.Deployment](t, objs, "Deployment", "profilekit")
+			c := dep.Spec.Template.Spec.Containers[0]
+			if !slices.Contains(c.Args, "--config=/etc/profilekit/host.yaml") || !slices.Contains(c.Args, "--leader-elect=true") {
+				t.Errorf("container args %v", c.Args)
+			}
+			if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+				t.Errorf("probes: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
+			}
+			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 8080 }) {
+				t.Errorf("no metrics port in %v", c.Ports)
+			}
+			vol := dep.Spec.Template.Spec.Volumes[0]
+			if vol.ConfigMap == nil || vol.ConfigMap.Name != cm.Name {
+				t.Errorf("the Deployment mounts %+v, not the generated ConfigMap %s", vol, cm.Name)
+			}
+			if dep.Spec.Template.Spec.ServiceAccountName != "profilekit" {
+				t.Errorf("service account %q", dep.Spec.Template.Spec.ServiceAccountName)
+			}
+
+			cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", "profilekit")
+			need := []struct{ group, resource, verb string }{
+				{"kubeflow.org", "profiles", "get"}, {"kubeflow.org", "profiles", "list"}, {"kubeflow.org", "profiles", "watch"},
+				{"kubeflow.org", "profiles/status", "update"},
+				{"kubeflow.org", "profiles/finalizers", "update"},
+				{"events.k8s.io", "events", "create"}, {"events.k8s.io", "events", "patch"},
+			}
+			for _, kind := range cfg.Enabled() {
+				def, _ := reg.Get(kind)
+				for _, gvk := range def.Owns {
+					res := resource(gvk)
+					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
+						need = append(need, struct{ group, resource, verb string }{gvk.Group, res, v})
+					}
+				}
+				for _, w := range def.Watches {
+					gvk, err := apiutil.GVKForObject(w.Object, scheme)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, v := range []string{"get", "list", "watch"} {
+						need = append(need, struct{ group, resource, verb string }{gvk.Group, resource(gvk), v})
+					}
+				}
+				if def.Finalizer() != "" {
+					need = append(need, struct{ group, resource, verb string }{"kubeflow.org", "profiles", "patch"})
+				}
+			}
+			for _, n := range need {
+				if !allows(cr.Rules, n.group, n.resource, n.verb) {
+					t.Errorf("ClusterRole lacks %s on %s.%s", n.verb, n.resource, n.group)
+				}
+			}
+			for _, r := range cr.Rules {
+				if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
+					t.Errorf("ClusterRole rule %+v uses a wildcard", r)
+				}
+				if slices.Contains(r.Resources, "profiles") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "update" || v == "delete" || v == "create" }) {
+					t.Errorf("ClusterRole lets the host write Profiles themselves: %+v", r)
+				}
+				istio := slices.ContainsFunc(r.APIGroups, func(g string) bool { return strings.HasSuffix(g, "istio.io") })
+				if istio && !tc.istio {
+					t.Errorf("the %s overlay grants Istio kinds: %+v", tc.overlay, r)
+				}
+			}
+
+			role := one[rbacv1.Role](t, objs, "Role", "profilekit-leader-election")
+			for _, v := range []string{"get", "create", "update"} {
+				if !allows(role.Rules, "coordination.k8s.io", "leases", v) {
+					t.Errorf("leader election Role lacks %s on leases", v)
+				}
+			}
+			if role.Namespace != "profilekit-system" {
+				t.Errorf("leader election Role in namespace %q", role.Namespace)
+			}
+		})
+	}
+}
+
+// resource guesses the plural resource of a kind, which is right for every
+// kind profilekit writes.
+func resource(gvk schema.GroupVersionKind) string {
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.Resource
+}
+
+func TestDeployCRDIsCurrent(t *testing.T) {
+	got, err := os.ReadFile(deployDir + "/base/crd/kubeflow.org_profiles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, crd.Profiles) {
+		t.Error("examples/deploy/base/crd/kubeflow.org_profiles.yaml differs from api/kubeflow/crd; copy it again")
+	}
+}
+
+func TestArgoCDApplicationPointsAtAnOverlay(t *testing.T) {
+	data, err := os.ReadFile(deployDir + "/argocd/application.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var app struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Source struct {
+				Path string `json:"path"`
+			} `json:"source"`
+			Destination struct {
+				Namespace string `json:"namespace"`
+			} `json:"destination"`
+		} `json:"spec"`
+	}
+	// Only the fields read here matter; the rest is Argo CD's.
+	if err := yaml.Unmarshal(data, &app); err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimPrefix(app.Spec.Source.Path, "examples/deploy/")
+	if app.Kind != "Application" || app.Spec.Destination.Namespace != "profilekit-system" {
+		t.Errorf("application %+v", app)
+	}
+	if _, err := os.Stat(fmt.Sprintf("%s/%s/kustomization.yaml", deployDir, path)); err != nil {
+		t.Errorf("the Application's path %s is not a kustomization: %v", app.Spec.Source.Path, err)
+	}
+	kustomize(t, deployDir+"/"+path)
+}
