@@ -56,6 +56,13 @@ in-cluster service account, else ~/.kube/config.`,
 			if cmd.Flags().Changed("kube-api-burst") {
 				cfg.Client.Burst = f.burst
 			}
+			if err := checkRate(cfg.Client.QPS, cfg.Client.Burst, cmd.Flags().Changed("kube-api-burst")); err != nil {
+				return err
+			}
+			if float32(cfg.Client.Burst) < cfg.Client.QPS {
+				// A raised --kube-api-qps alone lifts the burst with it.
+				cfg.Client.Burst = int(cfg.Client.QPS + 0.5)
+			}
 			logger, err := g.newLogger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -112,4 +119,18 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("find the cluster: %w", err)
 	}
 	return c, nil
+}
+
+// checkRate rejects rate limits the client could not use: a non-positive
+// rate, or a burst set below the rate.
+func checkRate(qps float32, burst int, burstSet bool) error {
+	switch {
+	case qps <= 0:
+		return fmt.Errorf("--kube-api-qps must be positive, got %g", qps)
+	case burst <= 0:
+		return fmt.Errorf("--kube-api-burst must be positive, got %d", burst)
+	case burstSet && float32(burst) < qps:
+		return fmt.Errorf("--kube-api-burst %d is below the rate %g; the client could never reach it", burst, qps)
+	}
+	return nil
 }
