@@ -304,6 +304,14 @@ func TestResyncWithNothingChangedSendsNothing(t *testing.T) {
 	}
 	waitAccess(t, name, wantAccess(name, "accounts.example.org:bob@example.org", "accounts.example.org:carol@example.org", "accounts.example.org:"+owner))
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "3 objects in sync")
+	// Passes and Events set off by the last change may still be in flight;
+	// let them finish before counting.
+	settle := testhost.Reconciles(t, authpolicy.Kind)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		n := testhost.Reconciles(t, authpolicy.Kind) - settle
+		return n >= 2, fmt.Sprintf("%v reconciles", n)
+	})
+	time.Sleep(200 * time.Millisecond)
 	h.Counter.Reset()
 	before := testhost.Reconciles(t, authpolicy.Kind)
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {

@@ -169,6 +169,14 @@ func setProfile(t *testing.T, name string, edit func(*kubeflowv1.Profile)) {
 // fails on any mutating request.
 func assertQuietResync(t *testing.T, h *testhost.Host) {
 	t.Helper()
+	// Passes and Events set off by the last change may still be in flight;
+	// let them finish before counting.
+	settle := testhost.Reconciles(t, network.Kind)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		n := testhost.Reconciles(t, network.Kind) - settle
+		return n >= 2, fmt.Sprintf("%v reconciles", n)
+	})
+	time.Sleep(200 * time.Millisecond)
 	h.Counter.Reset()
 	before := testhost.Reconciles(t, network.Kind)
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
