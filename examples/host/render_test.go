@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/profilekit/profilekit/examples/host/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
@@ -125,5 +127,76 @@ func TestRenderNotes(t *testing.T) {
 	code, _, stderr := runMain(t.Context(), "render", "--config", hostConfig, "-f", "testdata/unknown-plugin.yaml")
 	if code != 0 || !strings.Contains(stderr, "note: profile lists-unknown: lists plugin sparkles, which this host does not run") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestRenderInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	shard := write("shard.yaml", `
+shardSelector: {matchLabels: {shard: a}}
+plugins:
+  quotas:
+    enabled: all
+    defaults: {hard: {limits.cpu: "1"}}
+`)
+	profiles := write("profiles.yaml", `
+# two Profiles in one stream, one in the shard
+apiVersion: kubeflow.org/v1
+kind: Profile
+metadata: {name: in-shard, labels: {shard: a}}
+---
+apiVersion: kubeflow.org/v1
+kind: Profile
+metadata: {name: elsewhere, labels: {shard: b}}
+`)
+	t.Run("only the shard's Profiles are rendered", func(t *testing.T) {
+		code, out, stderr := runMain(t.Context(), "render", "--config", shard, "-f", profiles)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(out, "namespace: in-shard") || strings.Contains(out, "namespace: elsewhere") {
+			t.Errorf("output:\n%s", out)
+		}
+		if !strings.Contains(stderr, "note: profile elsewhere: outside this host's shard, nothing rendered") {
+			t.Errorf("stderr:\n%s", stderr)
+		}
+	})
+	t.Run("stdin", func(t *testing.T) {
+		var stdout, stderr strings.Builder
+		cmd := cli.NewCommand(app(), &stdout, &stderr)
+		in, err := os.Open(profiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		cmd.SetIn(in)
+		cmd.SetArgs([]string{"render", "--config", shard, "-f", "-"})
+		if err := cmd.ExecuteContext(t.Context()); err != nil || !strings.Contains(stdout.String(), "namespace: in-shard") {
+			t.Errorf("err %v, output:\n%s", err, stdout.String())
+		}
+	})
+	for _, tc := range []struct {
+		reason, doc, want string
+	}{
+		{"not a Profile", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `document 1: want apiVersion kubeflow.org/v1, kind Profile, got "v1", "ConfigMap"`},
+		{"an older API version", "apiVersion: kubeflow.org/v1beta1\nkind: Profile\nmetadata: {name: x}\n", `got "kubeflow.org/v1beta1", "Profile"`},
+		{"an unknown field", "apiVersion: kubeflow.org/v1\nkind: Profile\nmetadata: {name: x}\nspec: {ownr: {}}\n", `unknown field "spec.ownr"`},
+		{"no name", "apiVersion: kubeflow.org/v1\nkind: Profile\n", "document 1: Profile has no metadata.name"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			f := write("bad.yaml", tc.doc)
+			code, _, stderr := runMain(t.Context(), "render", "--config", shard, "-f", f)
+			if code != 1 || !strings.Contains(stderr, f+": ") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, want 1 and %q naming the file; stderr:\n%s", code, tc.want, stderr)
+			}
+		})
 	}
 }

@@ -32,6 +32,7 @@ type FieldError struct {
 	Err error
 }
 
+// Error renders the problem as "<file>: <field>: <problem>".
 func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("%s: %v", e.File, e.Err)

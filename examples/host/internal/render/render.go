@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -154,7 +155,7 @@ func ReadProfiles(in io.Reader, name string) ([]*kubeflowv1.Profile, error) {
 			continue
 		}
 		var p kubeflowv1.Profile
-		if err := yaml.UnmarshalStrict(doc, &p); err != nil {
+		if err := decodeStrict(doc, &p); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 		if p.APIVersion != kubeflowv1.GroupVersion.String() || p.Kind != "Profile" {
@@ -166,6 +167,21 @@ func ReadProfiles(in io.Reader, name string) ([]*kubeflowv1.Profile, error) {
 		out = append(out, &p)
 	}
 	return out, nil
+}
+
+// decodeStrict decodes a YAML document, failing on unknown and duplicate
+// fields with their paths (spec.ownr), as the API server's strict field
+// validation would.
+func decodeStrict(doc []byte, v any) error {
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := sigsjson.UnmarshalStrict(js, v)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 func stripComments(doc []byte) []byte {
