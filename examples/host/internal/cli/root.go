@@ -65,14 +65,14 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 
   profilekit run --config host.yaml              run the controllers against a cluster
   profilekit render --config host.yaml -f p.yaml show what they would write, offline
-  profilekit demo                                 run everything on a local control plane`,
+  profilekit demo                                run everything on a local control plane`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info",
-		"log verbosity: error, info, debug, or a number for more detail (2 is debug, higher is chattier)")
+		"log verbosity: error, info, debug, or a number n to see logr levels up to V(n) (debug is 1)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "json",
 		"log encoding: json (structured, for log collectors) or console (for people)")
 	root.AddCommand(
