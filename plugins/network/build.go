@@ -168,6 +168,15 @@ func evalGate(policy string, g *Gate, p *kubeflowv1.Profile, gates map[string]Ga
 	return off, on && err == nil
 }
 
+// Reason is the condition reason of an invalid gate: InvalidLabel for a
+// label gate, InvalidSpec for a spec gate.
+func (g Gated) Reason() string {
+	if strings.HasPrefix(g.Source, "label ") {
+		return plugins.ReasonInvalidLabel
+	}
+	return plugins.ReasonInvalidSpec
+}
+
 // Message describes an invalid gate for the condition.
 func (g Gated) Message() string {
 	return fmt.Sprintf("%s=%q is not true or false, so policy %s stays off", g.Source, g.Value, g.Policy)

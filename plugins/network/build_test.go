@@ -228,6 +228,12 @@ func TestGatedMessage(t *testing.T) {
 	if got := g.Message(); got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}
+	if got := g.Reason(); got != plugins.ReasonInvalidLabel {
+		t.Errorf("Reason() of a label gate = %q, want %s", got, plugins.ReasonInvalidLabel)
+	}
+	if got := (Gated{Source: "gates[extra]"}).Reason(); got != plugins.ReasonInvalidSpec {
+		t.Errorf("Reason() of a spec gate = %q, want %s", got, plugins.ReasonInvalidSpec)
+	}
 }
 
 func TestLoadConfigRejects(t *testing.T) {

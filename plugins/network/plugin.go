@@ -58,11 +58,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 		if !g.Invalid {
 			continue
 		}
-		reason := plugins.ReasonInvalidLabel
-		if strings.HasPrefix(g.Source, "gates[") {
-			reason = plugins.ReasonInvalidSpec
-		}
-		errs = append(errs, plugins.Terminal(reason, errors.New(g.Message())))
+		errs = append(errs, plugins.Terminal(g.Reason(), errors.New(g.Message())))
 	}
 	return res, errors.Join(errs...)
 }
