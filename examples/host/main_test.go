@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/profilekit/profilekit/examples/host/internal/cli"
@@ -48,9 +49,28 @@ func execMain(t *testing.T, args ...string) (int, string, string) {
 	return 0, stdout.String(), stderr.String()
 }
 
+// lockedBuffer is written by the manager's goroutines, some of which still
+// log while Main returns.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // runMain runs the command line in-process.
 func runMain(ctx context.Context, args ...string) (int, string, string) {
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr lockedBuffer
 	code := cli.Main(ctx, app(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }

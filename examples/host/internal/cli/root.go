@@ -133,11 +133,14 @@ func (g *globals) newLogger(w io.Writer) (logr.Logger, error) {
 	opts := []zap.Opts{zap.WriteTo(w), zap.Level(lvl), zap.StacktraceLevel(zapcore.DPanicLevel)}
 	switch g.logFormat {
 	case "json":
-		opts = append(opts, zap.JSONEncoder())
+		opts = append(opts, zap.JSONEncoder(isoTime))
 	case "console":
-		opts = append(opts, zap.ConsoleEncoder())
+		opts = append(opts, zap.ConsoleEncoder(isoTime))
 	default:
 		return logr.Logger{}, fmt.Errorf("--log-format: want json or console, got %q", g.logFormat)
 	}
 	return zap.New(opts...), nil
 }
+
+// isoTime writes timestamps people and log collectors both read.
+func isoTime(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.ISO8601TimeEncoder }

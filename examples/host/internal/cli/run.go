@@ -84,7 +84,7 @@ in-cluster service account, else ~/.kube/config.`,
 				return err
 			}
 			ctx := log.IntoContext(cmd.Context(), logger)
-			logger.Info("starting", "version", app.Version, "config", f.config, "plugins", cfg.Enabled(),
+			logger.Info("starting", "version", Version(app.Version), "config", f.config, "plugins", cfg.Enabled(),
 				"leaderElection", f.leaderElection, "leaseID", cfg.LeaderElection.ID,
 				"qps", cfg.Client.QPS, "burst", cfg.Client.Burst, "resync", cfg.Resync().String())
 			if err := mgr.Start(ctx); err != nil {
