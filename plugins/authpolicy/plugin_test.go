@@ -48,7 +48,9 @@ const (
 )
 
 // hostConfig has every kind of rule: users, same namespace, probes, the
-// notebook controller, and a further DENY policy with a selector.
+// notebook controller, and further policies, among them forms the API server
+// might store differently from what we send: a DENY without rules, an
+// allow-all rule, ipBlocks with exceptions and a condition with notValues.
 const hostConfig = `
 userIDPrefix: "accounts.example.org:"
 probePaths: [/healthz]
@@ -68,6 +70,21 @@ policies:
     - source: {namespaces: [monitoring]}
     to:
     - operation: {ports: ["9090"], methods: [GET]}
+- name: edge-deny-nothing
+  action: DENY
+  rules: []
+- name: edge-allow-all
+  action: ALLOW
+  selector: {app: public}
+  rules: [{}]
+- name: edge-sources
+  action: DENY
+  rules:
+  - from:
+    - source: {ipBlocks: [203.0.113.0/24], notIpBlocks: [203.0.113.7/32]}
+    - source: {notNamespaces: ["{{ .Namespace }}"], notPrincipals: ["cluster.local/ns/{{ .Namespace }}/sa/default-editor"]}
+    when:
+    - {key: destination.port, notValues: ["15020"]}
 `
 
 // start runs the plugin with a resync period: short where a test counts
@@ -152,7 +169,7 @@ func TestContributorsComeAndGo(t *testing.T) {
 	}
 
 	ap := waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "3 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "6 objects in sync")
 	if diff := cmp.Diff(plugins.OwnershipLabels(authpolicy.Kind, name), ap.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
@@ -181,6 +198,19 @@ func TestContributorsComeAndGo(t *testing.T) {
 		}
 		if _, err := getPolicy(name, "allow-monitoring"); err != nil {
 			t.Errorf("allow-monitoring: %v", err)
+		}
+		if all, err := getPolicy(name, "edge-allow-all"); err != nil || len(all.Spec.Rules) != 1 || all.Spec.Action != securityv1beta1.AuthorizationPolicy_ALLOW {
+			t.Errorf("edge-allow-all = %v (%v), want ALLOW with its one empty rule", all.Spec.String(), err)
+		}
+		if none, err := getPolicy(name, "edge-deny-nothing"); err != nil || len(none.Spec.Rules) != 0 || none.Spec.Action != securityv1beta1.AuthorizationPolicy_DENY {
+			t.Errorf("edge-deny-nothing = %v (%v), want DENY without rules", none.Spec.String(), err)
+		}
+		src, err := getPolicy(name, "edge-sources")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := src.Spec.Rules[0].From[1].Source.NotPrincipals; !slices.Equal(got, []string{"cluster.local/ns/" + name + "/sa/default-editor"}) {
+			t.Errorf("edge-sources notPrincipals = %v, want the namespace put in", got)
 		}
 	})
 
@@ -303,7 +333,7 @@ func TestResyncWithNothingChangedSendsNothing(t *testing.T) {
 		}
 	}
 	waitAccess(t, name, wantAccess(name, "accounts.example.org:bob@example.org", "accounts.example.org:carol@example.org", "accounts.example.org:"+owner))
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "3 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "6 objects in sync")
 	// Passes and Events set off by the last change may still be in flight;
 	// let them finish before counting.
 	settle := testhost.Reconciles(t, authpolicy.Kind)
