@@ -25,6 +25,7 @@ func TestDemo(t *testing.T) {
 		"updated in place: limits.cpu=32",
 		`QuotasReady=False "InvalidLabel: label quotas.profilekit.dev/limits.memory=\"lots\": not a quantity"`,
 		"the quota is left as it was",
+		"put it back in",
 		"remove expose from spec.plugins",
 		"Event: Normal Revoked (profilekit-expose): expose: 1 deleted",
 		"set label profilekit.dev/rbac=off, which the rbac selector excludes",

@@ -21,8 +21,9 @@ func newDemoCommand(app App, g *globals) *cobra.Command {
 CRD and any CRDs the enabled plugins need, runs the host in-process, creates
 the sample Profiles with their namespaces, and prints per Profile the objects
 the plugins wrote and each plugin's condition. It then overrides a quota with
-a label (and shows what a bad label does), opts a Profile out of a plugin,
-deletes a Profile, prints how the controllers answered each time, and exits 0.
+a label (and shows what a bad label does), deletes an object by hand, opts
+Profiles out of plugins (by spec and by label), deletes a Profile, prints how
+the controllers answered each time, and exits 0.
 
 The binaries come from $KUBEBUILDER_ASSETS, else bin/k8s/` + demo.AssetsVersion + `
 in the source tree (make envtest-assets builds them). The control plane and

@@ -148,6 +148,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := d.overrideLabel(ctx, profiles); err != nil {
 		return err
 	}
+	if err := d.repairDrift(ctx, profiles[0].Name); err != nil {
+		return err
+	}
 	if err := d.optOut(ctx, profiles); err != nil {
 		return err
 	}
@@ -592,6 +595,46 @@ func (d *demo) overrideLabel(ctx context.Context, profiles []*kubeflowv1.Profile
 	return nil
 }
 
+// repairDrift deletes one of a Profile's objects by hand and times how long
+// the plugin takes to put it back: it watches its own objects, so it does
+// not wait for the resync.
+func (d *demo) repairDrift(ctx context.Context, name string) error {
+	d.title("3. Repair a hand edit")
+	objs, err := d.owned(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(objs) == 0 {
+		d.printf("Profile %s has no objects; nothing to show\n", name)
+		return nil
+	}
+	victim := objs[0]
+	u := victim.u
+	d.printf("delete %s %s/%s (written by %s) by hand\n", u.GetKind(), u.GetNamespace(), u.GetName(), victim.plugin)
+	start := time.Now()
+	uid := u.GetUID()
+	if err := d.c.Delete(ctx, u, client.Preconditions{UID: &uid}); err != nil {
+		return fmt.Errorf("delete %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	err = d.eventually(ctx, u.GetKind()+" back", func(ctx context.Context) (bool, string, error) {
+		back := &unstructured.Unstructured{}
+		back.SetGroupVersionKind(u.GroupVersionKind())
+		err := d.c.Get(ctx, client.ObjectKeyFromObject(u), back)
+		if apierrors.IsNotFound(err) {
+			return false, "not yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		return back.GetUID() != uid, "uid " + string(back.GetUID()), nil
+	})
+	if err != nil {
+		return err
+	}
+	d.printf("  -> %s put it back in %s (a new object; the resync period is %s)\n", victim.plugin, time.Since(start).Round(time.Millisecond), d.Config.Resync())
+	return nil
+}
+
 func (d *demo) def(kind string) (plugins.Definition, bool) {
 	for _, def := range d.defs {
 		if def.Kind() == kind {
@@ -627,7 +670,7 @@ func (d *demo) setLabel(ctx context.Context, name, key, value string) error {
 // optOut removes a plugin from a Profile that lists it, where the host serves
 // only listing Profiles, and shows the plugin's Revoke.
 func (d *demo) optOut(ctx context.Context, profiles []*kubeflowv1.Profile) error {
-	d.title("3. Opt a Profile out of a plugin it lists")
+	d.title("4. Opt a Profile out of a plugin it lists")
 	var target *kubeflowv1.Profile
 	var def plugins.Definition
 	for _, p := range profiles {
@@ -669,7 +712,7 @@ func (d *demo) optOut(ctx context.Context, profiles []*kubeflowv1.Profile) error
 // all with a NotIn or DoesNotExist expression) on a Profile the plugin
 // serves without being listed, and shows the plugin's Revoke.
 func (d *demo) optOutByLabel(ctx context.Context, profiles []*kubeflowv1.Profile) error {
-	d.title("4. Opt a Profile out of a plugin enabled for all, by label")
+	d.title("5. Opt a Profile out of a plugin enabled for all, by label")
 	for _, p := range profiles {
 		for _, def := range d.applying(p) {
 			sec, _ := d.Config.Section(def.Kind())
@@ -760,7 +803,7 @@ func filterPlugin(objs []ownedObject, kind string) []ownedObject {
 
 // deleteProfile deletes a Profile and shows what happens to its objects.
 func (d *demo) deleteProfile(ctx context.Context, name string) error {
-	d.title("5. Delete a Profile")
+	d.title("6. Delete a Profile")
 	p, err := d.get(ctx, name)
 	if err != nil {
 		return err
