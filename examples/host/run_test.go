@@ -242,3 +242,31 @@ func TestRunRefusesInvalidConfig(t *testing.T) {
 		}
 	})
 }
+
+func TestRunRefusesUnservedKinds(t *testing.T) {
+	// The test API server has the Profile CRD only: no PodDefault.
+	cfgPath := filepath.Join(t.TempDir(), "host.yaml")
+	cfg := "leaderElection: {namespace: default}\nplugins:\n  notebook: {enabled: all}\n  quotas: {enabled: all}\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	code, _, stderr := runMain(ctx, "run", "--config", cfgPath, "--kubeconfig", writeKubeconfig(t),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	want := "plugin notebook: the cluster does not serve kubeflow.org/v1alpha1, Kind=PodDefault: install its CRD, or set plugins.notebook.enabled: off"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want 1 and %q; stderr:\n%s", code, want, stderr)
+	}
+}
+
+func TestRunNeedsLeaseNamespaceOutsideACluster(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(cfgPath, []byte("plugins: {quotas: {enabled: all}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runMain(t.Context(), "run", "--config", cfgPath, "--kubeconfig", writeKubeconfig(t))
+	if code != 1 || !strings.Contains(stderr, cfgPath+": leaderElection.namespace: empty") {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -62,6 +63,9 @@ in-cluster service account, else ~/.kube/config.`,
 			if float32(cfg.Client.Burst) < cfg.Client.QPS {
 				// A raised --kube-api-qps alone lifts the burst with it.
 				cfg.Client.Burst = int(cfg.Client.QPS + 0.5)
+			}
+			if f.leaderElection && cfg.LeaderElection.Namespace == "" && !inCluster() {
+				return fmt.Errorf("%s: leaderElection.namespace: empty, and outside a cluster the host cannot tell its own namespace; set it, or pass --leader-elect=false", f.config)
 			}
 			logger, err := g.newLogger(cmd.ErrOrStderr())
 			if err != nil {
@@ -133,4 +137,13 @@ func checkRate(qps float32, burst int, burstSet bool) error {
 		return fmt.Errorf("--kube-api-burst %d is below the rate %g; the client could never reach it", burst, qps)
 	}
 	return nil
+}
+
+// serviceAccountNamespace is where a pod finds its namespace, which is where
+// the Lease goes when the configuration names none.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func inCluster() bool {
+	_, err := os.Stat(serviceAccountNamespace)
+	return err == nil
 }

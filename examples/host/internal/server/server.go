@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -90,6 +93,9 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		if !ok {
 			return nil, fmt.Errorf("plugin %s: not built into this host", kind)
 		}
+		if err := served(mgr.GetRESTMapper(), def, s); err != nil {
+			return nil, err
+		}
 		r, err := reconcilers.New(mgr, def, cfg.ReconcilerOptions(kind)...)
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", kind, err)
@@ -105,6 +111,31 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		return nil, fmt.Errorf("add readiness check: %w", err)
 	}
 	return mgr, nil
+}
+
+// served checks that the cluster serves every kind the plugin writes or
+// watches. Without the check, a missing CRD shows only as a cache that never
+// syncs, minutes after start-up.
+func served(mapper meta.RESTMapper, def plugins.Definition, s *runtime.Scheme) error {
+	gvks := slices.Clone(def.Owns)
+	for _, w := range def.Watches {
+		gvk, err := apiutil.GVKForObject(w.Object, s)
+		if err != nil {
+			return fmt.Errorf("plugin %s: watched object: %w", def.Kind(), err)
+		}
+		gvks = append(gvks, gvk)
+	}
+	var errs []error
+	for _, gvk := range gvks {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case meta.IsNoMatchError(err):
+			errs = append(errs, fmt.Errorf("plugin %s: the cluster does not serve %s: install its CRD, or set plugins.%s.enabled: off", def.Kind(), gvk, def.Kind()))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("plugin %s: look up %s: %w", def.Kind(), gvk, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // cacheSynced is ready once the informers the host has started hold the
