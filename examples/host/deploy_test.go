@@ -27,6 +27,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/rbac"
 )
 
 const deployDir = "../deploy"
@@ -197,6 +198,10 @@ func TestDeployOverlays(t *testing.T) {
 				}
 			}
 
+			if sec, on := cfg.Section("rbac"); on {
+				checkGrants(t, reg, sec, cr.Rules)
+			}
+
 			role := one[rbacv1.Role](t, objs, "Role", "profilekit-leader-election")
 			for _, v := range []string{"get", "create", "update"} {
 				if !allows(role.Rules, "coordination.k8s.io", "leases", v) {
@@ -255,4 +260,39 @@ func TestArgoCDApplicationPointsAtAnOverlay(t *testing.T) {
 		t.Errorf("the Application's path %s is not a kustomization: %v", app.Spec.Source.Path, err)
 	}
 	kustomize(t, deployDir+"/"+path)
+}
+
+// checkGrants checks that the host may grant every role the rbac plugin's
+// defaults bind or allow: the API server refuses a binding to a role whose
+// rights the writer neither holds nor may bind.
+func checkGrants(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugin, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	def, _ := reg.Get(rbac.Kind)
+	raw, err := def.DecodeHostDefaults(sec.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := raw.(*rbac.Config)
+	refs := slices.Clone(cfg.AllowedRoles)
+	for _, b := range cfg.Bindings {
+		refs = append(refs, b.RoleRef)
+	}
+	mayBind := func(resource, name string) bool {
+		return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, rbacv1.GroupName) && slices.Contains(r.Resources, resource) &&
+				slices.Contains(r.Verbs, "bind") && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name))
+		})
+	}
+	for _, ref := range refs {
+		resource := "clusterroles"
+		if ref.Kind == "Role" {
+			resource = "roles"
+		}
+		if !mayBind(resource, ref.Name) {
+			t.Errorf("ClusterRole lacks bind on %s %q, which the rbac configuration binds or allows", resource, ref.Name)
+		}
+	}
+	if len(cfg.Roles) > 0 && !allows(rules, rbacv1.GroupName, "roles", "escalate") {
+		t.Error("the rbac configuration writes Roles, and the ClusterRole lacks escalate on roles")
+	}
 }

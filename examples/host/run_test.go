@@ -188,11 +188,18 @@ plugins:
 			t.Fatal(err)
 		}
 		quotaIs("3")
+		var body string
 		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			_, body := httpStatus("http://" + metricsAddr + "/metrics")
+			_, body = httpStatus("http://" + metricsAddr + "/metrics")
 			after := reconcileTotal(body, "profilekit-quotas")
 			return after > before, fmt.Sprintf("controller_runtime_reconcile_total{controller=\"profilekit-quotas\"} %v, was %v", after, before)
 		})
+		// profilekit's own counters are served too.
+		for _, series := range []string{`profilekit_plugin_objects_total{action="created",plugin="quotas"}`, `profilekit_plugin_objects_total{action="configured",plugin="quotas"}`} {
+			if !strings.Contains(body, series) {
+				t.Errorf("/metrics lacks %s", series)
+			}
+		}
 	})
 
 	r := stop()
