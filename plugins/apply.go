@@ -278,6 +278,9 @@ func (a *Applier) get(ctx context.Context, k objectKey) (*unstructured.Unstructu
 		if err != nil {
 			return nil, err
 		}
+		// Typed reads, from an uncached reader in particular, may leave the
+		// kind empty; without it the object would never match what we want.
+		obj.GetObjectKind().SetGroupVersionKind(k.gvk)
 		return asUnstructured(obj)
 	}
 	return nil, nil
