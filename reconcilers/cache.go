@@ -60,3 +60,10 @@ func newWatchCache(mgr manager.Manager) (cache.Cache, error) {
 	}
 	return c, nil
 }
+
+// ClientOptions returns manager client options under which unstructured
+// objects (kinds profilekit has no Go types for, such as PodDefaults) are read
+// through the cache too, so that a resync reads nothing from the API server.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}

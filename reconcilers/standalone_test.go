@@ -95,13 +95,7 @@ func TestBothPluginsOwnershipAndQuietResync(t *testing.T) {
 	}
 
 	// Let both controllers resync several times with nothing changed.
-	h.Counter.Reset()
-	q0, l0 := testhost.Reconciles(t, quotas.Kind), testhost.Reconciles(t, limitrange.Kind)
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		q, l := testhost.Reconciles(t, quotas.Kind)-q0, testhost.Reconciles(t, limitrange.Kind)-l0
-		return q >= 3 && l >= 3, fmt.Sprintf("%v quotas and %v limitrange reconciles", q, l)
-	})
-	if got := h.Counter.Mutating(); len(got) != 0 {
+	if got := h.ResyncWrites(t, 3, quotas.Kind, limitrange.Kind); len(got) != 0 {
 		t.Errorf("mutating requests during resync = %v, want none", got)
 	}
 }
@@ -127,11 +121,7 @@ func TestHostEnablementAndRevoke(t *testing.T) {
 	}
 
 	// The Profile leaves the selector: the plugin no longer applies.
-	got := getProfile(t, name)
-	got.Labels["tier"] = "silver"
-	if err := env.Client.Update(context.Background(), got); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Labels["tier"] = "silver" })
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		ok, _ := exists(t, rq)
 		cond := plugins.FindCondition(getProfile(t, name).Status.Conditions, "QuotasReady")
@@ -165,11 +155,9 @@ func TestInvalidSpecIsReportedAndNothingIsDeleted(t *testing.T) {
 	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: quotas.DefaultName}}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) { return exists(t, rq) })
 
-	p := getProfile(t, name)
-	p.Spec.Plugins = []kubeflowv1.Plugin{entry(quotas.Kind, `{"hard":{"pods":"3"},"caps":{"pods":"100"}}`)}
-	if err := env.Client.Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Spec.Plugins = []kubeflowv1.Plugin{entry(quotas.Kind, `{"hard":{"pods":"3"},"caps":{"pods":"100"}}`)}
+	})
 	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionFalse, `InvalidSpec: plugin quotas: spec: field "caps" is set by the host only`)
 	if ok, msg := exists(t, rq); !ok {
 		t.Errorf("the quota was deleted because of a bad spec: %s", msg)
@@ -231,11 +219,7 @@ func TestRemovingAnOutsideStatePluginRevokesAndDropsTheFinalizer(t *testing.T) {
 	name := "drop-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry("bucket", ""))
 	testhost.WaitCondition(t, env.Client, name, "BucketReady", plugins.ConditionTrue, "")
-	p := getProfile(t, name)
-	p.Spec.Plugins = nil
-	if err := env.Client.Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		p := getProfile(t, name)
 		return len(p.Finalizers) == 0 && len(p.Status.Conditions) == 0, fmt.Sprintf("finalizers %v, conditions %v", p.Finalizers, p.Status.Conditions)

@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,7 @@ func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
 	mgr, err := ctrl.NewManager(counter.Counting(env.Config), manager.Options{
 		Scheme:     env.Scheme,
 		Cache:      reconcilers.CacheOptions(nil),
+		Client:     reconcilers.ClientOptions(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -175,4 +177,47 @@ func label(m *dto.Metric, name string) string {
 
 func rbacUser(name string) rbacv1.Subject {
 	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+// ResyncWrites lets the passes that earlier changes started finish (they may
+// run on a cache that has not yet seen their own writes), then waits for at
+// least n more passes of each plugin kind and returns the mutating requests
+// sent meanwhile. The plugins must run with a short resync period.
+func (h *Host) ResyncWrites(t *testing.T, n int, kinds ...string) []string {
+	t.Helper()
+	waitPasses := func(count int) {
+		start := make(map[string]float64, len(kinds))
+		for _, k := range kinds {
+			start[k] = Reconciles(t, k)
+		}
+		Eventually(t, 20*time.Second, func() (bool, string) {
+			for _, k := range kinds {
+				if got := Reconciles(t, k) - start[k]; got < float64(count) {
+					return false, fmt.Sprintf("%v of %d %s reconciles", got, count, k)
+				}
+			}
+			return true, ""
+		})
+	}
+	waitPasses(2)
+	h.Counter.Reset()
+	waitPasses(n)
+	return h.Counter.Mutating()
+}
+
+// UpdateProfile changes the named Profile with mutate, reading it afresh and
+// trying again when a controller's status write got there first.
+func UpdateProfile(t *testing.T, c client.Client, name string, mutate func(*kubeflowv1.Profile)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p kubeflowv1.Profile
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		mutate(&p)
+		return c.Update(context.Background(), &p)
+	})
+	if err != nil {
+		t.Fatalf("update profile %s: %v", name, err)
+	}
 }

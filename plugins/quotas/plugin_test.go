@@ -93,13 +93,7 @@ func TestQuotaLifecycle(t *testing.T) {
 	})
 
 	t.Run("resync with nothing changed sends no mutating request", func(t *testing.T) {
-		h.Counter.Reset()
-		before := testhost.Reconciles(t, quotas.Kind)
-		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			n := testhost.Reconciles(t, quotas.Kind) - before
-			return n >= 3, fmt.Sprintf("%v reconciles", n)
-		})
-		if got := h.Counter.Mutating(); len(got) != 0 {
+		if got := h.ResyncWrites(t, 3, quotas.Kind); len(got) != 0 {
 			t.Errorf("mutating requests on resync = %v, want none", got)
 		}
 	})
@@ -147,14 +141,7 @@ func TestQuotaLifecycle(t *testing.T) {
 
 func setPlugins(t *testing.T, name string, ps ...kubeflowv1.Plugin) {
 	t.Helper()
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Plugins = ps
-	if err := env.Client.Update(context.Background(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = ps })
 }
 
 func TestUnmanagedQuotaIsLeftAloneAndReported(t *testing.T) {
@@ -199,14 +186,7 @@ func TestInvalidLabelKeepsQuotaAndOthersAreServed(t *testing.T) {
 	before := waitQuota(t, bad, hardIs(want))
 
 	// Break the label and, at the same time, create a valid Profile.
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: bad}, &p); err != nil {
-		t.Fatal(err)
-	}
-	p.Labels["quotas.profilekit.dev/limits.cpu"] = "lots"
-	if err := env.Client.Update(context.Background(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, bad, func(p *kubeflowv1.Profile) { p.Labels["quotas.profilekit.dev/limits.cpu"] = "lots" })
 	reconcilesBefore := testhost.Reconciles(t, quotas.Kind)
 	testhost.NewProfile(t, env.Client, good, nil, quotaPlugin(map[string]string{"limits.cpu": "2"}))
 
