@@ -73,6 +73,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		Scheme:                        s,
 		Logger:                        opts.Logger,
 		Cache:                         reconcilers.CacheOptions(cfg.Shard()),
+		Client:                        reconcilers.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElection,
