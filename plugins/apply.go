@@ -392,3 +392,16 @@ func forEachObject(list client.ObjectList, fn func(client.Object)) error {
 	}
 	return nil
 }
+
+// Encoded lets the Applier take any value that encodes to an object's JSON,
+// such as Istio's generated apply configurations, which lack the marker
+// method of runtime.ApplyConfiguration. The Applier only encodes it.
+func Encoded(v any) runtime.ApplyConfiguration { return encoded{v} }
+
+type encoded struct{ v any }
+
+// IsApplyConfiguration marks encoded as an apply configuration.
+func (encoded) IsApplyConfiguration() {}
+
+// MarshalJSON encodes the wrapped value.
+func (e encoded) MarshalJSON() ([]byte, error) { return json.Marshal(e.v) }

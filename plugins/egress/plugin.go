@@ -2,7 +2,6 @@ package egress
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,8 +48,8 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if on {
 		if objs := Build(cfg, req.Profile); objs != nil {
 			desired = append(desired,
-				istioApply{objs.ServiceEntry}, istioApply{objs.DestinationRule},
-				istioApply{objs.MeshRoute}, istioApply{objs.GatewayRoute})
+				plugins.Encoded(objs.ServiceEntry), plugins.Encoded(objs.DestinationRule),
+				plugins.Encoded(objs.MeshRoute), plugins.Encoded(objs.GatewayRoute))
 		}
 	}
 	res, err := req.Objects.Sync(ctx, desired...)
@@ -61,16 +60,3 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	return req.Objects.DeleteAll(ctx)
 }
-
-// istioApply lets the Applier take an Istio apply configuration, whose
-// generated types lack the marker method of runtime.ApplyConfiguration. The
-// Applier only encodes it to JSON.
-type istioApply struct{ ac any }
-
-var _ runtime.ApplyConfiguration = istioApply{}
-
-// IsApplyConfiguration marks istioApply as an apply configuration.
-func (istioApply) IsApplyConfiguration() {}
-
-// MarshalJSON encodes the wrapped apply configuration.
-func (a istioApply) MarshalJSON() ([]byte, error) { return json.Marshal(a.ac) }

@@ -2,7 +2,6 @@ package expose
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"slices"
 
@@ -59,7 +58,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	}
 	desired := make([]runtime.ApplyConfiguration, 0, len(vss))
 	for _, vs := range vss {
-		desired = append(desired, istioApply{vs})
+		desired = append(desired, plugins.Encoded(vs))
 	}
 	return req.Objects.Sync(ctx, desired...)
 }
@@ -68,16 +67,3 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	return req.Objects.DeleteAll(ctx)
 }
-
-// istioApply lets the Applier take an Istio apply configuration, whose
-// generated types lack the marker method of runtime.ApplyConfiguration. The
-// Applier only encodes it to JSON.
-type istioApply struct{ ac any }
-
-var _ runtime.ApplyConfiguration = istioApply{}
-
-// IsApplyConfiguration marks istioApply as an apply configuration.
-func (istioApply) IsApplyConfiguration() {}
-
-// MarshalJSON encodes the wrapped apply configuration.
-func (a istioApply) MarshalJSON() ([]byte, error) { return json.Marshal(a.ac) }
