@@ -88,3 +88,9 @@ HOST_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 build-host: ## Build the profilekit host binary into bin/profilekit.
 	@mkdir -p $(LOCALBIN)
 	go build -trimpath -ldflags "-X main.version=$(HOST_VERSION)" -o $(LOCALBIN)/profilekit ./examples/host
+
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: envtest-assets ## Measure the host on a local control plane (BENCH_FLAGS="--profiles 5000"); see bench/README.md.
+	go run ./examples/host bench $(BENCH_FLAGS)

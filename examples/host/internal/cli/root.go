@@ -80,6 +80,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 		newRenderCommand(app),
 		newDemoCommand(app, g),
 		newVersionCommand(app),
+		newBenchCommand(app, g),
 	)
 	return root
 }

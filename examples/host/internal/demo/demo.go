@@ -165,6 +165,42 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// ControlPlane is a started local control plane with the CRDs that a host
+// configuration's plugins need.
+type ControlPlane struct {
+	// Env is the running kube-apiserver and etcd; Env.Config reaches them
+	// as an administrator, and Env.Stop stops them.
+	Env *envtest.Environment
+	// Config is the host configuration, less (with a note on Out) any plugin
+	// whose CRDs could not be found.
+	Config *hostconfig.Config
+	// Definitions are the plugins that Config runs.
+	Definitions []plugins.Definition
+}
+
+// StartControlPlane starts kube-apiserver and etcd and installs the Profile
+// CRD and the CRDs of the plugins o.Config enables, as the demo does, for
+// other commands that need a real control plane (the benchmark). It uses
+// o.Config, o.Registry, o.RepoRoot, o.AssetsDir and o.Out; the caller stops
+// the control plane with Env.Stop.
+func StartControlPlane(ctx context.Context, o Options) (*ControlPlane, error) {
+	d := &demo{Options: o}
+	s, err := server.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	d.scheme = s
+	crds, err := d.selectPlugins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	env, err := d.startControlPlane(crds)
+	if err != nil {
+		return nil, err
+	}
+	return &ControlPlane{Env: env, Config: d.Config, Definitions: d.defs}, nil
+}
+
 func (d *demo) printf(format string, args ...any) { fmt.Fprintf(d.Out, format, args...) }
 
 func (d *demo) title(s string) { d.printf("\n== %s\n", s) }

@@ -1,0 +1,282 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// floor times a plain client creating the same objects the host will write,
+// into fresh namespaces, with the host's rate limits and as many workers as
+// the host has reconcile workers. The copies keep their content, owner
+// reference (to a made-up uid) and labels, except that managed-by names the
+// benchmark, so that the host's cache never holds them.
+func (b *bench) floor(ctx context.Context, d *desired) error {
+	fmt.Fprintf(b.Out, "\n== floor: a plain client creates the same %d objects\n", len(d.objects))
+	floorName := func(profile string) string { return "floor" + strings.TrimPrefix(profile, "bench") }
+	var nss []string
+	uids := map[string]types.UID{}
+	objs := make([]*unstructured.Unstructured, 0, len(d.objects))
+	for _, o := range d.objects {
+		ns := floorName(o.Profile)
+		if _, ok := uids[ns]; !ok {
+			uids[ns] = types.UID(uuid.NewString())
+			nss = append(nss, ns)
+		}
+		u := o.Object.DeepCopy()
+		u.SetNamespace(ns)
+		l := u.GetLabels()
+		l[plugins.LabelManagedBy] = "profilekit-bench-floor"
+		l[plugins.LabelProfile] = ns
+		u.SetLabels(l)
+		refs := u.GetOwnerReferences()
+		for i := range refs {
+			refs[i].Name, refs[i].UID = ns, uids[ns]
+		}
+		u.SetOwnerReferences(refs)
+		objs = append(objs, u)
+	}
+	if err := b.createNamespaces(ctx, nss); err != nil {
+		return err
+	}
+	rc := rest.CopyConfig(b.admin)
+	rc.QPS, rc.Burst = b.QPS, b.Burst
+	c, err := client.New(rc, client.Options{Scheme: b.scheme})
+	if err != nil {
+		return fmt.Errorf("floor client: %w", err)
+	}
+	// Discovery of each kind happens once per client; do it before the
+	// clock, as the host did while it started.
+	for _, gvk := range d.kinds() {
+		if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+	}
+	cpu, err := sampleCPU()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = parallel(ctx, len(objs), b.res.Workers, func(ctx context.Context, i int) error {
+		if err := c.Create(ctx, objs[i]); err != nil {
+			return fmt.Errorf("create %s %s/%s: %w", objs[i].GetKind(), objs[i].GetNamespace(), objs[i].GetName(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	el := time.Since(start)
+	b.res.Floor = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(objs)) / el.Seconds(), CPU: cpuSince(cpu)}
+	fmt.Fprintf(b.Out, "created %d objects in %s (%.0f objects/s, %d workers)\n  %s\n", len(objs), el.Round(time.Millisecond), b.res.Floor.ObjectsPerSecond, b.res.Workers, b.res.Floor.CPU)
+	return nil
+}
+
+// converge creates the Profiles and waits until every plugin's condition is
+// True on every one and every desired object exists. It counts the requests
+// the host sent (client side) and the API server served (its /metrics).
+func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Profile, d *desired) error {
+	fmt.Fprintf(b.Out, "\n== convergence: %d Profiles, %d plugins, %d objects\n", len(profiles), len(b.defs), len(d.objects))
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = p.Name
+	}
+	t := time.Now()
+	if err := b.createNamespaces(ctx, names); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.Out, "created %d namespaces (not timed) in %s\n", len(names), time.Since(t).Round(time.Millisecond))
+
+	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
+	w, err := b.watchReady(ctx, d.conditions)
+	if err != nil {
+		return err
+	}
+	srvBefore, err := serverCounts(ctx, b.cs)
+	if err != nil {
+		return err
+	}
+	hostBefore, drvBefore, confBefore := h.counter.snapshot(), b.drv.snapshot(), h.counter.conflictCount()
+	cpu, err := sampleCPU()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
+		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
+			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	created := time.Since(start)
+	fmt.Fprintf(b.Out, "created %d Profiles in %s\n", len(profiles), created.Round(time.Millisecond))
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-w.done:
+			break wait
+		case <-ctx.Done():
+			n, _ := w.progress()
+			return fmt.Errorf("convergence: %d of %d Profiles ready after %s: %w", n, len(profiles), b.Timeout, ctx.Err())
+		case <-tick.C:
+			n, _ := w.progress()
+			fmt.Fprintf(b.Out, "  %s: %d/%d Profiles ready\n", time.Since(start).Round(time.Second), n, len(profiles))
+		}
+	}
+	_, readyAt := w.progress()
+	end := readyAt
+	missing, err := b.missing(ctx, d)
+	for err == nil && missing > 0 {
+		fmt.Fprintf(b.Out, "  every condition True, %d desired objects still missing\n", missing)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("convergence: %d objects missing: %w", missing, ctx.Err())
+		case <-time.After(time.Second):
+		}
+		missing, err = b.missing(ctx, d)
+		end = time.Now()
+	}
+	if err != nil {
+		return err
+	}
+	el := end.Sub(start)
+	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(d.objects)) / el.Seconds(), CPU: cpuSince(cpu)}
+	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n",
+		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU)
+
+	// Events are sent after the conditions; let the host finish what the
+	// pass started before counting.
+	if err := waitIdle(ctx, time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	srvAfter, err := serverCounts(ctx, b.cs)
+	if err != nil {
+		return err
+	}
+	hostReq := h.counter.snapshot().minus(hostBefore)
+	drvReq := b.drv.snapshot().minus(drvBefore)
+	keep := b.hostResources(d.kinds())
+	srvReq := srvAfter.minus(srvBefore).only(keep).minus(drvReq)
+	b.res.Requests = requestReport(hostReq, srvReq, h.counter.conflictCount().minus(confBefore), len(d.objects))
+	return nil
+}
+
+// readyWatch follows every Profile's conditions through one watch.
+type readyWatch struct {
+	mu      sync.Mutex
+	want    map[string][]string
+	ready   map[string]bool
+	readyAt time.Time
+	done    chan struct{}
+}
+
+func (w *readyWatch) progress() (int, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ready), w.readyAt
+}
+
+func (w *readyWatch) observe(p *kubeflowv1.Profile) {
+	want, ok := w.want[p.Name]
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ready(p, want) {
+		w.ready[p.Name] = true
+	} else {
+		delete(w.ready, p.Name)
+	}
+	if len(w.ready) == len(w.want) && w.readyAt.IsZero() {
+		w.readyAt = time.Now()
+		close(w.done)
+	}
+}
+
+// watchReady starts following the Profiles. It lists them once, then
+// watches from that list's version, listing again if the watch ends early.
+func (b *bench) watchReady(ctx context.Context, want map[string][]string) (*readyWatch, error) {
+	w := &readyWatch{want: want, ready: map[string]bool{}, done: make(chan struct{})}
+	list := func() (string, error) {
+		var l kubeflowv1.ProfileList
+		if err := b.driver.List(ctx, &l); err != nil {
+			return "", fmt.Errorf("list Profiles: %w", err)
+		}
+		for i := range l.Items {
+			w.observe(&l.Items[i])
+		}
+		return l.ResourceVersion, nil
+	}
+	rv, err := list()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for ctx.Err() == nil {
+			wi, err := b.driver.Watch(ctx, &kubeflowv1.ProfileList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err == nil {
+				for ev := range wi.ResultChan() {
+					if p, ok := ev.Object.(*kubeflowv1.Profile); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+						w.observe(p)
+					}
+				}
+				wi.Stop()
+			}
+			select {
+			case <-w.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			if rv, err = list(); err != nil {
+				rv = ""
+			}
+		}
+	}()
+	return w, nil
+}
+
+// missing counts the desired objects that the API server does not have,
+// listing each kind once by profilekit's label.
+func (b *bench) missing(ctx context.Context, d *desired) (int, error) {
+	have := map[objectKey]bool{}
+	for _, gvk := range d.kinds() {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := b.driver.List(ctx, l, managedSelector()); err != nil {
+			return 0, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for i := range l.Items {
+			have[keyOf(&l.Items[i])] = true
+		}
+	}
+	n := 0
+	for _, o := range d.objects {
+		if !have[keyOf(o.Object)] {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Anchors from the design's performance bar, measured on the same kind of
+// machine with 1,000 Profiles.
+const (
+	// anchorStatCan is the objects per second of StatCan's controllers,
+	// bound by client-go's default 5 QPS.
+	anchorStatCan = 5.0
+	// anchorFloor is the objects per second of a plain client in the
+	// design's own measurement (2,000 creates in 4.3 s).
+	anchorFloor = 470.0
+)
+
+// Result is one run, as saved to bench/results.
+type Result struct {
+	Started       time.Time      `json:"started"`
+	Finished      time.Time      `json:"finished"`
+	Config        string         `json:"config"`
+	GoVersion     string         `json:"goVersion"`
+	CPUs          int            `json:"cpus"`
+	Profiles      int            `json:"profiles"`
+	Plugins       []string       `json:"plugins"`
+	QPS           float32        `json:"qps"`
+	Burst         int            `json:"burst"`
+	Workers       int            `json:"workers"`
+	Objects       int            `json:"objects"`
+	ObjectsByKind map[string]int `json:"objectsByKind"`
+
+	Convergence Phase    `json:"convergence"`
+	Floor       Phase    `json:"floor"`
+	Ratios      Ratios   `json:"ratios"`
+	Requests    Requests `json:"requests"`
+	Steady      Steady   `json:"steadyState"`
+	Drift       Drift    `json:"drift"`
+	Memory      Memory   `json:"memory"`
+}
+
+// Phase is a timed creation of the desired objects.
+type Phase struct {
+	Seconds          float64 `json:"seconds"`
+	ObjectsPerSecond float64 `json:"objectsPerSecond"`
+	CPU              CPU     `json:"cpuSeconds"`
+}
+
+// Ratios compare the convergence with the floor of the same run and with
+// the design's anchors.
+type Ratios struct {
+	// ConvergenceOverFloor is convergence time / floor time (target <= 1.5).
+	ConvergenceOverFloor float64 `json:"convergenceOverFloor"`
+	// SpeedupOverStatCan is objects/s over StatCan's ~5 objects/s (target >= 20).
+	SpeedupOverStatCan float64 `json:"speedupOverStatCan"`
+	// FloorOverAnchor is this run's floor over the design's 470 objects/s.
+	FloorOverAnchor float64 `json:"floorOverAnchor"`
+}
+
+// Requests are the requests of the convergence.
+type Requests struct {
+	// Client are the host's requests, counted by its transport.
+	Client []Count `json:"client"`
+	// Server are the API server's apiserver_request_total on the resources
+	// the host uses, less the benchmark's own requests.
+	Server []Count `json:"server"`
+
+	ClientTotal    int `json:"clientTotal"`
+	ClientMutating int `json:"clientMutating"`
+	ServerTotal    int `json:"serverTotal"`
+	ServerMutating int `json:"serverMutating"`
+	// Conflicts are the host's requests answered 409 Conflict, by verb
+	// and resource: status writes that lost a race with another plugin's.
+	Conflicts []Count `json:"conflicts"`
+	// MutatingPerObject is client mutating requests per created object
+	// (target <= 1.2); TotalPerObject counts reads too.
+	MutatingPerObject float64 `json:"mutatingPerObject"`
+	TotalPerObject    float64 `json:"totalPerObject"`
+}
+
+// Count is a number of requests of one verb on one resource.
+type Count struct {
+	Verb     string `json:"verb"`
+	Resource string `json:"resource"`
+	N        int    `json:"n"`
+}
+
+// Steady is a full pass over every Profile with nothing changed.
+type Steady struct {
+	// Seconds from the host's restart until every controller had
+	// reconciled every Profile.
+	Seconds    float64 `json:"seconds"`
+	Reconciles int     `json:"reconciles"`
+	// MutatingRequests are the host's POST, PUT, PATCH and DELETE requests
+	// (client side); the target is 0.
+	MutatingRequests int     `json:"mutatingRequests"`
+	Requests         []Count `json:"requests"`
+	// ServerMutatingHost are the API server's mutating requests on Profiles
+	// and Events in the same window, less the benchmark's own.
+	ServerMutatingHost int `json:"serverMutatingProfilesAndEvents"`
+}
+
+// Drift is the repair of objects changed by hand.
+type Drift struct {
+	Changed  int       `json:"changed"`
+	Repaired int       `json:"repaired"`
+	All      Quantiles `json:"all"`
+	Deleted  Quantiles `json:"deleted"`
+	Edited   Quantiles `json:"edited"`
+}
+
+// Memory is the process's memory with the host converged, before and after
+// unrelated objects were added.
+type Memory struct {
+	HeapInuseMiB      float64 `json:"heapInuseMiB"`
+	RSSMiB            float64 `json:"rssMiB"`
+	HeapInuseAfterMiB float64 `json:"heapInuseAfterMiB"`
+	RSSAfterMiB       float64 `json:"rssAfterMiB"`
+	// HeapGrowth is heap after / heap before.
+	HeapGrowth float64 `json:"heapGrowth"`
+	Unrelated  int     `json:"unrelatedObjects"`
+	// HostRequestsForUnrelated counts the host's requests on Secrets and
+	// ConfigMaps while they were added: 0 means no informer for them.
+	HostRequestsForUnrelated int `json:"hostRequestsForUnrelated"`
+	// InProcess says the figures are of the benchmark process, which runs
+	// the host and the benchmark's own client.
+	InProcess bool `json:"inProcess"`
+}
+
+func sortedCounts(c counts) []Count {
+	out := make([]Count, 0, len(c))
+	for k, n := range c {
+		out = append(out, Count{Verb: k.Verb, Resource: k.Resource, N: n})
+	}
+	slices.SortFunc(out, func(a, b Count) int {
+		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Verb, b.Verb))
+	})
+	return out
+}
+
+func requestReport(client, server, conflicts counts, objects int) Requests {
+	r := Requests{
+		Client: sortedCounts(client), Server: sortedCounts(server), Conflicts: sortedCounts(conflicts),
+		ClientTotal: client.total(), ClientMutating: client.mutating(),
+		ServerTotal: server.total(), ServerMutating: server.mutating(),
+	}
+	if objects > 0 {
+		r.MutatingPerObject = float64(r.ClientMutating) / float64(objects)
+		r.TotalPerObject = float64(r.ClientTotal) / float64(objects)
+	}
+	return r
+}
+
+func (r *Result) anchors() {
+	if r.Floor.Seconds > 0 {
+		r.Ratios.ConvergenceOverFloor = r.Convergence.Seconds / r.Floor.Seconds
+	}
+	r.Ratios.SpeedupOverStatCan = r.Convergence.ObjectsPerSecond / anchorStatCan
+	r.Ratios.FloorOverAnchor = r.Floor.ObjectsPerSecond / anchorFloor
+}
+
+// verdict marks a figure against its target.
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
+}
+
+// WriteTable prints the result for people.
+func (r *Result) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, %g QPS / %d burst, %d workers, %d CPUs\n",
+		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), r.QPS, r.Burst, r.Workers, r.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tVALUE\tTARGET\t")
+	row := func(name, value, target string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, value, target) }
+	row("convergence", fmt.Sprintf("%.1f s, %.0f objects/s", r.Convergence.Seconds, r.Convergence.ObjectsPerSecond), "")
+	row("floor (plain client, same run)", fmt.Sprintf("%.1f s, %.0f objects/s", r.Floor.Seconds, r.Floor.ObjectsPerSecond), "")
+	row("convergence / floor", fmt.Sprintf("%.2fx", r.Ratios.ConvergenceOverFloor), "<= 1.5x "+verdict(r.Ratios.ConvergenceOverFloor <= 1.5))
+	row("speed / StatCan (5 objects/s)", fmt.Sprintf("%.0fx", r.Ratios.SpeedupOverStatCan), ">= 20x "+verdict(r.Ratios.SpeedupOverStatCan >= 20))
+	row("floor / design anchor (470 objects/s)", fmt.Sprintf("%.2fx", r.Ratios.FloorOverAnchor), "")
+	row("  convergence CPU", r.Convergence.CPU.String(), "")
+	row("  floor CPU", r.Floor.CPU.String(), "")
+	row("host requests (client side)", fmt.Sprintf("%d, %d mutating, %d answered 409", r.Requests.ClientTotal, r.Requests.ClientMutating, countsTotal(r.Requests.Conflicts)), "")
+	row("API server requests (its /metrics)", fmt.Sprintf("%d, %d mutating", r.Requests.ServerTotal, r.Requests.ServerMutating), "")
+	row("mutating requests per object", fmt.Sprintf("%.2f", r.Requests.MutatingPerObject), "<= 1.2 "+verdict(r.Requests.MutatingPerObject <= 1.2))
+	row("requests per object (all verbs)", fmt.Sprintf("%.2f", r.Requests.TotalPerObject), "")
+	row("resync, nothing changed", fmt.Sprintf("%d reconciles in %.1f s", r.Steady.Reconciles, r.Steady.Seconds), "")
+	row("  mutating requests (client side)", fmt.Sprintf("%d", r.Steady.MutatingRequests), "0 "+verdict(r.Steady.MutatingRequests == 0))
+	row("  mutating on Profiles/Events (server)", fmt.Sprintf("%d", r.Steady.ServerMutatingHost), "0 "+verdict(r.Steady.ServerMutatingHost == 0))
+	row("drift repaired", fmt.Sprintf("%d of %d", r.Drift.Repaired, r.Drift.Changed), "all "+verdict(r.Drift.Repaired == r.Drift.Changed))
+	row("  p50 / p99 / max", fmt.Sprintf("%s / %s / %s", secs(r.Drift.All.P50), secs(r.Drift.All.P99), secs(r.Drift.All.Max)), "p99 <= 2s "+verdict(r.Drift.All.P99 <= 2))
+	row("  deleted p50 / p99", fmt.Sprintf("%s / %s", secs(r.Drift.Deleted.P50), secs(r.Drift.Deleted.P99)), "")
+	row("  edited p50 / p99", fmt.Sprintf("%s / %s", secs(r.Drift.Edited.P50), secs(r.Drift.Edited.P99)), "")
+	where := "process (host + benchmark client)"
+	row("heap in use, "+where, fmt.Sprintf("%.1f MiB", r.Memory.HeapInuseMiB), "")
+	row("RSS, "+where, fmt.Sprintf("%.1f MiB", r.Memory.RSSMiB), "")
+	row(fmt.Sprintf("after %d unrelated Secrets/ConfigMaps", r.Memory.Unrelated),
+		fmt.Sprintf("heap %.1f MiB (x%.3f), RSS %.1f MiB", r.Memory.HeapInuseAfterMiB, r.Memory.HeapGrowth, r.Memory.RSSAfterMiB),
+		"x1.0 "+verdict(r.Memory.HeapGrowth <= 1.05))
+	row("  host requests on Secrets/ConfigMaps", fmt.Sprintf("%d", r.Memory.HostRequestsForUnrelated), "0 "+verdict(r.Memory.HostRequestsForUnrelated == 0))
+	_ = tw.Flush()
+
+	fmt.Fprintf(w, "\nrequests during convergence, by verb and resource\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "VERB\tRESOURCE\tHOST (CLIENT)\tAPI SERVER\t")
+	type pair struct{ c, s int }
+	rows := map[requestKey]*pair{}
+	for _, c := range r.Requests.Client {
+		rows[requestKey{c.Verb, c.Resource}] = &pair{c: c.N}
+	}
+	for _, c := range r.Requests.Server {
+		k := requestKey{c.Verb, c.Resource}
+		if rows[k] == nil {
+			rows[k] = &pair{}
+		}
+		rows[k].s = c.N
+	}
+	keys := make([]requestKey, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b requestKey) int {
+		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Verb, b.Verb))
+	})
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t\n", k.Verb, k.Resource, rows[k].c, rows[k].s)
+	}
+	_ = tw.Flush()
+}
+
+func countsTotal(cs []Count) int {
+	n := 0
+	for _, c := range cs {
+		n += c.N
+	}
+	return n
+}
+
+func kindSummary(m map[string]int) string {
+	keys := sortedKeys(m)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Save writes the result as JSON to dir, named by its start time and N, and
+// returns the path.
+func (r *Result) Save(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("results folder: %w", err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-n%d.json", r.Started.Format("2006-01-02T1504Z"), r.Profiles))
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode result: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write result: %w", err)
+	}
+	return path, nil
+}
