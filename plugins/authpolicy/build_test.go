@@ -266,7 +266,7 @@ func TestBuild(t *testing.T) {
 			cfg := load(t, strings.Replace(tc.config, "{name: team-access}\n", "name: team-access\n", 1))
 			got := map[string]any{}
 			for _, ac := range Build(cfg, profile("team-a", "owner@example.org"), nil) {
-				data, err := json.Marshal(applyConfiguration{ac})
+				data, err := json.Marshal(plugins.Encoded(ac))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
-	securityv1ac "istio.io/client-go/pkg/applyconfiguration/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,7 +71,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	policies := Build(cfg, req.Profile, contributors)
 	desired := make([]runtime.ApplyConfiguration, 0, len(policies))
 	for _, p := range policies {
-		desired = append(desired, applyConfiguration{p})
+		desired = append(desired, plugins.Encoded(p))
 	}
 	return req.Objects.Sync(ctx, desired...)
 }
@@ -81,13 +80,3 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	return req.Objects.DeleteAll(ctx)
 }
-
-// applyConfiguration marks Istio's generated apply configuration, which lacks
-// the marker method, as a runtime.ApplyConfiguration. It encodes as the
-// configuration it holds.
-type applyConfiguration struct {
-	*securityv1ac.AuthorizationPolicyApplyConfiguration
-}
-
-// IsApplyConfiguration marks the type.
-func (applyConfiguration) IsApplyConfiguration() {}
