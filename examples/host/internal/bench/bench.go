@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -63,6 +64,9 @@ type Options struct {
 	// Unrelated is how many Secrets and ConfigMaps (half each) to add before
 	// the second memory reading.
 	Unrelated int
+	// HostProcess also runs the host alone as `profilekit run` in a child
+	// process for the memory readings.
+	HostProcess bool
 	// Seed picks the drifted objects.
 	Seed uint64
 	// Timeout bounds each wait (convergence, resync, repairs).
@@ -87,6 +91,8 @@ type bench struct {
 	drv    *counter
 	cs     kubernetes.Interface
 	res    *Result
+	// kubeconfig reaches the control plane as an administrator.
+	kubeconfig []byte
 }
 
 // driverQPS is the rate of the benchmark's own client, far above the host's
@@ -134,7 +140,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if b.scheme, err = server.NewScheme(); err != nil {
 		return err
 	}
-	b.admin = cp.Env.Config
+	b.admin, b.kubeconfig = cp.Env.Config, cp.Env.KubeConfig
 	b.drv = newCounter()
 	dc := b.drv.wrap(b.admin)
 	dc.QPS, dc.Burst = driverQPS, driverBurst
@@ -187,7 +193,25 @@ func Run(ctx context.Context, o Options) (err error) {
 	// The rendered objects are the driver's, not the host's: let them go
 	// before memory is read.
 	d, profiles = nil, nil
-	if err := b.memory(ctx, h, names); err != nil {
+	var c *child
+	if o.HostProcess {
+		dir, err := os.MkdirTemp("", "profilekit-bench-")
+		if err != nil {
+			return fmt.Errorf("temporary folder: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintf(b.Out, "\n== host process: profilekit run, alone, against the same control plane\n")
+		start := time.Now()
+		if c, err = b.startChild(ctx, dir); err != nil {
+			return err
+		}
+		defer c.stop()
+		if err := b.waitPass(ctx, c); err != nil {
+			return fmt.Errorf("%w\n%s", err, c.tail())
+		}
+		fmt.Fprintf(b.Out, "started and reconciled every Profile in %s\n", time.Since(start).Round(time.Millisecond))
+	}
+	if err := b.memory(ctx, h, c, names); err != nil {
 		return err
 	}
 	b.res.Finished = time.Now().UTC()

@@ -19,11 +19,20 @@ import (
 // again. The host's cache keeps only labelled objects, so they should not
 // change its memory. The process also holds the benchmark's own client and
 // bookkeeping, which are small next to the host's caches.
-func (b *bench) memory(ctx context.Context, h *host, namespaces []string) error {
+//
+// When c is not nil, the host also runs alone in a child process, and its
+// RSS is read from /proc the same way: that figure is the host's alone.
+func (b *bench) memory(ctx context.Context, h *host, c *child, namespaces []string) error {
 	fmt.Fprintf(b.Out, "\n== memory: before and after %d unrelated Secrets and ConfigMaps\n", b.Unrelated)
 	before, err := readMemory()
 	if err != nil {
 		return err
+	}
+	var cBefore memReading
+	if c != nil {
+		if cBefore, err = c.read(ctx); err != nil {
+			return err
+		}
 	}
 	before0 := h.counter.snapshot()
 	data := strings.Repeat("x", 1024)
@@ -58,6 +67,19 @@ func (b *bench) memory(ctx context.Context, h *host, namespaces []string) error 
 	if err != nil {
 		return err
 	}
+	if c != nil {
+		cAfter, err := c.read(ctx)
+		if err != nil {
+			return err
+		}
+		b.res.HostProcess = &HostProcess{
+			RSSMiB: mib(cBefore.rss), HeapInuseMiB: mib(cBefore.heap),
+			RSSAfterMiB: mib(cAfter.rss), HeapInuseAfterMiB: mib(cAfter.heap),
+			RSSGrowth: float64(cAfter.rss) / float64(cBefore.rss),
+		}
+		fmt.Fprintf(b.Out, "host process alone: RSS %.1f -> %.1f MiB (x%.3f), heap in use (unforced) %.1f -> %.1f MiB\n",
+			mib(cBefore.rss), mib(cAfter.rss), b.res.HostProcess.RSSGrowth, mib(cBefore.heap), mib(cAfter.heap))
+	}
 	seen := h.counter.snapshot().minus(before0).only(map[string]bool{"secrets": true, "configmaps": true})
 	b.res.Memory = Memory{
 		HeapInuseMiB: mib(before.heap), RSSMiB: mib(before.rss),
@@ -83,16 +105,17 @@ func readMemory() (memReading, error) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss, err := vmRSS()
+	rss, err := statusRSS("/proc/self/status")
 	if err != nil {
 		return memReading{}, err
 	}
 	return memReading{heap: ms.HeapInuse, rss: rss}, nil
 }
 
-// vmRSS reads the process's resident set size from /proc/self/status.
-func vmRSS() (uint64, error) {
-	f, err := os.Open("/proc/self/status")
+// statusRSS reads a process's resident set size (VmRSS) from its /proc
+// status file.
+func statusRSS(path string) (uint64, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("read RSS: %w", err)
 	}
@@ -109,5 +132,5 @@ func vmRSS() (uint64, error) {
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+	return 0, fmt.Errorf("no VmRSS in %s", path)
 }

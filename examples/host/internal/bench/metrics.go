@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -81,6 +82,11 @@ func gatherByController(name string, counter bool) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gather metrics: %w", err)
 	}
+	return byController(fams, name, counter), nil
+}
+
+// byController sums a metric of the profilekit controllers per controller.
+func byController(fams []*dto.MetricFamily, name string, counter bool) map[string]int {
 	out := map[string]int{}
 	for _, f := range fams {
 		if f.GetName() != name {
@@ -104,5 +110,5 @@ func gatherByController(name string, counter bool) (map[string]int, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }

@@ -46,6 +46,21 @@ type Result struct {
 	Steady      Steady   `json:"steadyState"`
 	Drift       Drift    `json:"drift"`
 	Memory      Memory   `json:"memory"`
+	// HostProcess is the memory of the host running alone as
+	// `profilekit run` in a child process; nil when it was not run.
+	HostProcess *HostProcess `json:"hostProcess,omitempty"`
+}
+
+// HostProcess is the memory of the host alone, in its own process, with
+// every Profile reconciled, before and after the unrelated objects.
+type HostProcess struct {
+	RSSMiB      float64 `json:"rssMiB"`
+	RSSAfterMiB float64 `json:"rssAfterMiB"`
+	RSSGrowth   float64 `json:"rssGrowth"`
+	// The heap figures are go_memstats_heap_inuse_bytes from the host's
+	// /metrics at the time of reading, garbage included.
+	HeapInuseMiB      float64 `json:"heapInuseMiB"`
+	HeapInuseAfterMiB float64 `json:"heapInuseAfterMiB"`
 }
 
 // Phase is a timed creation of the desired objects.
@@ -188,8 +203,6 @@ func (r *Result) WriteTable(w io.Writer) {
 	row("convergence / floor", fmt.Sprintf("%.2fx", r.Ratios.ConvergenceOverFloor), "<= 1.5x "+verdict(r.Ratios.ConvergenceOverFloor <= 1.5))
 	row("speed / StatCan (5 objects/s)", fmt.Sprintf("%.0fx", r.Ratios.SpeedupOverStatCan), ">= 20x "+verdict(r.Ratios.SpeedupOverStatCan >= 20))
 	row("floor / design anchor (470 objects/s)", fmt.Sprintf("%.2fx", r.Ratios.FloorOverAnchor), "")
-	row("  convergence CPU", r.Convergence.CPU.String(), "")
-	row("  floor CPU", r.Floor.CPU.String(), "")
 	row("host requests (client side)", fmt.Sprintf("%d, %d mutating, %d answered 409", r.Requests.ClientTotal, r.Requests.ClientMutating, countsTotal(r.Requests.Conflicts)), "")
 	row("API server requests (its /metrics)", fmt.Sprintf("%d, %d mutating", r.Requests.ServerTotal, r.Requests.ServerMutating), "")
 	row("mutating requests per object", fmt.Sprintf("%.2f", r.Requests.MutatingPerObject), "<= 1.2 "+verdict(r.Requests.MutatingPerObject <= 1.2))
@@ -207,9 +220,15 @@ func (r *Result) WriteTable(w io.Writer) {
 	row(fmt.Sprintf("after %d unrelated Secrets/ConfigMaps", r.Memory.Unrelated),
 		fmt.Sprintf("heap %.1f MiB (x%.3f), RSS %.1f MiB", r.Memory.HeapInuseAfterMiB, r.Memory.HeapGrowth, r.Memory.RSSAfterMiB),
 		"x1.0 "+verdict(r.Memory.HeapGrowth <= 1.05))
+	if hp := r.HostProcess; hp != nil {
+		row("RSS, host alone (profilekit run)", fmt.Sprintf("%.1f MiB", hp.RSSMiB), "")
+		row(fmt.Sprintf("  after %d unrelated objects", r.Memory.Unrelated), fmt.Sprintf("%.1f MiB (x%.3f)", hp.RSSAfterMiB, hp.RSSGrowth), "x1.0 "+verdict(hp.RSSGrowth <= 1.05))
+		row("  heap in use, host alone (unforced GC)", fmt.Sprintf("%.1f -> %.1f MiB", hp.HeapInuseMiB, hp.HeapInuseAfterMiB), "")
+	}
 	row("  host requests on Secrets/ConfigMaps", fmt.Sprintf("%d", r.Memory.HostRequestsForUnrelated), "0 "+verdict(r.Memory.HostRequestsForUnrelated == 0))
 	_ = tw.Flush()
 
+	fmt.Fprintf(w, "\nconvergence %s\nfloor       %s\n", r.Convergence.CPU, r.Floor.CPU)
 	fmt.Fprintf(w, "\nrequests during convergence, by verb and resource\n")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "VERB\tRESOURCE\tHOST (CLIENT)\tAPI SERVER\t")

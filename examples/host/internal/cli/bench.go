@@ -89,6 +89,7 @@ Secrets and ConfigMaps. It prints a table and saves JSON under bench/results.`,
 	fl.IntVar(&o.Burst, "kube-api-burst", 400, "client burst of the host and of the plain client")
 	fl.IntVar(&o.Drift, "drift", 50, "owned objects to delete or edit by hand (half each)")
 	fl.IntVar(&o.Unrelated, "unrelated", 10000, "unrelated Secrets and ConfigMaps (half each) added before the second memory reading")
+	fl.BoolVar(&o.HostProcess, "host-process", true, "also run the host alone as `profilekit run` in a child process and read its memory")
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed that picks the drifted objects")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on each wait (convergence, resync, repairs)")
 	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
