@@ -1,10 +1,7 @@
 package authpolicy
 
 import (
-	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
@@ -22,44 +19,16 @@ const (
 	AnnotationRole = "role"
 )
 
-// placeholder matches {{ .Name }} with optional spaces inside the braces.
-var placeholder = regexp.MustCompile(`\{\{\s*\.([A-Za-z]+)\s*\}\}`)
-
 // checkTemplate fails on a placeholder other than {{ .Namespace }} and
 // {{ .Profile }}, and on stray braces, so that a typo is found at load.
 func checkTemplate(s string) error {
-	var bad []string
-	rest := placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		if name := placeholder.FindStringSubmatch(m)[1]; name != "Namespace" && name != "Profile" {
-			bad = append(bad, m)
-		}
-		return ""
-	})
-	if len(bad) > 0 {
-		return fmt.Errorf("%q: unknown placeholder %s, want {{ .Namespace }} or {{ .Profile }}", s, strings.Join(bad, ", "))
-	}
-	if strings.Contains(rest, "{{") || strings.Contains(rest, "}}") {
-		return fmt.Errorf("%q: unbalanced or malformed placeholder", s)
-	}
-	return nil
+	return plugins.CheckPlaceholders(s, plugins.PlaceholderNamespace, plugins.PlaceholderProfile)
 }
 
-// expander puts a Profile's namespace and name into placeholders.
-type expander struct {
-	namespace, profile string
-}
+// expander puts a Profile's values into placeholders.
+type expander struct{ plugins.Values }
 
-func (e expander) one(s string) string {
-	if !strings.Contains(s, "{{") {
-		return s
-	}
-	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		if placeholder.FindStringSubmatch(m)[1] == "Namespace" {
-			return e.namespace
-		}
-		return e.profile
-	})
-}
+func (e expander) one(s string) string { return plugins.Expand(s, e.Values) }
 
 func (e expander) all(values []string) []string {
 	if len(values) == 0 {
@@ -112,7 +81,7 @@ func HeaderKey(header string) string { return "request.headers[" + header + "]" 
 // controller. It is nil when no rule applies, because an ALLOW policy
 // without rules would deny everything.
 func AccessSpec(cfg *Config, p *kubeflowv1.Profile, contributors []string) *securityv1beta1.AuthorizationPolicy {
-	e := expander{namespace: plugins.Namespace(p), profile: p.Name}
+	e := expander{plugins.ValuesOf(p)}
 	var rules []*securityv1beta1.Rule
 	if users := Users(cfg, p, contributors); len(users) > 0 {
 		// From and when in one rule must both match: the header counts only
@@ -124,7 +93,7 @@ func AccessSpec(cfg *Config, p *kubeflowv1.Profile, contributors []string) *secu
 	}
 	if cfg.SameNamespace {
 		rules = append(rules, &securityv1beta1.Rule{
-			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{e.namespace}}}},
+			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{e.Namespace}}}},
 		})
 	}
 	if len(cfg.ProbePaths) > 0 {
@@ -147,7 +116,7 @@ func AccessSpec(cfg *Config, p *kubeflowv1.Profile, contributors []string) *secu
 
 // PolicySpec returns the spec of a further policy for p.
 func PolicySpec(pol Policy, p *kubeflowv1.Profile) *securityv1beta1.AuthorizationPolicy {
-	e := expander{namespace: plugins.Namespace(p), profile: p.Name}
+	e := expander{plugins.ValuesOf(p)}
 	spec := &securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_ALLOW}
 	if pol.Action == "DENY" {
 		spec.Action = securityv1beta1.AuthorizationPolicy_DENY

@@ -3,7 +3,6 @@ package network
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -16,48 +15,13 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 )
 
-// vars are the values placeholders stand for.
-type vars struct {
-	Namespace string
-	Profile   string
-}
-
-// sampleVars checks at load that a selector is valid once expanded.
-var sampleVars = vars{Namespace: "profile", Profile: "profile"}
-
-// placeholder matches {{ .Name }} with optional spaces inside the braces.
-var placeholder = regexp.MustCompile(`\{\{\s*\.([A-Za-z]+)\s*\}\}`)
+// sampleValues checks at load that a selector is valid once expanded.
+var sampleValues = plugins.Values{Namespace: "profile", Profile: "profile"}
 
 // checkTemplate fails on a placeholder other than {{ .Namespace }} and
-// {{ .Profile }}, and on stray braces, so that a typo is found at load and
-// never reaches a selector.
+// {{ .Profile }}, and on stray braces.
 func checkTemplate(s string) error {
-	var bad []string
-	rest := placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		if name := placeholder.FindStringSubmatch(m)[1]; name != "Namespace" && name != "Profile" {
-			bad = append(bad, m)
-		}
-		return ""
-	})
-	if len(bad) > 0 {
-		return fmt.Errorf("%q: unknown placeholder %s, want {{ .Namespace }} or {{ .Profile }}", s, strings.Join(bad, ", "))
-	}
-	if strings.Contains(rest, "{{") || strings.Contains(rest, "}}") {
-		return fmt.Errorf("%q: unbalanced or malformed placeholder", s)
-	}
-	return nil
-}
-
-func expand(s string, v vars) string {
-	if !strings.Contains(s, "{{") {
-		return s
-	}
-	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		if placeholder.FindStringSubmatch(m)[1] == "Namespace" {
-			return v.Namespace
-		}
-		return v.Profile
-	})
+	return plugins.CheckPlaceholders(s, plugins.PlaceholderNamespace, plugins.PlaceholderProfile)
 }
 
 // checkTemplates checks the placeholders of a selector's values; keys and
@@ -85,14 +49,14 @@ func checkTemplates(at string, s *metav1.LabelSelector) error {
 	return errors.Join(errs...)
 }
 
-func expandSelector(s *metav1.LabelSelector, v vars) *metav1.LabelSelector {
+func expandSelector(s *metav1.LabelSelector, v plugins.Values) *metav1.LabelSelector {
 	out := s.DeepCopy()
 	for k, val := range out.MatchLabels {
-		out.MatchLabels[k] = expand(val, v)
+		out.MatchLabels[k] = plugins.Expand(val, v)
 	}
 	for i := range out.MatchExpressions {
 		for j, val := range out.MatchExpressions[i].Values {
-			out.MatchExpressions[i].Values[j] = expand(val, v)
+			out.MatchExpressions[i].Values[j] = plugins.Expand(val, v)
 		}
 	}
 	return out
@@ -122,7 +86,7 @@ type Desired struct {
 // is listed in Off with Invalid set, for the condition. A selector that is
 // invalid once the Profile's name is put in is a terminal InvalidSpec error.
 func Build(cfg *Config, p *kubeflowv1.Profile) (Desired, error) {
-	v := vars{Namespace: plugins.Namespace(p), Profile: p.Name}
+	v := plugins.ValuesOf(p)
 	var d Desired
 	var errs []error
 	for _, pol := range cfg.Policies {
@@ -182,7 +146,7 @@ func (g Gated) Message() string {
 	return fmt.Sprintf("%s=%q is not true or false, so policy %s stays off", g.Source, g.Value, g.Policy)
 }
 
-func buildPolicy(pol Policy, v vars) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
+func buildPolicy(pol Policy, v plugins.Values) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
 	pods, err := selector(&pol.PodSelector, v)
 	if err != nil {
 		return nil, fmt.Errorf("podSelector: %w", err)
@@ -221,7 +185,7 @@ func buildPolicy(pol Policy, v vars) (*networkingv1ac.NetworkPolicyApplyConfigur
 
 // selector expands a selector's placeholders and checks the result, which
 // the Profile's name may have made too long for a label value.
-func selector(s *metav1.LabelSelector, v vars) (*metav1ac.LabelSelectorApplyConfiguration, error) {
+func selector(s *metav1.LabelSelector, v plugins.Values) (*metav1ac.LabelSelectorApplyConfiguration, error) {
 	e := expandSelector(s, v)
 	if _, err := metav1.LabelSelectorAsSelector(e); err != nil {
 		return nil, err
@@ -240,7 +204,7 @@ func selector(s *metav1.LabelSelector, v vars) (*metav1ac.LabelSelectorApplyConf
 	return out, nil
 }
 
-func peerOf(p networkingv1.NetworkPolicyPeer, v vars) (*networkingv1ac.NetworkPolicyPeerApplyConfiguration, error) {
+func peerOf(p networkingv1.NetworkPolicyPeer, v plugins.Values) (*networkingv1ac.NetworkPolicyPeerApplyConfiguration, error) {
 	out := networkingv1ac.NetworkPolicyPeer()
 	if p.PodSelector != nil {
 		s, err := selector(p.PodSelector, v)

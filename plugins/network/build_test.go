@@ -243,7 +243,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		want   string
 	}{
 		{"unknown placeholder", `{policies: [{name: a, podSelector: {matchLabels: {x: "{{ .Owner }}"}}, policyTypes: [Ingress]}]}`, "unknown placeholder {{ .Owner }}"},
-		{"malformed placeholder", `{policies: [{name: a, podSelector: {matchLabels: {x: "{{ .Namespace }"}}, policyTypes: [Ingress]}]}`, "unbalanced or malformed placeholder"},
+		{"malformed placeholder", `{policies: [{name: a, podSelector: {matchLabels: {x: "{{ .Namespace }"}}, policyTypes: [Ingress]}]}`, "braces outside a placeholder"},
 		{"placeholder in a key", `{policies: [{name: a, podSelector: {matchLabels: {"{{ .Namespace }}": x}}, policyTypes: [Ingress]}]}`, "placeholders go in values only"},
 		{"policy types missing", `{policies: [{name: a, podSelector: {}}]}`, "policyTypes: must be given"},
 		{"unknown policy type", `{policies: [{name: a, podSelector: {}, policyTypes: [Sideways]}]}`, `"Sideways" is not Ingress or Egress`},

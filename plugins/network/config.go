@@ -186,7 +186,7 @@ func checkSelector(at string, s *metav1.LabelSelector) error {
 	if err := checkTemplates(at, s); err != nil {
 		return err
 	}
-	if _, err := metav1.LabelSelectorAsSelector(expandSelector(s, sampleVars)); err != nil {
+	if _, err := metav1.LabelSelectorAsSelector(expandSelector(s, sampleValues)); err != nil {
 		return fmt.Errorf("%s: %w", at, err)
 	}
 	return nil

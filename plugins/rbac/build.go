@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,7 +135,7 @@ func Subjects(subs []Subject, p *kubeflowv1.Profile) ([]rbacv1.Subject, error) {
 		}
 		rs := rbacv1.Subject{Kind: s.Kind, Name: name}
 		if s.Kind == rbacv1.ServiceAccountKind {
-			ns := cmp.Or(s.Namespace, PlaceholderNamespace)
+			ns := cmp.Or(s.Namespace, "{{ .Namespace }}")
 			if rs.Namespace, err = fill(ns, p); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", at, err))
 				continue
@@ -161,8 +160,8 @@ func Subjects(subs []Subject, p *kubeflowv1.Profile) ([]rbacv1.Subject, error) {
 
 // fill replaces the placeholders in s with p's values.
 func fill(s string, p *kubeflowv1.Profile) (string, error) {
-	if strings.Contains(s, PlaceholderOwner) && p.Spec.Owner.Name == "" {
-		return "", fmt.Errorf("%q uses %s but the Profile has no spec.owner", s, PlaceholderOwner)
+	if plugins.UsesPlaceholder(s, plugins.PlaceholderOwner) && p.Spec.Owner.Name == "" {
+		return "", fmt.Errorf("%q uses {{ .Owner }} but the Profile has no spec.owner", s)
 	}
-	return strings.NewReplacer(PlaceholderNamespace, plugins.Namespace(p), PlaceholderOwner, p.Spec.Owner.Name).Replace(s), nil
+	return plugins.Expand(s, plugins.ValuesOf(p)), nil
 }

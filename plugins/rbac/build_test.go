@@ -51,8 +51,8 @@ func TestSubjects(t *testing.T) {
 	}, {
 		reason: "placeholders are filled in names and namespaces",
 		in: []rbac.Subject{
-			{Kind: "User", Name: "{owner}"},
-			{Kind: "ServiceAccount", Name: "{namespace}-runner", Namespace: "{namespace}"},
+			{Kind: "User", Name: "{{ .Owner }}"},
+			{Kind: "ServiceAccount", Name: "{{ .Namespace }}-runner", Namespace: "{{ .Namespace }}"},
 		},
 		p:    profile("team-a", nil, "alice@example.org"),
 		want: []rbacv1.Subject{sa("team-a", "team-a-runner"), user("alice@example.org")},
@@ -65,7 +65,7 @@ func TestSubjects(t *testing.T) {
 			{Kind: "User", Name: "adam"},
 			{Kind: "Group", Name: "a"},
 			{Kind: "ServiceAccount", Name: "x"},
-			{Kind: "User", Name: "{owner}"},
+			{Kind: "User", Name: "{{ .Owner }}"},
 		},
 		p: profile("team-a", nil, "adam"),
 		want: []rbacv1.Subject{
@@ -74,13 +74,13 @@ func TestSubjects(t *testing.T) {
 			user("adam"), user("zoe"),
 		},
 	}, {
-		reason:  "{owner} needs an owner",
-		in:      []rbac.Subject{{Kind: "User", Name: "{owner}"}},
+		reason:  "{{ .Owner }} needs an owner",
+		in:      []rbac.Subject{{Kind: "User", Name: "{{ .Owner }}"}},
 		p:       profile("team-a", nil, ""),
-		wantErr: `subjects[0]: "{owner}" uses {owner} but the Profile has no spec.owner`,
+		wantErr: `subjects[0]: "{{ .Owner }}" uses {{ .Owner }} but the Profile has no spec.owner`,
 	}, {
 		reason:  "a service account name that is invalid once filled in is an error",
-		in:      []rbac.Subject{{Kind: "ServiceAccount", Name: "sa-{owner}"}},
+		in:      []rbac.Subject{{Kind: "ServiceAccount", Name: "sa-{{ .Owner }}"}},
 		p:       profile("team-a", nil, "alice@example.org"),
 		wantErr: `subjects[0]: service account name "sa-alice@example.org"`,
 	}}
@@ -168,7 +168,7 @@ func TestBuild(t *testing.T) {
 		cfg: rbac.Config{
 			Roles:         []rbac.Role{logs},
 			Bindings:      []rbac.Binding{support},
-			ExtraBindings: []rbac.Binding{{Name: "team-logs", RoleRef: rbac.RoleRef{Kind: "Role", Name: "pod-logs"}, Subjects: []rbac.Subject{{Kind: "User", Name: "{owner}"}}}},
+			ExtraBindings: []rbac.Binding{{Name: "team-logs", RoleRef: rbac.RoleRef{Kind: "Role", Name: "pod-logs"}, Subjects: []rbac.Subject{{Kind: "User", Name: "{{ .Owner }}"}}}},
 		},
 		p: profile("team-a", nil, "alice@example.org"),
 		want: rbac.Objects{
@@ -180,7 +180,7 @@ func TestBuild(t *testing.T) {
 		},
 	}, {
 		reason:  "a placeholder the Profile cannot fill is a terminal InvalidSpec naming the binding",
-		cfg:     rbac.Config{Bindings: []rbac.Binding{{Name: "owner-edit", RoleRef: rbac.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subjects: []rbac.Subject{{Kind: "User", Name: "{owner}"}}}}},
+		cfg:     rbac.Config{Bindings: []rbac.Binding{{Name: "owner-edit", RoleRef: rbac.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subjects: []rbac.Subject{{Kind: "User", Name: "{{ .Owner }}"}}}}},
 		p:       profile("team-a", nil, ""),
 		wantErr: "binding owner-edit: subjects[0]",
 	}}
@@ -242,12 +242,16 @@ func TestValidate(t *testing.T) {
 		wantErr: `bindings[0].roleRef: kind "Group" is neither ClusterRole nor Role`,
 	}, {
 		reason:  "unknown placeholders are refused at load",
-		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects[0].Name = "{user}" })}},
-		wantErr: "unknown placeholder {user}",
+		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects[0].Name = "{{ .User }}" })}},
+		wantErr: "unknown placeholder {{ .User }}",
+	}, {
+		reason:  "single braces are not a placeholder",
+		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects[0].Name = "{owner}" })}},
+		wantErr: "braces outside a placeholder",
 	}, {
 		reason:  "an unmatched brace is refused",
-		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects[0].Name = "{namespace" })}},
-		wantErr: "unmatched {",
+		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects[0].Name = "{{ .Namespace }" })}},
+		wantErr: "braces outside a placeholder",
 	}, {
 		reason:  "users and groups have no namespace",
 		cfg:     rbac.Config{Bindings: []rbac.Binding{with(func(b *rbac.Binding) { b.Subjects[0].Namespace = "x" })}},

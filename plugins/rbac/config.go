@@ -16,15 +16,6 @@ import (
 // Kind is the plugin's name in spec.plugins.
 const Kind = "rbac"
 
-// The placeholders a subject's name or namespace may hold. They are replaced
-// for each Profile; any other text in braces is an error at load.
-const (
-	// PlaceholderNamespace stands for the Profile's namespace.
-	PlaceholderNamespace = "{namespace}"
-	// PlaceholderOwner stands for the name of the Profile's spec.owner.
-	PlaceholderOwner = "{owner}"
-)
-
 // Config is the rbac plugin's configuration. A Profile may set ExtraBindings;
 // the other fields are the host's.
 type Config struct {
@@ -52,7 +43,7 @@ type Binding struct {
 	// its role; the plugin replaces the binding instead.
 	RoleRef RoleRef `json:"roleRef"`
 	// Subjects are who gets the role; their names and namespaces may hold
-	// the placeholders {namespace} and {owner}.
+	// the placeholders {{ .Namespace }} and {{ .Owner }}.
 	Subjects []Subject `json:"subjects"`
 	// ProfileSelector, when set, limits the binding to the Profiles whose
 	// labels it matches.
@@ -73,7 +64,7 @@ type Subject struct {
 	Kind string `json:"kind"`
 	// Name of the subject.
 	Name string `json:"name"`
-	// Namespace of a ServiceAccount; default {namespace}. Other kinds have none.
+	// Namespace of a ServiceAccount; default {{ .Namespace }}. Other kinds have none.
 	Namespace string `json:"namespace,omitempty"`
 }
 
@@ -243,24 +234,8 @@ func validSelector(s *metav1.LabelSelector) error {
 	return err
 }
 
-// checkPlaceholders fails on braces that are not one of the known placeholders.
+// checkPlaceholders fails on anything in braces but {{ .Namespace }} and
+// {{ .Owner }}.
 func checkPlaceholders(s string) error {
-	rest := s
-	for {
-		i := strings.IndexAny(rest, "{}")
-		if i < 0 {
-			return nil
-		}
-		if rest[i] == '}' {
-			return fmt.Errorf("%q: unmatched }", s)
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			return fmt.Errorf("%q: unmatched {", s)
-		}
-		if tok := rest[i : i+j+1]; tok != PlaceholderNamespace && tok != PlaceholderOwner {
-			return fmt.Errorf("%q: unknown placeholder %s; known are %s and %s", s, tok, PlaceholderNamespace, PlaceholderOwner)
-		}
-		rest = rest[i+j+1:]
-	}
+	return plugins.CheckPlaceholders(s, plugins.PlaceholderNamespace, plugins.PlaceholderOwner)
 }

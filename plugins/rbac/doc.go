@@ -12,10 +12,10 @@
 // Subject names and namespaces may hold two placeholders, checked when the
 // configuration is loaded and filled in for each Profile:
 //
-//	{namespace}  the Profile's namespace
-//	{owner}      the name in the Profile's spec.owner
+//	{{ .Namespace }}  the Profile's namespace
+//	{{ .Owner }}      the name in the Profile's spec.owner
 //
-// A ServiceAccount subject without a namespace is in {namespace}. Subjects are
+// A ServiceAccount subject without a namespace is in {{ .Namespace }}. Subjects are
 // sorted by kind, namespace and name, and duplicates dropped, so the same input
 // always gives the same binding.
 //
@@ -73,5 +73,5 @@
 //	        roleRef: {kind: Role, name: pod-log-reader}
 //	        subjects:
 //	        - {kind: Group, name: team-a@example.org}
-//	        - {kind: User, name: "{owner}"}
+//	        - {kind: User, name: "{{ .Owner }}"}
 package rbac

@@ -16,7 +16,7 @@ import (
 func ExampleBuild() {
 	defaults := []byte(`{"bindings": [
 		{"name": "support-view", "roleRef": {"kind": "ClusterRole", "name": "view"},
-		 "subjects": [{"kind": "Group", "name": "support@example.org"}, {"kind": "User", "name": "{owner}"}]},
+		 "subjects": [{"kind": "Group", "name": "support@example.org"}, {"kind": "User", "name": "{{ .Owner }}"}]},
 		{"name": "pipeline-runner", "roleRef": {"kind": "ClusterRole", "name": "kubeflow-edit"},
 		 "subjects": [{"kind": "ServiceAccount", "name": "default-editor"}]}
 	]}`)

@@ -147,7 +147,7 @@ func TestBindingsLifecycle(t *testing.T) {
 	h := startHost(t)
 	name := uniqueName("rb")
 	p := testhost.NewProfile(t, env.Client, name, nil, rbacPlugin(extraBinding("team-access", "view",
-		map[string]string{"kind": "User", "name": "{owner}"},
+		map[string]string{"kind": "User", "name": "{{ .Owner }}"},
 		map[string]string{"kind": "Group", "name": "team@example.org"},
 	)))
 	theirs := upstreamBindings(t, name)
@@ -210,7 +210,7 @@ func TestBindingsLifecycle(t *testing.T) {
 
 	t.Run("a changed role replaces the binding", func(t *testing.T) {
 		setPlugins(t, name, rbacPlugin(extraBinding("team-access", "edit",
-			map[string]string{"kind": "User", "name": "{owner}"},
+			map[string]string{"kind": "User", "name": "{{ .Owner }}"},
 			map[string]string{"kind": "Group", "name": "team@example.org"},
 		)))
 		after := waitBinding(t, name, "team-access", roleIs("ClusterRole", "edit"))
