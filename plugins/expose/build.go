@@ -3,7 +3,9 @@ package expose
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -129,7 +131,8 @@ const MaxHeaderValueBytes = 8 << 10
 // Loops and template calls are refused: a Profile's spec must not be able to
 // keep a worker busy, and a header value has no use for them.
 func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
-	funcs := template.FuncMap{
+	funcs := boundedBuiltins()
+	maps.Copy(funcs, template.FuncMap{
 		"httpPathPrefix": func(id string) (string, error) {
 			p, ok := prefixes[id]
 			if !ok {
@@ -137,7 +140,7 @@ func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
 			}
 			return p, nil
 		},
-	}
+	})
 	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)
 	if err != nil {
 		return "", fmt.Errorf("parse header template %q: %w", text, err)
@@ -159,6 +162,100 @@ func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
 		return "", fmt.Errorf("header %s: rendered value %q holds a line break or NUL", name, v)
 	}
 	return v, nil
+}
+
+// boundedBuiltins replaces the builtins of text/template that build strings
+// with versions that refuse to build one longer than MaxHeaderValueBytes.
+// The bound on the rendered value alone is not enough: a value that is only
+// measured, never written ({{ $v = print $v $v }} a few dozen times, or
+// nested js), doubles at each step and would exhaust the host's memory.
+func boundedBuiltins() template.FuncMap {
+	bounded := func(name string, expansion int, f func(...any) string) func(...any) (string, error) {
+		return func(args ...any) (string, error) {
+			if n := argBytes(args) * expansion; n > MaxHeaderValueBytes {
+				return "", fmt.Errorf("%s: rendered value is longer than %d bytes", name, MaxHeaderValueBytes)
+			}
+			return checkLength(name, f(args...))
+		}
+	}
+	return template.FuncMap{
+		"print":   bounded("print", 1, fmt.Sprint),
+		"println": bounded("println", 1, fmt.Sprintln),
+		// An escaper writes at most six bytes for one (\u003C).
+		"html":     bounded("html", 6, template.HTMLEscaper),
+		"js":       bounded("js", 6, template.JSEscaper),
+		"urlquery": bounded("urlquery", 3, template.URLQueryEscaper),
+		"printf": func(format string, args ...any) (string, error) {
+			pad, err := formatPadding(format)
+			if err != nil {
+				return "", err
+			}
+			if n := len(format) + pad + 2*argBytes(args); n > MaxHeaderValueBytes {
+				return "", fmt.Errorf("printf: rendered value is longer than %d bytes", MaxHeaderValueBytes)
+			}
+			return checkLength("printf", fmt.Sprintf(format, args...))
+		},
+	}
+}
+
+// argBytes estimates what fmt prints for args: strings by their length, any
+// other value a template can hold (numbers, booleans, nil) in a few bytes.
+func argBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch a := a.(type) {
+		case string:
+			n += len(a)
+		case []byte:
+			n += len(a)
+		default:
+			n += 32
+		}
+	}
+	return n
+}
+
+func checkLength(name, s string) (string, error) {
+	if len(s) > MaxHeaderValueBytes {
+		return "", fmt.Errorf("%s: rendered value is longer than %d bytes", name, MaxHeaderValueBytes)
+	}
+	return s, nil
+}
+
+// formatPadding returns the sum of the widths and precisions in a printf
+// format, which fmt pads out before any length can be checked, and refuses
+// those taken from the arguments (*).
+func formatPadding(format string) (int, error) {
+	total := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		// Flags, argument indexes, width and precision come before the verb.
+		for i++; i < len(format); i++ {
+			c := format[i]
+			if c == '*' {
+				return 0, errors.New("printf: a width or precision taken from the arguments (*) is not allowed")
+			}
+			if c >= '0' && c <= '9' {
+				j := i
+				for j < len(format) && format[j] >= '0' && format[j] <= '9' {
+					j++
+				}
+				n, err := strconv.Atoi(format[i:j])
+				if err != nil || n > MaxHeaderValueBytes {
+					return 0, fmt.Errorf("printf: width or precision %s: rendered value is longer than %d bytes", format[i:j], MaxHeaderValueBytes)
+				}
+				total += n
+				i = j - 1
+				continue
+			}
+			if !strings.ContainsRune("+-# .[]", rune(c)) {
+				break
+			}
+		}
+	}
+	return total, nil
 }
 
 // onlyPrints accepts text, comments, actions and if / with around them,

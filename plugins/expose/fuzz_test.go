@@ -42,22 +42,9 @@ func FuzzHeaderTemplate(f *testing.F) {
 	}
 	def := expose.DefinitionFromEnv(func(string) (string, bool) { return "", false })
 	f.Fuzz(func(t *testing.T, name, value string) {
-		spec, err := json.Marshal(map[string]any{"apps": []map[string]any{
-			{"name": "app", "service": "svc", "port": 80, "requestHeaders": map[string]any{
-				"set": map[string]string{name: value},
-				"add": map[string]string{"X-Added": value},
-			}},
-			{"name": "other", "service": "svc", "port": 8080, "rewriteToRoot": true},
-		}})
+		p, err := headerProfile(name, value)
 		if err != nil {
 			t.Skip("not representable as JSON")
-		}
-		p := &kubeflowv1.Profile{
-			ObjectMeta: metav1.ObjectMeta{Name: "fuzz"},
-			Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{{
-				TypeMeta: metav1.TypeMeta{Kind: expose.Kind},
-				Spec:     &runtime.RawExtension{Raw: spec},
-			}}},
 		}
 		c, err := def.Decode(nil, p)
 		if err != nil {
@@ -93,6 +80,71 @@ func FuzzHeaderTemplate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// headerProfile returns a Profile named fuzz whose expose entry has two
+// apps, the first setting header name and adding X-Added, both to value.
+func headerProfile(name, value string) (*kubeflowv1.Profile, error) {
+	spec, err := json.Marshal(map[string]any{"apps": []map[string]any{
+		{"name": "app", "service": "svc", "port": 80, "requestHeaders": map[string]any{
+			"set": map[string]string{name: value},
+			"add": map[string]string{"X-Added": value},
+		}},
+		{"name": "other", "service": "svc", "port": 8080, "rewriteToRoot": true},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: "fuzz"},
+		Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{{
+			TypeMeta: metav1.TypeMeta{Kind: expose.Kind},
+			Spec:     &runtime.RawExtension{Raw: spec},
+		}}},
+	}, nil
+}
+
+// TestHeaderTemplatesAreBounded checks that a short template cannot build a
+// huge value that is measured instead of written: each of these once took
+// the host's memory (2^40 bytes for the first two) before any check ran.
+func TestHeaderTemplatesAreBounded(t *testing.T) {
+	def := expose.DefinitionFromEnv(func(string) (string, bool) { return "", false })
+	for _, tc := range []struct{ reason, value, wantErr string }{
+		{"a value doubled by print", `{{ $v := "ab" }}` + strings.Repeat(`{{ $v = print $v $v }}`, 40) + `{{ len $v }}`, "print: rendered value is longer than 8192 bytes"},
+		{"nested escapers", `{{ len ` + strings.Repeat(`(js `, 40) + `"\\"` + strings.Repeat(`)`, 40) + ` }}`, "js: rendered value is longer than 8192 bytes"},
+		{"a width from the arguments", `{{ len (printf "%*d" 999999 1) }}`, "a width or precision taken from the arguments (*) is not allowed"},
+		{"a wide padding", `{{ len (printf "%09999d" 1) }}`, "width or precision 09999: rendered value is longer than 8192 bytes"},
+		{"paddings that add up", `{{ len (printf "%8000d%8000d" 1 2) }}`, "printf: rendered value is longer than 8192 bytes"},
+		{"an escaped value kept long", `{{ len (urlquery (printf "%8000s" "%")) }}`, "urlquery: rendered value is longer than 8192 bytes"},
+	} {
+		p, err := headerProfile("X-Value", tc.value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = def.Decode(nil, p)
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: error %v, want one containing %q", tc.reason, err, tc.wantErr)
+			continue
+		}
+		wantInvalidSpec(t, tc.reason, err)
+	}
+
+	// The builtins still work within the bound.
+	p, err := headerProfile("X-Value", `{{ printf "%s-%03d" (httpPathPrefix "app") 7 }}{{ print "|" (js "'") (len (html "<")) }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := def.Decode(nil, p)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	vss, err := expose.Build(c.(*expose.Config), p)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if got, want := vss[0].Spec.Http[0].Headers.Request.Set["X-Value"], `/app/fuzz/-007|\'4`; got != want {
+		t.Errorf("rendered %q, want %q", got, want)
+	}
 }
 
 // wantInvalidSpec fails unless err is a terminal InvalidSpec error that names
