@@ -3,6 +3,7 @@ package expose_test
 import (
 	"encoding/json"
 	"errors"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -13,6 +14,10 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/expose"
 )
+
+// maxFuzzAlloc bounds what one input may allocate: a few rendered values of
+// MaxHeaderValueBytes and their parse trees need far less.
+const maxFuzzAlloc = 64 << 20
 
 // FuzzHeaderTemplate feeds arbitrary header names and template values through
 // the path a Profile's spec takes: strict decoding, Validate (which parses and
@@ -46,6 +51,16 @@ func FuzzHeaderTemplate(f *testing.F) {
 		if err != nil {
 			t.Skip("not representable as JSON")
 		}
+		// A template must not be able to make the host build far more than
+		// it writes: measure what decoding and building allocate.
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		defer func() {
+			goruntime.ReadMemStats(&after)
+			if n := after.TotalAlloc - before.TotalAlloc; n > maxFuzzAlloc {
+				t.Fatalf("decoding and building %d bytes of template allocated %d MiB", len(value), n>>20)
+			}
+		}()
 		c, err := def.Decode(nil, p)
 		if err != nil {
 			wantInvalidSpec(t, "decode", err)
