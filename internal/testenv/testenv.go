@@ -51,6 +51,9 @@ type Options struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// AddToScheme registers extra types with the Env's scheme.
 	AddToScheme []func(*k8sruntime.Scheme) error
+	// Istio installs the real Istio CRDs (see IstioCRDs), so that the API
+	// server validates every Istio object a test writes.
+	Istio bool
 }
 
 // RepoRoot returns the root of the profilekit source tree.
@@ -94,6 +97,13 @@ func Start(opts Options) (*Env, error) {
 	s, err := NewScheme(opts.AddToScheme...)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Istio {
+		crds, err := IstioCRDs()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDPaths = append(opts.CRDPaths, crds)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

@@ -3,7 +3,6 @@ package authpolicy_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -31,14 +30,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	istioCRDs, err := testenv.IstioCRDs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testenv.Main(m, &env, testenv.Options{CRDPaths: []string{istioCRDs}})
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{Istio: true}) }
 
 const (
 	condType = "AuthpolicyReady"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,14 +29,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	crds, err := testenv.IstioCRDs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testenv.Main(m, &env, testenv.Options{CRDPaths: []string{crds}})
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{Istio: true}) }
 
 const condType = "ExposeReady"
 
