@@ -87,7 +87,9 @@ plugins:
 	return cfg, reg
 }
 
-// requestLog records every request a host sends, as "VERB /path".
+// requestLog records every request a host sends, as "VERB /path". Unlike
+// testenv.Counter it keeps reads at hand too: the shard test checks that a
+// host does not even read another shard's namespaces.
 type requestLog struct {
 	mu   sync.Mutex
 	reqs []string
