@@ -59,6 +59,9 @@ type Options struct {
 	// plain client that sets the floor.
 	QPS   float32
 	Burst int
+	// Concurrency, when positive, overrides every plugin's concurrency
+	// (reconciles at once) in the configuration.
+	Concurrency int
 	// Drift is how many owned objects to delete or edit by hand.
 	Drift int
 	// Unrelated is how many Secrets and ConfigMaps (half each) to add before
@@ -71,6 +74,9 @@ type Options struct {
 	Seed uint64
 	// Timeout bounds each wait (convergence, resync, repairs).
 	Timeout time.Duration
+	// CPUProfile, when set, is where a CPU profile of this process (the
+	// host and the benchmark's client) during convergence is written.
+	CPUProfile string
 	// ResultsDir receives the JSON result; empty writes none.
 	ResultsDir string
 	// Out receives progress and the result table.
@@ -116,6 +122,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	cfg := *o.Config
 	cfg.Client.QPS = o.QPS
 	cfg.Client.Burst = o.Burst
+	if o.Concurrency > 0 {
+		cfg.Plugins = maps.Clone(cfg.Plugins)
+		for k, sec := range cfg.Plugins {
+			sec.Concurrency = o.Concurrency
+			cfg.Plugins[k] = sec
+		}
+	}
 	b := &bench{Options: o, reg: o.Registry}
 	b.res = &Result{
 		Started: time.Now().UTC(), Profiles: o.Profiles, QPS: o.QPS, Burst: o.Burst,

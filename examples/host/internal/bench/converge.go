@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -115,6 +117,13 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 	if err != nil {
 		return err
 	}
+	if b.CPUProfile != "" {
+		stop, err := startProfile(b.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
 		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
@@ -139,7 +148,7 @@ wait:
 			return fmt.Errorf("convergence: %d of %d Profiles ready after %s: %w", n, len(profiles), b.Timeout, ctx.Err())
 		case <-tick.C:
 			n, _ := w.progress()
-			fmt.Fprintf(b.Out, "  %s: %d/%d Profiles ready\n", time.Since(start).Round(time.Second), n, len(profiles))
+			fmt.Fprintf(b.Out, "  %s: %d/%d Profiles ready; reconciles %s\n", time.Since(start).Round(time.Second), n, len(profiles), b.progress())
 		}
 	}
 	_, readyAt := w.progress()
@@ -279,4 +288,37 @@ func (b *bench) missing(ctx context.Context, d *desired) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// progress summarises each controller's reconciles so far, which shows the
+// plugin that holds convergence back.
+func (b *bench) progress() string {
+	c, err := controllerCounters()
+	if err != nil {
+		return err.Error()
+	}
+	parts := make([]string, 0, len(c))
+	for _, k := range sortedKeys(c) {
+		parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(k, "profilekit-"), c[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// startProfile starts a CPU profile into path and returns what stops it.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
 }

@@ -87,11 +87,13 @@ Secrets and ConfigMaps. It prints a table and saves JSON under bench/results.`,
 	fl.IntVar(&o.Profiles, "profiles", 1000, "number of Profiles to converge")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 200, "client rate of the host and of the plain client that sets the floor")
 	fl.IntVar(&o.Burst, "kube-api-burst", 400, "client burst of the host and of the plain client")
+	fl.IntVar(&o.Concurrency, "concurrency", 0, "reconciles at once per plugin, for every plugin; 0 keeps the configuration's (default 4)")
 	fl.IntVar(&o.Drift, "drift", 50, "owned objects to delete or edit by hand (half each)")
 	fl.IntVar(&o.Unrelated, "unrelated", 10000, "unrelated Secrets and ConfigMaps (half each) added before the second memory reading")
 	fl.BoolVar(&o.HostProcess, "host-process", true, "also run the host alone as `profilekit run` in a child process and read its memory")
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed that picks the drifted objects")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on each wait (convergence, resync, repairs)")
+	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the host (and the benchmark's client) during convergence to this file")
 	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
 	return cmd
 }
