@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,12 +94,18 @@ plugins:
 type requestLog struct {
 	mu   sync.Mutex
 	reqs []string
+	// cut makes every new request fail before it leaves the process, as if
+	// the host had lost the network. Streams already open go on.
+	cut atomic.Bool
 }
 
 func (l *requestLog) wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if l.cut.Load() {
+				return nil, errors.New("network cut by the test")
+			}
 			l.mu.Lock()
 			l.reqs = append(l.reqs, r.Method+" "+r.URL.Path)
 			l.mu.Unlock()
@@ -165,6 +172,20 @@ func startHost(t *testing.T, name string, restCfg *rest.Config, cfg *hostconfig.
 		}
 	})
 	return h
+}
+
+// stopped waits until the host's manager returns by itself and returns its
+// error.
+func (h *faultHost) stopped(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-h.done:
+		h.once.Do(func() { h.cancel(); h.err = nil })
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("host %s still runs %s later", h.name, timeout)
+	}
+	return nil
 }
 
 // stop ends the host and returns what its manager returned.
@@ -438,6 +459,45 @@ func TestFaultLeaderElection(t *testing.T) {
 		t.Errorf("the new leader sent no write for %s:\n%s", third, strings.Join(w, "\n"))
 	}
 	if d := diffSets(wantObjects(map[string]bool{before: true, second: false, third: true}), ownedObjects(t, env.Client, prefix)); d != "" {
+		t.Errorf("owned objects:%s", d)
+	}
+}
+
+// TestFaultLeaderLost cuts the leader off the API server without letting it
+// release the Lease, as a crash or a partition would: it stops on its own
+// once it cannot renew the Lease, and the follower takes over when the Lease
+// expires and serves the Profile created meanwhile. It takes the Lease's
+// default 15s to expire.
+func TestFaultLeaderLost(t *testing.T) {
+	shard := "lost-" + rand.String(5)
+	prefix := "fault-" + shard + "-"
+	cfg, reg := faultConfig(t, shard, "fault-lost-"+rand.String(5), 100)
+
+	leader := startHost(t, "leader", env.Config, cfg, reg, true)
+	first := prefix + "a"
+	faultProfile(t, env.Client, first, shard, false)
+	waitConverged(t, env.Client, 30*time.Second, first)
+	follower := startHost(t, "follower", env.Config, cfg, reg, true)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return slices.ContainsFunc(follower.log.all(), func(r string) bool { return strings.Contains(r, "/leases/") }),
+			"the follower has not asked for the Lease yet"
+	})
+
+	cut := time.Now()
+	leader.log.cut.Store(true)
+	second := prefix + "b"
+	faultProfile(t, env.Client, second, shard, true)
+	waitConverged(t, env.Client, 40*time.Second, second)
+	t.Logf("the follower converged %s %s after the leader was cut off", second, time.Since(cut).Round(time.Millisecond))
+
+	if err := leader.stopped(t, 5*time.Second); err == nil || !strings.Contains(err.Error(), "leader election lost") {
+		t.Errorf("the cut-off leader returned %v, want leader election lost", err)
+	}
+	follower.running(t)
+	if w := follower.log.writes(); !slices.ContainsFunc(w, func(r string) bool { return strings.Contains(r, "/namespaces/"+second+"/") }) {
+		t.Errorf("the new leader sent no write for %s:\n%s", second, strings.Join(w, "\n"))
+	}
+	if d := diffSets(wantObjects(map[string]bool{first: false, second: true}), ownedObjects(t, env.Client, prefix)); d != "" {
 		t.Errorf("owned objects:%s", d)
 	}
 }
