@@ -50,6 +50,9 @@ type Reconciler struct {
 	retention     plugins.Retention
 	concurrency   int
 
+	// status, when set, gathers condition writes with other plugins'.
+	status *StatusWriter
+
 	// watched caches the definition's Watches; nil when it has none.
 	watched client.Reader
 }
@@ -98,6 +101,13 @@ func WithRetention(ret plugins.Retention) Option {
 // WithConcurrency sets how many Profiles the plugin serves at once.
 func WithConcurrency(n int) Option {
 	return func(r *Reconciler) { r.concurrency = n }
+}
+
+// WithStatusWriter hands the plugin's condition writes to w, which a host
+// shares between its plugins so that a Profile's conditions are written
+// together. Without it, each reconcile writes its condition itself.
+func WithStatusWriter(w *StatusWriter) Option {
+	return func(r *Reconciler) { r.status = w }
 }
 
 // WithEventRecorder replaces the manager's event recorder.
@@ -264,9 +274,6 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	res, err := r.def.Plugin.Apply(ctx, r.request(p, cfg))
 	passSeconds.WithLabelValues(r.def.Kind(), "apply").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
-	if res.Changed() {
-		r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonApplied, "Apply", "%s: %s", r.def.Kind(), res.Summary())
-	}
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonApplyFailed)
 	}
@@ -356,8 +363,8 @@ func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg a
 }
 
 // setCondition writes the plugin's condition (nil removes it) through the
-// status subresource when it changed, retrying on conflict with a fresh read.
-// It reports whether it wrote.
+// status subresource when it changed, retrying on conflict with a fresh read,
+// or hands it to the StatusWriter. It reports whether the condition changed.
 func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c *kubeflowv1.ProfileCondition) (bool, error) {
 	next := func(conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
 		if c == nil {
@@ -365,8 +372,18 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 		}
 		return plugins.SetCondition(conds, *c)
 	}
+	// A removal follows a Revoke and is written at once: the condition is
+	// what tells the next pass that the Revoke still has to happen. Any
+	// condition still waiting in the StatusWriter must not bring it back.
+	if r.status != nil && c == nil {
+		r.status.Drop(p.Name, r.def.Condition())
+	}
 	if _, changed := next(p.Status.Conditions); !changed {
 		return false, nil
+	}
+	if r.status != nil && c != nil {
+		r.status.Set(p.Name, r.def.Condition(), c)
+		return true, nil
 	}
 	wrote := false
 	first := true

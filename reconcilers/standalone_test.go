@@ -228,3 +228,37 @@ func TestRemovingAnOutsideStatePluginRevokesAndDropsTheFinalizer(t *testing.T) {
 		t.Errorf("revoked %d times, want 1", n)
 	}
 }
+
+// Conditions set for one Profile within the delay reach the API server in one
+// status update.
+func TestStatusWriterGathersConditions(t *testing.T) {
+	h := testhost.Start(t, env)
+	name := "status-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil)
+	w, err := reconcilers.NewStatusWriter(h.Manager, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The manager is running: start the writer by hand.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	h.Counter.Reset()
+	for _, kind := range []string{"AlphaReady", "BetaReady", "GammaReady"} {
+		w.Set(name, kind, &kubeflowv1.ProfileCondition{Type: kind, Status: plugins.ConditionTrue, Message: "ok"})
+	}
+	w.Set(name, "BetaReady", nil)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := getProfile(t, name).Status.Conditions
+		return len(got) == 2, fmt.Sprintf("conditions %v", got)
+	})
+	got := getProfile(t, name).Status.Conditions
+	if got[0].Type != "AlphaReady" || got[1].Type != "GammaReady" {
+		t.Errorf("conditions = %v, want AlphaReady and GammaReady", got)
+	}
+	if writes := h.Counter.Mutating("/profiles/" + name + "/status"); len(writes) != 1 {
+		t.Errorf("status writes = %v, want exactly one", writes)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -131,6 +133,11 @@ func (e *Env) Stop() error { return e.env.Stop() }
 // the tests, stops the Env and exits with the tests' code. A control plane
 // that cannot start fails the package with the reason.
 func Main(m *testing.M, env **Env, opts Options) {
+	if fuzzWorker() {
+		// A fuzz worker runs fuzz targets only, which need no control plane;
+		// starting one per worker would leave etcds behind at every restart.
+		os.Exit(m.Run())
+	}
 	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -142,4 +149,9 @@ func Main(m *testing.M, env **Env, opts Options) {
 		fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
 	}
 	os.Exit(code)
+}
+
+// fuzzWorker reports whether this test binary runs as a worker of go test -fuzz.
+func fuzzWorker() bool {
+	return slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") })
 }

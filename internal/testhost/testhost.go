@@ -58,8 +58,12 @@ func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
+	status, err := reconcilers.NewStatusWriter(mgr, 0)
+	if err != nil {
+		t.Fatalf("status writer: %v", err)
+	}
 	for _, p := range ps {
-		r, err := reconcilers.New(mgr, p.Def, p.Options...)
+		r, err := reconcilers.New(mgr, p.Def, append([]reconcilers.Option{reconcilers.WithStatusWriter(status)}, p.Options...)...)
 		if err != nil {
 			t.Fatalf("reconciler %s: %v", p.Def.Kind(), err)
 		}

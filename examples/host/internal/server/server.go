@@ -89,6 +89,10 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	status, err := reconcilers.NewStatusWriter(mgr, 0)
+	if err != nil {
+		return nil, err
+	}
 	for _, kind := range cfg.Enabled() {
 		def, ok := reg.Get(kind)
 		if !ok {
@@ -97,7 +101,8 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		if err := served(mgr.GetRESTMapper(), def, s); err != nil {
 			return nil, err
 		}
-		r, err := reconcilers.New(mgr, def, cfg.ReconcilerOptions(kind)...)
+		opts := append(cfg.ReconcilerOptions(kind), reconcilers.WithStatusWriter(status))
+		r, err := reconcilers.New(mgr, def, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", kind, err)
 		}
