@@ -114,20 +114,7 @@ func specIs(t *testing.T, want any) func(*unstructured.Unstructured) (bool, stri
 
 func assertNoMutationOnResync(t *testing.T, h *testhost.Host) {
 	t.Helper()
-	// Passes started by the last change may still be running on a cache
-	// that has not seen their own writes yet; let them finish first.
-	settle := testhost.Reconciles(t, notebook.Kind)
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		n := testhost.Reconciles(t, notebook.Kind) - settle
-		return n >= 2, fmt.Sprintf("%v reconciles", n)
-	})
-	h.Counter.Reset()
-	n0 := testhost.Reconciles(t, notebook.Kind)
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		n := testhost.Reconciles(t, notebook.Kind) - n0
-		return n >= 3, fmt.Sprintf("%v reconciles", n)
-	})
-	if got := h.Counter.Mutating(); len(got) != 0 {
+	if got := h.ResyncWrites(t, 3, notebook.Kind); len(got) != 0 {
 		t.Errorf("mutating requests on resync = %v, want none", got)
 	}
 }

@@ -190,20 +190,7 @@ func TestBindingsLifecycle(t *testing.T) {
 	})
 
 	t.Run("resync with nothing changed sends no mutating request", func(t *testing.T) {
-		// Passes started by the last change may still be running on a cache
-		// that has not seen their own writes yet; let them finish first.
-		settle := testhost.Reconciles(t, rbac.Kind)
-		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			n := testhost.Reconciles(t, rbac.Kind) - settle
-			return n >= 2, fmt.Sprintf("%v reconciles", n)
-		})
-		h.Counter.Reset()
-		n0 := testhost.Reconciles(t, rbac.Kind)
-		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			n := testhost.Reconciles(t, rbac.Kind) - n0
-			return n >= 3, fmt.Sprintf("%v reconciles", n)
-		})
-		if got := h.Counter.Mutating(); len(got) != 0 {
+		if got := h.ResyncWrites(t, 3, rbac.Kind); len(got) != 0 {
 			t.Errorf("mutating requests on resync = %v, want none", got)
 		}
 	})
