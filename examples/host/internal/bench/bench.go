@@ -74,6 +74,9 @@ type Options struct {
 	Seed uint64
 	// Timeout bounds each wait (convergence, resync, repairs).
 	Timeout time.Duration
+	// ConvergeLimit, when positive, stops the convergence after this long
+	// and saves how far it got, skipping the later phases.
+	ConvergeLimit time.Duration
 	// CPUProfile, when set, is where a CPU profile of this process (the
 	// host and the benchmark's client) during convergence is written.
 	CPUProfile string
@@ -189,7 +192,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	defer func() { h.stop() }()
-	if err := b.converge(ctx, h, profiles, d); err != nil {
+	if err := b.converge(ctx, h, profiles, d); errors.Is(err, errIncomplete) {
+		h.stop()
+		return b.finish(err)
+	} else if err != nil {
 		return err
 	}
 	h.stop()
@@ -227,20 +233,26 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := b.memory(ctx, h, c, names); err != nil {
 		return err
 	}
+	if n := b.res.Steady.MutatingRequests; n != 0 {
+		return b.finish(fmt.Errorf("a resync with nothing changed sent %d mutating requests; want 0", n))
+	}
+	return b.finish(nil)
+}
+
+// finish prints and saves the result, and returns failed, the run's
+// verdict.
+func (b *bench) finish(failed error) error {
 	b.res.Finished = time.Now().UTC()
 	b.res.anchors()
-	b.res.WriteTable(o.Out)
-	if o.ResultsDir != "" {
-		path, err := b.res.Save(o.ResultsDir)
+	b.res.WriteTable(b.Out)
+	if b.ResultsDir != "" {
+		path, err := b.res.Save(b.ResultsDir)
 		if err != nil {
-			return err
+			return errors.Join(failed, err)
 		}
-		fmt.Fprintf(o.Out, "\nresult saved to %s\n", path)
+		fmt.Fprintf(b.Out, "\nresult saved to %s\n", path)
 	}
-	if n := b.res.Steady.MutatingRequests; n != 0 {
-		return fmt.Errorf("a resync with nothing changed sent %d mutating requests; want 0", n)
-	}
-	return nil
+	return failed
 }
 
 func cmpOr(v, def int) int {

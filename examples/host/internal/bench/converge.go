@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -138,14 +139,20 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 	fmt.Fprintf(b.Out, "created %d Profiles in %s\n", len(profiles), created.Round(time.Millisecond))
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
+	var bound <-chan time.Time
+	if b.ConvergeLimit > 0 {
+		bound = time.After(b.ConvergeLimit)
+	}
 wait:
 	for {
 		select {
 		case <-w.done:
 			break wait
+		case <-bound:
+			return b.incomplete(ctx, h, d, w, start, cpu, hostBefore, confBefore)
 		case <-ctx.Done():
 			n, _ := w.progress()
-			return fmt.Errorf("convergence: %d of %d Profiles ready after %s: %w", n, len(profiles), b.Timeout, ctx.Err())
+			return fmt.Errorf("convergence: %d of %d Profiles ready after %s: %w", n, len(profiles), time.Since(start).Round(time.Second), ctx.Err())
 		case <-tick.C:
 			n, _ := w.progress()
 			fmt.Fprintf(b.Out, "  %s: %d/%d Profiles ready; reconciles %s\n", time.Since(start).Round(time.Second), n, len(profiles), b.progress())
@@ -321,4 +328,27 @@ func startProfile(path string) (func(), error) {
 			f.Close()
 		})
 	}, nil
+}
+
+// errIncomplete says that convergence did not finish within --converge-limit.
+var errIncomplete = errors.New("convergence did not finish within the limit")
+
+// incomplete records how far convergence got when the limit struck: the
+// Profiles ready, the desired objects present, and the requests so far.
+func (b *bench) incomplete(ctx context.Context, h *host, d *desired, w *readyWatch, start time.Time, cpu cpuSample, hostBefore, confBefore counts) error {
+	el := time.Since(start)
+	n, _ := w.progress()
+	cpuUsed := cpuSince(cpu)
+	missing, err := b.missing(ctx, d)
+	if err != nil {
+		return err
+	}
+	present := len(d.objects) - missing
+	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(present) / el.Seconds(), CPU: cpuUsed}
+	b.res.Incomplete = &Incomplete{ReadyProfiles: n, ObjectsPresent: present}
+	hostReq := h.counter.snapshot().minus(hostBefore)
+	b.res.Requests = requestReport(hostReq, counts{}, h.counter.conflictCount().minus(confBefore), present)
+	fmt.Fprintf(b.Out, "stopped at the limit, %s: %d of %d Profiles ready, %d of %d objects present (%.0f objects/s)\n  %s\n",
+		el.Round(time.Millisecond), n, len(d.conditions), present, len(d.objects), b.res.Convergence.ObjectsPerSecond, cpuUsed)
+	return errIncomplete
 }

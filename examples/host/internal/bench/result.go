@@ -39,13 +39,17 @@ type Result struct {
 	Objects       int            `json:"objects"`
 	ObjectsByKind map[string]int `json:"objectsByKind"`
 
-	Convergence Phase    `json:"convergence"`
-	Floor       Phase    `json:"floor"`
-	Ratios      Ratios   `json:"ratios"`
-	Requests    Requests `json:"requests"`
-	Steady      Steady   `json:"steadyState"`
-	Drift       Drift    `json:"drift"`
-	Memory      Memory   `json:"memory"`
+	// Incomplete is set when convergence was stopped at --converge-limit;
+	// Convergence then holds the objects present per second so far, and
+	// the later phases did not run.
+	Incomplete  *Incomplete `json:"incomplete,omitempty"`
+	Convergence Phase       `json:"convergence"`
+	Floor       Phase       `json:"floor"`
+	Ratios      Ratios      `json:"ratios"`
+	Requests    Requests    `json:"requests"`
+	Steady      Steady      `json:"steadyState"`
+	Drift       Drift       `json:"drift"`
+	Memory      Memory      `json:"memory"`
 	// HostProcess is the memory of the host running alone as
 	// `profilekit run` in a child process; nil when it was not run.
 	HostProcess *HostProcess `json:"hostProcess,omitempty"`
@@ -63,6 +67,12 @@ type HostProcess struct {
 	HeapInuseAfterMiB float64 `json:"heapInuseAfterMiB"`
 }
 
+// Incomplete is how far a convergence stopped at its limit got.
+type Incomplete struct {
+	ReadyProfiles  int `json:"readyProfiles"`
+	ObjectsPresent int `json:"objectsPresent"`
+}
+
 // Phase is a timed creation of the desired objects.
 type Phase struct {
 	Seconds          float64 `json:"seconds"`
@@ -73,7 +83,8 @@ type Phase struct {
 // Ratios compare the convergence with the floor of the same run and with
 // the design's anchors.
 type Ratios struct {
-	// ConvergenceOverFloor is convergence time / floor time (target <= 1.5).
+	// ConvergenceOverFloor is convergence time / floor time (target <= 1.5),
+	// computed as floor objects/s over convergence objects/s.
 	ConvergenceOverFloor float64 `json:"convergenceOverFloor"`
 	// SpeedupOverStatCan is objects/s over StatCan's ~5 objects/s (target >= 20).
 	SpeedupOverStatCan float64 `json:"speedupOverStatCan"`
@@ -176,8 +187,10 @@ func requestReport(client, server, conflicts counts, objects int) Requests {
 }
 
 func (r *Result) anchors() {
-	if r.Floor.Seconds > 0 {
-		r.Ratios.ConvergenceOverFloor = r.Convergence.Seconds / r.Floor.Seconds
+	// Rates rather than times, so that a convergence stopped at its limit
+	// compares too; for a complete one it is the ratio of the times.
+	if r.Convergence.ObjectsPerSecond > 0 {
+		r.Ratios.ConvergenceOverFloor = r.Floor.ObjectsPerSecond / r.Convergence.ObjectsPerSecond
 	}
 	r.Ratios.SpeedupOverStatCan = r.Convergence.ObjectsPerSecond / anchorStatCan
 	r.Ratios.FloorOverAnchor = r.Floor.ObjectsPerSecond / anchorFloor
@@ -198,15 +211,35 @@ func (r *Result) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tTARGET\t")
 	row := func(name, value, target string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, value, target) }
-	row("convergence", fmt.Sprintf("%.1f s, %.0f objects/s", r.Convergence.Seconds, r.Convergence.ObjectsPerSecond), "")
+	if r.Incomplete != nil {
+		row("convergence STOPPED AT LIMIT", fmt.Sprintf("%.1f s: %d of %d Profiles ready, %d of %d objects present, %.0f objects/s",
+			r.Convergence.Seconds, r.Incomplete.ReadyProfiles, r.Profiles, r.Incomplete.ObjectsPresent, r.Objects, r.Convergence.ObjectsPerSecond), "")
+	} else {
+		row("convergence", fmt.Sprintf("%.1f s, %.0f objects/s", r.Convergence.Seconds, r.Convergence.ObjectsPerSecond), "")
+	}
 	row("floor (plain client, same run)", fmt.Sprintf("%.1f s, %.0f objects/s", r.Floor.Seconds, r.Floor.ObjectsPerSecond), "")
 	row("convergence / floor", fmt.Sprintf("%.2fx", r.Ratios.ConvergenceOverFloor), "<= 1.5x "+verdict(r.Ratios.ConvergenceOverFloor <= 1.5))
 	row("speed / StatCan (5 objects/s)", fmt.Sprintf("%.0fx", r.Ratios.SpeedupOverStatCan), ">= 20x "+verdict(r.Ratios.SpeedupOverStatCan >= 20))
 	row("floor / design anchor (470 objects/s)", fmt.Sprintf("%.2fx", r.Ratios.FloorOverAnchor), "")
+	if r.Objects > 0 {
+		per := func(c CPU) string {
+			return fmt.Sprintf("%.1f / %.1f ms", 1000*c.APIServer/float64(r.Objects), 1000*c.HostAndBench/float64(r.Objects))
+		}
+		row("CPU per object, API server / host+bench", "convergence "+per(r.Convergence.CPU)+", floor "+per(r.Floor.CPU), "")
+		row("CPU taken by other processes", fmt.Sprintf("convergence %.0f%%, floor %.0f%% of the machine", 100*share(r.Convergence.CPU), 100*share(r.Floor.CPU)), "")
+	}
 	row("host requests (client side)", fmt.Sprintf("%d, %d mutating, %d answered 409", r.Requests.ClientTotal, r.Requests.ClientMutating, countsTotal(r.Requests.Conflicts)), "")
-	row("API server requests (its /metrics)", fmt.Sprintf("%d, %d mutating", r.Requests.ServerTotal, r.Requests.ServerMutating), "")
+	if r.Incomplete == nil {
+		row("API server requests (its /metrics)", fmt.Sprintf("%d, %d mutating", r.Requests.ServerTotal, r.Requests.ServerMutating), "")
+	}
 	row("mutating requests per object", fmt.Sprintf("%.2f", r.Requests.MutatingPerObject), "<= 1.2 "+verdict(r.Requests.MutatingPerObject <= 1.2))
 	row("requests per object (all verbs)", fmt.Sprintf("%.2f", r.Requests.TotalPerObject), "")
+	if r.Incomplete != nil {
+		_ = tw.Flush()
+		fmt.Fprintf(w, "(convergence stopped at its limit: requests are the host's so far, per object present; later phases not run)\n")
+		fmt.Fprintf(w, "\nconvergence %s\nfloor       %s\n", r.Convergence.CPU, r.Floor.CPU)
+		return
+	}
 	row("resync, nothing changed", fmt.Sprintf("%d reconciles in %.1f s", r.Steady.Reconciles, r.Steady.Seconds), "")
 	row("  mutating requests (client side)", fmt.Sprintf("%d", r.Steady.MutatingRequests), "0 "+verdict(r.Steady.MutatingRequests == 0))
 	row("  mutating on Profiles/Events (server)", fmt.Sprintf("%d", r.Steady.ServerMutatingHost), "0 "+verdict(r.Steady.ServerMutatingHost == 0))
@@ -289,4 +322,12 @@ func (r *Result) Save(dir string) (string, error) {
 		return "", fmt.Errorf("write result: %w", err)
 	}
 	return path, nil
+}
+
+// share is the part of the machine's capacity that other processes took.
+func share(c CPU) float64 {
+	if c.Capacity == 0 {
+		return 0
+	}
+	return c.Other / c.Capacity
 }
