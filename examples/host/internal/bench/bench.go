@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -38,8 +39,6 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
-
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // Options configure a benchmark run.
@@ -209,9 +208,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	for i, p := range profiles {
 		names[i] = p.Name
 	}
-	// The rendered objects are the driver's, not the host's: let them go
-	// before memory is read.
-	d, profiles = nil, nil
 	var c *child
 	if o.HostProcess {
 		dir, err := os.MkdirTemp("", "profilekit-bench-")
