@@ -380,7 +380,7 @@ func TestFaultHostStoppedWhileConverging(t *testing.T) {
 	want := wantObjects(profiles)
 
 	// A low client rate keeps the first host's pass long enough to be cut.
-	slow, reg := faultConfig(t, shard, "fault-restart-"+rand.String(5), 20)
+	slow, reg := faultConfig(t, shard, "fault-restart-"+rand.String(5), 5)
 	first := startHost(t, "first", env.Config, slow, reg, false)
 	for _, name := range names {
 		faultProfile(t, env.Client, name, shard, profiles[name])
