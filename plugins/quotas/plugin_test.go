@@ -212,9 +212,11 @@ func TestInvalidLabelKeepsQuotaAndOthersAreServed(t *testing.T) {
 
 	// No retry storm: the bad Profile waits for a change or the resync period.
 	time.Sleep(2 * time.Second)
-	if n := testhost.Reconciles(t, quotas.Kind) - reconcilesBefore; n > 6 {
+	n := testhost.Reconciles(t, quotas.Kind) - reconcilesBefore
+	if n > 6 {
 		t.Errorf("%v reconciles in about 2s for two Profiles, want a handful", n)
 	}
+	t.Logf("%v reconciles of the quotas controller since the label broke, for the broken and the new Profile", n)
 	after, err := getQuota(t, bad)
 	if err != nil {
 		t.Fatal(err)
