@@ -17,8 +17,10 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,6 +138,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		Started: time.Now().UTC(), Profiles: o.Profiles, QPS: o.QPS, Burst: o.Burst,
 		Config: o.ConfigName, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 	}
+	b.res.Revision = revision(ctx, o.RepoRoot)
 	fmt.Fprintf(o.Out, "profilekit bench: %d Profiles, client %g QPS / %d burst, config %s\n", o.Profiles, o.QPS, o.Burst, o.ConfigName)
 
 	cp, err := demo.StartControlPlane(ctx, demo.Options{
@@ -405,4 +408,17 @@ func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 // managedSelector selects every object profilekit manages.
 func managedSelector() client.ListOption {
 	return client.MatchingLabelsSelector{Selector: plugins.ManagedSelector()}
+}
+
+// revision returns the source tree's commit, or "" outside a git checkout.
+func revision(ctx context.Context, root string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -26,9 +26,12 @@ const (
 
 // Result is one run, as saved to bench/results.
 type Result struct {
-	Started       time.Time      `json:"started"`
-	Finished      time.Time      `json:"finished"`
-	Config        string         `json:"config"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Config   string    `json:"config"`
+	// Revision is the source tree's commit (git describe --always --dirty),
+	// so that runs are compared against the code they measured.
+	Revision      string         `json:"revision,omitempty"`
 	GoVersion     string         `json:"goVersion"`
 	CPUs          int            `json:"cpus"`
 	Profiles      int            `json:"profiles"`
@@ -206,8 +209,8 @@ func verdict(ok bool) string {
 
 // WriteTable prints the result for people.
 func (r *Result) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, %g QPS / %d burst, %d workers, %d CPUs\n",
-		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), r.QPS, r.Burst, r.Workers, r.CPUs)
+	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, %g QPS / %d burst, %d workers, %d CPUs, revision %s\n",
+		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), r.QPS, r.Burst, r.Workers, r.CPUs, r.Revision)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tTARGET\t")
 	row := func(name, value, target string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, value, target) }
