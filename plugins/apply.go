@@ -41,6 +41,9 @@ type Applier struct {
 	live    client.Reader
 	writer  client.Writer
 	scheme  *runtime.Scheme
+	// anyNamespace lets the plugin write outside the Profile's namespace, and
+	// makes pruning look for its objects in every namespace.
+	anyNamespace bool
 
 	// recorded, when not nil, makes Sync record the desired objects instead
 	// of reading or writing anything.
@@ -62,6 +65,16 @@ func WithLiveReader(r client.Reader) ApplierOption {
 // scheme knows (sharing the host's typed informers) instead of unstructured.
 func WithScheme(s *runtime.Scheme) ApplierOption {
 	return func(a *Applier) { a.scheme = s }
+}
+
+// WithAnyNamespace lets the plugin write objects outside the Profile's
+// namespace. Pruning then lists the plugin's objects across all namespaces,
+// which costs a scan of every cached object of each owned kind; without it,
+// objects must be in the Profile's namespace and pruning lists only that
+// namespace, which a cache answers from its namespace index. Hosts set it for
+// plugins whose Definition has OutsideState.
+func WithAnyNamespace() ApplierOption {
+	return func(a *Applier) { a.anyNamespace = true }
 }
 
 // NewApplier returns an Applier for plugin kind and Profile p, which writes
@@ -170,6 +183,8 @@ func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured
 			return nil, fmt.Errorf("plugin %s: desired object has no kind or name: %s", a.kind, k.gvk)
 		case !slices.Contains(a.owns, k.gvk):
 			return nil, fmt.Errorf("plugin %s: %s is not among the kinds the plugin owns", a.kind, k.gvk)
+		case !a.anyNamespace && k.namespace != Namespace(a.profile):
+			return nil, fmt.Errorf("plugin %s: %s %s/%s is outside the Profile's namespace %s; a plugin that writes elsewhere keeps outside state", a.kind, k.gvk.Kind, k.namespace, k.name, Namespace(a.profile))
 		case IsUpstreamName(k.name):
 			return nil, Terminalf(ReasonInvalidConfig, "plugin %s: %s %q is the upstream controller's, profilekit never writes it", a.kind, k.gvk.Kind, k.name)
 		case seen[k]:
@@ -336,14 +351,17 @@ func asUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, error) {
 	var res Result
 	var errs []error
-	sel := client.MatchingLabelsSelector{Selector: OwnedSelector(a.kind, a.profile.Name)}
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: OwnedSelector(a.kind, a.profile.Name)}}
+	if !a.anyNamespace {
+		opts = append(opts, client.InNamespace(Namespace(a.profile)))
+	}
 	for _, gvk := range a.owns {
 		list, err := a.newList(gvk)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := a.reader.List(ctx, list, sel); err != nil {
+		if err := a.reader.List(ctx, list, opts...); err != nil {
 			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
 			continue
 		}

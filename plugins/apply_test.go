@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,5 +53,29 @@ func TestSyncUnchangedWhenReadsLoseTheKind(t *testing.T) {
 	}
 	if second.Count(plugins.Unchanged) != 1 {
 		t.Errorf("second Sync = %s, want 1 unchanged", second.Summary())
+	}
+}
+
+// Objects stay in the Profile's namespace unless the plugin may write
+// elsewhere, and pruning looks only where the plugin may write.
+func TestSyncNamespaceScope(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1"}}
+	owns := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")}
+	elsewhere := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "left", Namespace: "shared", Labels: plugins.OwnershipLabels("settings", "team")}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(elsewhere).Build()
+
+	_, err := plugins.NewApplier(c, "settings", p, owns).Sync(context.Background(), corev1ac.ConfigMap("x", "shared"))
+	if err == nil || !strings.Contains(err.Error(), `ConfigMap shared/x is outside the Profile's namespace team`) {
+		t.Errorf("Sync into another namespace: error %v, want it refused", err)
+	}
+	res, err := plugins.NewApplier(c, "settings", p, owns).Sync(context.Background())
+	if err != nil || res.Count(plugins.Deleted) != 0 {
+		t.Errorf("Sync within the namespace = %s, %v; want the object in another namespace left alone", res.Summary(), err)
+	}
+	res, err = plugins.NewApplier(c, "settings", p, owns, plugins.WithAnyNamespace()).Sync(context.Background())
+	if err != nil || res.Count(plugins.Deleted) != 1 {
+		t.Errorf("Sync in any namespace = %s, %v; want the stale object in another namespace deleted", res.Summary(), err)
 	}
 }

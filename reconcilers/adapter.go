@@ -116,7 +116,7 @@ func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Req
 		Profile:   p,
 		Config:    cfg,
 		Client:    r,
-		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns),
+		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns, applierOptions(a.def)...),
 		Retention: a.retention,
 	}
 }
@@ -144,4 +144,13 @@ func (a *Adapter[R, P]) profile(profile P) (*kubeflowv1.Profile, error) {
 		p.Spec.Plugins[i] = entry
 	}
 	return &p, nil
+}
+
+// applierOptions lets plugins with outside state write, and prune, beyond the
+// Profile's namespace.
+func applierOptions(def plugins.Definition) []plugins.ApplierOption {
+	if def.OutsideState {
+		return []plugins.ApplierOption{plugins.WithAnyNamespace()}
+	}
+	return nil
 }

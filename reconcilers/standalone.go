@@ -250,10 +250,14 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
 		Profile:   p,
 		Config:    cfg,
 		Client:    r.client,
-		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme)),
+		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, r.applierOptions()...),
 		Retention: r.retention,
 		Watched:   r.watched,
 	}
+}
+
+func (r *Reconciler) applierOptions() []plugins.ApplierOption {
+	return append(applierOptions(r.def), plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme))
 }
 
 func (r *Reconciler) requeue() reconcile.Result {
