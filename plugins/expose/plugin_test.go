@@ -137,15 +137,7 @@ func TestExposeLifecycle(t *testing.T) {
 	})
 
 	t.Run("resync with nothing changed sends no mutating request", func(t *testing.T) {
-		h.Counter.Reset()
-		before := testhost.Reconciles(t, expose.Kind)
-		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			n := testhost.Reconciles(t, expose.Kind) - before
-			return n >= 3, fmt.Sprintf("%v reconciles", n)
-		})
-		got := h.Counter.Mutating()
-		t.Logf("reconciles: %v, mutating requests: %d %v", testhost.Reconciles(t, expose.Kind)-before, len(got), got)
-		if len(got) != 0 {
+		if got := h.ResyncWrites(t, 3, expose.Kind); len(got) != 0 {
 			t.Errorf("mutating requests on resync = %v, want none", got)
 		}
 	})
