@@ -584,19 +584,7 @@ func (d *demo) overrideLabel(ctx context.Context, profiles []*kubeflowv1.Profile
 	if err := d.setLabel(ctx, target.Name, bad, "lots"); err != nil {
 		return err
 	}
-	var cond string
-	err = d.eventually(ctx, "QuotasReady=False", func(ctx context.Context) (bool, string, error) {
-		p, err := d.get(ctx, target.Name)
-		if err != nil {
-			return false, "", err
-		}
-		c := plugins.FindCondition(p.Status.Conditions, def.Condition())
-		if c == nil {
-			return false, "no condition", nil
-		}
-		cond = fmt.Sprintf("%s=%s %q", c.Type, c.Status, c.Message)
-		return c.Status == plugins.ConditionFalse, cond, nil
-	})
+	cond, err := d.waitCondition(ctx, target.Name, def.Condition(), plugins.ConditionFalse)
 	if err != nil {
 		return err
 	}
@@ -612,18 +600,7 @@ func (d *demo) overrideLabel(ctx context.Context, profiles []*kubeflowv1.Profile
 	if err := d.setLabel(ctx, target.Name, bad, ""); err != nil {
 		return err
 	}
-	err = d.eventually(ctx, "QuotasReady=True", func(ctx context.Context) (bool, string, error) {
-		p, err := d.get(ctx, target.Name)
-		if err != nil {
-			return false, "", err
-		}
-		c := plugins.FindCondition(p.Status.Conditions, def.Condition())
-		if c == nil {
-			return false, "no condition", nil
-		}
-		cond = fmt.Sprintf("%s=%s %q", c.Type, c.Status, c.Message)
-		return c.Status == plugins.ConditionTrue, cond, nil
-	})
+	cond, err = d.waitCondition(ctx, target.Name, def.Condition(), plugins.ConditionTrue)
 	if err != nil {
 		return err
 	}
@@ -999,4 +976,23 @@ func mustJSON(v any) []byte {
 	// Maps of strings always encode.
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// waitCondition waits until the Profile's condition of type t has status and
+// returns it as "Type=Status \"message\"".
+func (d *demo) waitCondition(ctx context.Context, profile, t, status string) (string, error) {
+	var cond string
+	err := d.eventually(ctx, t+"="+status, func(ctx context.Context) (bool, string, error) {
+		p, err := d.get(ctx, profile)
+		if err != nil {
+			return false, "", err
+		}
+		c := plugins.FindCondition(p.Status.Conditions, t)
+		if c == nil {
+			return false, "no condition", nil
+		}
+		cond = fmt.Sprintf("%s=%s %q", c.Type, c.Status, c.Message)
+		return c.Status == status, cond, nil
+	})
+	return cond, err
 }
