@@ -146,7 +146,7 @@ func TestAddSubjects(t *testing.T) {
 			reason:  "a policy past the size limit says by how much",
 			doc:     eksctlPolicy,
 			edit:    TrustEdit{Provider: provider, Subjects: []string{subA}, MaxSize: 300},
-			wantErr: "trust policy would be 353 characters, 53 over the limit of 300",
+			wantErr: "trust policy would be 452 characters, 152 over the limit of 300",
 		},
 		{
 			reason:  "a document that is not JSON is an error",
