@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 )
 
 // Kind is the plugin's name in spec.plugins, the upstream controller's.
@@ -62,9 +64,9 @@ const DefaultServiceAccount = "default-editor"
 func NewConfig() *Config {
 	return &Config{
 		ServiceAccounts: []string{DefaultServiceAccount},
-		Audience:        DefaultAudience,
+		Audience:        trustpolicy.DefaultAudience,
 		Subjects:        SubjectsExact,
-		MaxPolicySize:   DefaultMaxPolicySize,
+		MaxPolicySize:   trustpolicy.DefaultMaxPolicySize,
 	}
 }
 
@@ -98,7 +100,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.OIDCProvider != "" {
-		if _, err := Issuer(c.OIDCProvider); err != nil {
+		if _, err := trustpolicy.Issuer(c.OIDCProvider); err != nil {
 			errs = append(errs, fmt.Errorf("oidcProvider: %w", err))
 		}
 	}

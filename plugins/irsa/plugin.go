@@ -9,6 +9,7 @@ import (
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
+	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 )
 
 // System names AWS IAM in outside-call metrics and condition reasons.
@@ -82,8 +83,8 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	return res, errors.Join(annErr, err)
 }
 
-func (c *Config) edit(namespace string) TrustEdit {
-	e := TrustEdit{Provider: c.OIDCProvider, Audience: c.Audience, MaxSize: c.MaxPolicySize, Wildcard: c.Subjects == SubjectsWildcard}
+func (c *Config) edit(namespace string) trustpolicy.Edit {
+	e := trustpolicy.Edit{Provider: c.OIDCProvider, Audience: c.Audience, MaxSize: c.MaxPolicySize, Wildcard: c.Subjects == SubjectsWildcard}
 	for _, sa := range c.ServiceAccounts {
 		if e.Wildcard {
 			e.Subjects = append(e.Subjects, serviceaccounts.Subject("*", sa))
@@ -100,7 +101,7 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 	edit := cfg.edit(plugins.Namespace(req.Profile))
 	desired := struct {
 		Role string
-		Edit TrustEdit
+		Edit trustpolicy.Edit
 	}{cfg.AwsIAMRole, edit}
 	_, err := req.Outside.Ensure(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
 		doc, err := p.iam.TrustPolicy(ctx, role)
@@ -111,12 +112,12 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 			return err
 		}
 		if edit.Provider == "" {
-			if edit.Provider, err = ProviderFromPolicy(doc); err != nil {
+			if edit.Provider, err = trustpolicy.ProviderFromPolicy(doc); err != nil {
 				return plugins.Terminalf(plugins.ReasonInvalidConfig, "role %s: %v", role, err)
 			}
 		}
-		out, changed, err := AddSubjects(doc, edit)
-		var se *SizeError
+		out, changed, err := trustpolicy.AddSubjects(doc, edit)
+		var se *trustpolicy.SizeError
 		if errors.As(err, &se) {
 			return plugins.Terminalf(ReasonTrustPolicyTooLarge, "role %s: %v", role, err)
 		}
@@ -180,12 +181,12 @@ func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, r
 			return err
 		}
 		if edit.Provider == "" {
-			if edit.Provider, err = ProviderFromPolicy(doc); err != nil {
+			if edit.Provider, err = trustpolicy.ProviderFromPolicy(doc); err != nil {
 				// No provider statement, so none of our subjects either.
 				return nil
 			}
 		}
-		out, changed, err := RemoveSubjects(doc, edit)
+		out, changed, err := trustpolicy.RemoveSubjects(doc, edit)
 		if err != nil {
 			return fmt.Errorf("role %s: %w", role, err)
 		}

@@ -23,6 +23,7 @@ import (
 	azuremock "github.com/profilekit/profilekit/plugins/azureidentity/iammock"
 	"github.com/profilekit/profilekit/plugins/irsa"
 	awsmock "github.com/profilekit/profilekit/plugins/irsa/iammock"
+	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 	gcpmock "github.com/profilekit/profilekit/plugins/workloadidentity/iammock"
 )
@@ -119,7 +120,7 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 	if bs := policy.Bindings; len(bs) != 1 || bs[0].Role != workloadidentity.RoleWorkloadIdentityUser || bs[0].Members[0] != "serviceAccount:proj-123.svc.id.goog["+name+"/default-editor]" {
 		t.Errorf("GCP policy bindings = %+v", bs)
 	}
-	if has, err := irsa.HasSubjects(trust, irsa.TrustEdit{Provider: provider, Subjects: []string{"system:serviceaccount:" + name + ":default-editor", "system:serviceaccount:ops:runner"}}); err != nil || !has {
+	if has, err := trustpolicy.HasSubjects(trust, trustpolicy.Edit{Provider: provider, Subjects: []string{"system:serviceaccount:" + name + ":default-editor", "system:serviceaccount:ops:runner"}}); err != nil || !has {
 		t.Errorf("trust policy lacks our or the other subject (%v):\n%s", err, trust)
 	}
 
@@ -158,7 +159,7 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 	if len(revoked.Bindings) != 0 {
 		t.Errorf("GCP bindings after revoke = %+v, want the empty binding dropped", revoked.Bindings)
 	}
-	if has, _ := irsa.HasSubjects(trust, irsa.TrustEdit{Provider: provider, Subjects: []string{"system:serviceaccount:ops:runner"}}); !has {
+	if has, _ := trustpolicy.HasSubjects(trust, trustpolicy.Edit{Provider: provider, Subjects: []string{"system:serviceaccount:ops:runner"}}); !has {
 		t.Errorf("revoke removed the other subject:\n%s", trust)
 	}
 	ctrl.Finish()

@@ -1,4 +1,4 @@
-package irsa
+package trustpolicy
 
 import (
 	"encoding/json"
@@ -88,11 +88,11 @@ func canonical(t *testing.T, doc string) string {
 }
 
 func TestAddSubjects(t *testing.T) {
-	edit := TrustEdit{Provider: provider, Audience: DefaultAudience, Subjects: []string{subA}}
+	edit := Edit{Provider: provider, Audience: DefaultAudience, Subjects: []string{subA}}
 	tests := []struct {
 		reason      string
 		doc         string
-		edit        TrustEdit
+		edit        Edit
 		want        string
 		wantChanged bool
 		wantErr     string
@@ -108,7 +108,7 @@ func TestAddSubjects(t *testing.T) {
 		{
 			reason: "a subject already there changes nothing",
 			doc:    eksctlPolicy,
-			edit:   TrustEdit{Provider: provider, Subjects: []string{subB}},
+			edit:   Edit{Provider: provider, Subjects: []string{subB}},
 			want:   eksctlPolicy,
 		},
 		{
@@ -126,7 +126,7 @@ func TestAddSubjects(t *testing.T) {
 		{
 			reason:      "without a plain statement for the provider a new one is appended",
 			doc:         onlyForeign,
-			edit:        TrustEdit{Provider: provider, Subjects: []string{subA, subA}},
+			edit:        Edit{Provider: provider, Subjects: []string{subA, subA}},
 			wantChanged: true,
 			want: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"},
 				{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
@@ -135,7 +135,7 @@ func TestAddSubjects(t *testing.T) {
 		{
 			reason:      "the wildcard form matches with StringLike in a statement of its own",
 			doc:         eksctlPolicy,
-			edit:        TrustEdit{Provider: provider, Subjects: []string{"system:serviceaccount:*:default-editor"}, Wildcard: true},
+			edit:        Edit{Provider: provider, Subjects: []string{"system:serviceaccount:*:default-editor"}, Wildcard: true},
 			wantChanged: true,
 			want: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
 				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subB + `"}}},
@@ -145,7 +145,7 @@ func TestAddSubjects(t *testing.T) {
 		{
 			reason:  "a policy past the size limit says by how much",
 			doc:     eksctlPolicy,
-			edit:    TrustEdit{Provider: provider, Subjects: []string{subA}, MaxSize: 300},
+			edit:    Edit{Provider: provider, Subjects: []string{subA}, MaxSize: 300},
 			wantErr: "trust policy would be 452 characters, 152 over the limit of 300",
 		},
 		{
@@ -157,7 +157,7 @@ func TestAddSubjects(t *testing.T) {
 		{
 			reason:  "a provider that is not an OIDC provider ARN is an error",
 			doc:     eksctlPolicy,
-			edit:    TrustEdit{Provider: "oidc.example.org", Subjects: []string{subA}},
+			edit:    Edit{Provider: "oidc.example.org", Subjects: []string{subA}},
 			wantErr: `"oidc.example.org" is not an IAM OIDC provider ARN`,
 		},
 	}
@@ -187,7 +187,7 @@ func TestAddSubjects(t *testing.T) {
 }
 
 func TestSizeErrorIsTyped(t *testing.T) {
-	_, _, err := AddSubjects(eksctlPolicy, TrustEdit{Provider: provider, Subjects: []string{subA}, MaxSize: 100})
+	_, _, err := AddSubjects(eksctlPolicy, Edit{Provider: provider, Subjects: []string{subA}, MaxSize: 100})
 	var se *SizeError
 	if !errors.As(err, &se) || se.Limit != 100 || se.Size <= 100 {
 		t.Errorf("error = %#v, want a *SizeError over 100", err)
@@ -238,7 +238,7 @@ func TestRemoveSubjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			got, changed, err := RemoveSubjects(tt.doc, TrustEdit{Provider: provider, Subjects: tt.subjects})
+			got, changed, err := RemoveSubjects(tt.doc, Edit{Provider: provider, Subjects: tt.subjects})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +254,7 @@ func TestRemoveSubjects(t *testing.T) {
 
 func mustAdd(t *testing.T, doc, sub string) string {
 	t.Helper()
-	out, _, err := AddSubjects(doc, TrustEdit{Provider: provider, Subjects: []string{sub}})
+	out, _, err := AddSubjects(doc, Edit{Provider: provider, Subjects: []string{sub}})
 	if err != nil {
 		t.Fatal(err)
 	}

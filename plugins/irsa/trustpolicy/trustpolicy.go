@@ -1,4 +1,8 @@
-package irsa
+// Package trustpolicy edits IAM role trust policies: it adds and removes
+// the subjects of Kubernetes service accounts for a cluster's OIDC provider
+// and keeps every statement and condition it did not write. Its functions
+// are pure; the irsa plugin reads and writes the policies.
+package trustpolicy
 
 import (
 	"bytes"
@@ -25,8 +29,8 @@ const (
 	opLike   = "StringLike"
 )
 
-// TrustEdit says which subjects to add to or remove from a trust policy.
-type TrustEdit struct {
+// Edit says which subjects to add to or remove from a trust policy.
+type Edit struct {
 	// Provider is the ARN of the cluster's IAM OIDC provider,
 	// arn:aws:iam::<account>:oidc-provider/<issuer>.
 	Provider string
@@ -85,7 +89,10 @@ func ProviderFromPolicy(doc string) (string, error) {
 
 // HasSubjects reports whether every subject of e may already assume the role
 // through e's provider in doc.
-func HasSubjects(doc string, e TrustEdit) (bool, error) {
+func HasSubjects(doc string, e Edit) (bool, error) {
+	if err := e.check(); err != nil {
+		return false, err
+	}
 	p, err := parsePolicy(doc)
 	if err != nil {
 		return false, err
@@ -110,7 +117,7 @@ func HasSubjects(doc string, e TrustEdit) (bool, error) {
 // the first statement for the provider whose only conditions are the
 // subject (and audience) match, or a new statement of that form. A result
 // over the size limit is a *SizeError.
-func AddSubjects(doc string, e TrustEdit) (string, bool, error) {
+func AddSubjects(doc string, e Edit) (string, bool, error) {
 	if has, err := HasSubjects(doc, e); err != nil || has {
 		return doc, false, err
 	}
@@ -149,7 +156,10 @@ func AddSubjects(doc string, e TrustEdit) (string, bool, error) {
 // statements; a statement whose subject list becomes empty is dropped rather
 // than left to trust every service account, unless it is the policy's last,
 // which then keeps an empty list that matches no one.
-func RemoveSubjects(doc string, e TrustEdit) (string, bool, error) {
+func RemoveSubjects(doc string, e Edit) (string, bool, error) {
+	if err := e.check(); err != nil {
+		return "", false, err
+	}
 	p, err := parsePolicy(doc)
 	if err != nil {
 		return "", false, err
@@ -206,14 +216,24 @@ func Size(doc string) int {
 	return n
 }
 
-func (e TrustEdit) op() string {
+// check refuses subjects that a policy document cannot hold as they are.
+func (e Edit) check() error {
+	for _, sub := range e.Subjects {
+		if sub == "" || !utf8.ValidString(sub) {
+			return fmt.Errorf("subject %q: not a non-empty UTF-8 string", sub)
+		}
+	}
+	return nil
+}
+
+func (e Edit) op() string {
 	if e.Wildcard {
 		return opLike
 	}
 	return opEquals
 }
 
-func (e TrustEdit) maxSize() int {
+func (e Edit) maxSize() int {
 	if e.MaxSize > 0 {
 		return e.MaxSize
 	}
@@ -414,7 +434,7 @@ func (s statement) setValues(op, key string, values []string) error {
 	return nil
 }
 
-func newStatement(e TrustEdit) statement {
+func newStatement(e Edit) statement {
 	issuer, _ := Issuer(e.Provider)
 	aud := e.Audience
 	if aud == "" {

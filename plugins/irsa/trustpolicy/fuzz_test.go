@@ -1,4 +1,4 @@
-package irsa
+package trustpolicy
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ func FuzzTrustPolicy(f *testing.F) {
 		f.Add(doc, "team-a", false)
 	}
 	f.Fuzz(func(t *testing.T, doc, ns string, wildcard bool) {
-		e := TrustEdit{Provider: provider, Subjects: []string{"system:serviceaccount:" + ns + ":default-editor"}, Wildcard: wildcard, MaxSize: 1 << 20}
+		e := Edit{Provider: provider, Subjects: []string{"system:serviceaccount:" + ns + ":default-editor"}, Wildcard: wildcard, MaxSize: 1 << 20}
 		added, _, err := AddSubjects(doc, e)
 		if err != nil {
 			return
