@@ -107,6 +107,7 @@ func TestDeployOverlays(t *testing.T) {
 	}{
 		{overlay: "plain", source: "config/host.yaml"},
 		{overlay: "istio", source: "config/istio.yaml", istio: true},
+		{overlay: "cloud-identity", source: "config/cloud-identity.yaml"},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(t, deployDir+"/overlays/"+tc.overlay)
@@ -178,6 +179,18 @@ func TestDeployOverlays(t *testing.T) {
 				}
 				if def.Finalizer() != "" {
 					need = append(need, struct{ group, resource, verb string }{"kubeflow.org", "profiles", "patch"})
+				}
+				if def.OutsideState {
+					// The outside-state record.
+					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
+						need = append(need, struct{ group, resource, verb string }{"", "configmaps", v})
+					}
+				}
+				for _, w := range def.Watches {
+					if gvk, _ := apiutil.GVKForObject(w.Object, scheme); gvk.Kind == "ServiceAccount" {
+						// Cloud identity plugins apply their annotation keys.
+						need = append(need, struct{ group, resource, verb string }{"", "serviceaccounts", "patch"})
+					}
 				}
 			}
 			for _, n := range need {
