@@ -14,7 +14,7 @@ import (
 	reflect "reflect"
 
 	gomock "go.uber.org/mock/gomock"
-	v1 "google.golang.org/api/iam/v1"
+	iam "google.golang.org/api/iam/v1"
 )
 
 // MockIAM is a mock of IAM interface.
@@ -42,10 +42,10 @@ func (m *MockIAM) EXPECT() *MockIAMMockRecorder {
 }
 
 // Policy mocks base method.
-func (m *MockIAM) Policy(ctx context.Context, resource string) (*v1.Policy, error) {
+func (m *MockIAM) Policy(ctx context.Context, resource string) (*iam.Policy, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "Policy", ctx, resource)
-	ret0, _ := ret[0].(*v1.Policy)
+	ret0, _ := ret[0].(*iam.Policy)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
@@ -63,25 +63,25 @@ type MockIAMPolicyCall struct {
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockIAMPolicyCall) Return(arg0 *v1.Policy, arg1 error) *MockIAMPolicyCall {
+func (c *MockIAMPolicyCall) Return(arg0 *iam.Policy, arg1 error) *MockIAMPolicyCall {
 	c.Call = c.Call.Return(arg0, arg1)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockIAMPolicyCall) Do(f func(context.Context, string) (*v1.Policy, error)) *MockIAMPolicyCall {
+func (c *MockIAMPolicyCall) Do(f func(context.Context, string) (*iam.Policy, error)) *MockIAMPolicyCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockIAMPolicyCall) DoAndReturn(f func(context.Context, string) (*v1.Policy, error)) *MockIAMPolicyCall {
+func (c *MockIAMPolicyCall) DoAndReturn(f func(context.Context, string) (*iam.Policy, error)) *MockIAMPolicyCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
 
 // SetPolicy mocks base method.
-func (m *MockIAM) SetPolicy(ctx context.Context, resource string, p *v1.Policy) error {
+func (m *MockIAM) SetPolicy(ctx context.Context, resource string, p *iam.Policy) error {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "SetPolicy", ctx, resource, p)
 	ret0, _ := ret[0].(error)
@@ -107,13 +107,13 @@ func (c *MockIAMSetPolicyCall) Return(arg0 error) *MockIAMSetPolicyCall {
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockIAMSetPolicyCall) Do(f func(context.Context, string, *v1.Policy) error) *MockIAMSetPolicyCall {
+func (c *MockIAMSetPolicyCall) Do(f func(context.Context, string, *iam.Policy) error) *MockIAMSetPolicyCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockIAMSetPolicyCall) DoAndReturn(f func(context.Context, string, *v1.Policy) error) *MockIAMSetPolicyCall {
+func (c *MockIAMSetPolicyCall) DoAndReturn(f func(context.Context, string, *iam.Policy) error) *MockIAMSetPolicyCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
