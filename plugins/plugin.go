@@ -133,6 +133,28 @@ type Definition struct {
 	// of these kinds, whoever wrote it, and serves reads of them through
 	// Request.Watched.
 	Watches []Watch
+	// Upstream lets the plugin write the upstream profile controller's
+	// objects: the Profile's namespace itself (cluster-scoped) and the names
+	// that IsUpstreamName reports. Only the plugin of kind CoreKind, which
+	// replaces that controller, may set it; NewRegistry refuses any other.
+	// Everything else about the Applier stays: ownership labels, owner
+	// references, and nothing outside the Profile's namespace.
+	Upstream bool
+}
+
+// ApplierOptions returns the options an Applier for the definition's plugin
+// needs: writing beyond the Profile's namespace for plugins with outside
+// state, and the upstream objects for the core plugin. Hosts pass them to
+// NewApplier and NewRecorder.
+func (d Definition) ApplierOptions() []ApplierOption {
+	var opts []ApplierOption
+	if d.OutsideState {
+		opts = append(opts, WithAnyNamespace())
+	}
+	if d.Upstream {
+		opts = append(opts, WithUpstreamObjects())
+	}
+	return opts
 }
 
 // Watch is a kind of object a plugin reads but does not write, such as the

@@ -123,7 +123,7 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithObjects(p.DeepCopy()).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, def.ApplierOptions()...)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
 		Config:    cfg,
