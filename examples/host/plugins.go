@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
+	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/limitrange"
@@ -18,6 +19,10 @@ import (
 func definitions() []plugins.Definition {
 	return []plugins.Definition{
 		authpolicy.Definition(),
+		// core replaces the upstream profile controller; it reads
+		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
+		// defaults, under the configuration file's.
+		core.Definition(),
 		egress.Definition(),
 		// expose reads ISTIO_GATEWAY, ISTIO_HOSTS and CLUSTER_DOMAIN as its
 		// defaults, under the configuration file's.
