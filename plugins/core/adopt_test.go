@@ -69,7 +69,7 @@ func TestAdoption(t *testing.T) {
 	// Every object carries our labels now.
 	for _, o := range before {
 		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			u, err := getObject(context.Background(), o.GetObjectKind().GroupVersionKind(), nsOf(o, name), o.GetName())
+			u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
 			if err != nil {
 				return false, err.Error()
 			}
@@ -80,7 +80,7 @@ func TestAdoption(t *testing.T) {
 	reads, missing := wait()
 
 	for _, o := range before {
-		u, err := getObject(context.Background(), o.GetObjectKind().GroupVersionKind(), nsOf(o, name), o.GetName())
+		u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
 		if err != nil {
 			t.Fatalf("%T %s after adoption: %v", o, o.GetName(), err)
 		}
@@ -130,7 +130,7 @@ func TestNoAdoptionByDefault(t *testing.T) {
 		t.Errorf("condition %q does not say how to take the namespace over", cond.Message)
 	}
 	for _, o := range before {
-		u, err := getObject(context.Background(), o.GetObjectKind().GroupVersionKind(), nsOf(o, name), o.GetName())
+		u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,9 @@ var update = flag.Bool("update", false, "rewrite the golden files from what the 
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{Istio: true, ControllerManager: true}) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{Istio: true, ControllerManager: true})
+}
 
 const condType = "CoreReady"
 

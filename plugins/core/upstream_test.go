@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
@@ -86,4 +88,15 @@ func createUpstreamShape(t *testing.T, p *kubeflowv1.Profile) []client.Object {
 		}
 	}
 	return objs
+}
+
+// gvkOf returns the kind of a typed object from the test scheme: a typed
+// object's TypeMeta may be empty after a request.
+func gvkOf(t *testing.T, o client.Object) schema.GroupVersionKind {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(o, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gvk
 }
