@@ -125,6 +125,11 @@ func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, err
 	if err != nil {
 		return nil, fmt.Errorf("read namespace %s: %w", key.Name, err)
 	}
+	if plugins.IsOwnedBy(meta.Labels, Kind, req.Profile.Name) {
+		// Ours, but not yet in the client's cache, which holds the managed
+		// fields that tell which labels we set: try again in a moment.
+		return nil, fmt.Errorf("namespace %s: not yet in the cache", key.Name)
+	}
 	return meta, nil
 }
 
