@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -168,16 +167,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
 	if len(r.def.Watches) > 0 {
-		c, err := newWatchCache(mgr)
-		if err != nil {
+		if err := r.setupWatches(mgr, b); err != nil {
 			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
-		}
-		r.watched = c
-		for _, w := range r.def.Watches {
-			if w.Object == nil || w.Profiles == nil {
-				return fmt.Errorf("plugin %s: a watch needs an object and a map to Profiles", r.def.Kind())
-			}
-			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
 		}
 	}
 	return b.Complete(r)
