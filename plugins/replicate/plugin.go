@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,15 +86,15 @@ func carries(o client.Object, p *kubeflowv1.Profile, cfg any) bool {
 	return slices.ContainsFunc(c.For(p), func(s *Source) bool { return s.picks(kind, o) })
 }
 
-// picks reports whether the source picks object o of the given kind.
+// picks reports whether object o of the given kind, delivered by a source
+// watch, may concern the source. A selector source does not look at o's
+// labels: an object that stops matching arrives with its new labels, and its
+// copy must then be reported.
 func (s *Source) picks(kind string, o client.Object) bool {
 	if s.Kind != kind || s.Namespace != o.GetNamespace() {
 		return false
 	}
-	if s.Name != "" {
-		return s.Name == o.GetName()
-	}
-	return s.selector().Matches(labels.Set(o.GetLabels()))
+	return s.Name == "" || s.Name == o.GetName()
 }
 
 // Kind returns "replicate".

@@ -30,6 +30,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/replicate"
 )
 
 // Object is one rendered object and where it came from.
@@ -114,6 +115,11 @@ func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object
 			continue
 		}
 		recorded, err := r.apply(ctx, def, sec, p)
+		if plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
+			// The cluster holds the sources; render has only what -f gave.
+			notes = append(notes, fmt.Sprintf("%v; give the sources with -f to render their copies", err))
+			err = nil
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -149,7 +155,7 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		Retention: sec.Retention,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: plugin %s: %w", p.Name, def.Kind(), err)
+		return rec.Recorded(), fmt.Errorf("profile %s: plugin %s: %w", p.Name, def.Kind(), err)
 	}
 	return rec.Recorded(), nil
 }
