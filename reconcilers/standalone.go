@@ -210,6 +210,7 @@ func toProfile(kind string) handler.MapFunc {
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
