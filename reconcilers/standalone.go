@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -192,16 +191,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
 	if len(r.def.Watches) > 0 {
-		c, err := newWatchCache(mgr)
-		if err != nil {
+		if err := r.setupWatches(mgr, b); err != nil {
 			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
-		}
-		r.watched = c
-		for _, w := range r.def.Watches {
-			if w.Object == nil || w.Profiles == nil {
-				return fmt.Errorf("plugin %s: a watch needs an object and a map to Profiles", r.def.Kind())
-			}
-			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
@@ -295,6 +286,7 @@ func toProfile(kind string) handler.MapFunc {
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

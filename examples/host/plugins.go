@@ -11,6 +11,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/notebook"
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
+	"github.com/profilekit/profilekit/plugins/replicate"
 )
 
 // definitions lists the plugins this binary is built with, in one place: a
@@ -32,5 +33,6 @@ func definitions() []plugins.Definition {
 		notebook.Definition(),
 		quotas.Definition(),
 		rbac.Definition(),
+		replicate.Definition(),
 	}
 }
