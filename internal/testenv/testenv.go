@@ -56,6 +56,8 @@ type Options struct {
 	// Istio installs the real Istio CRDs (see IstioCRDs), so that the API
 	// server validates every Istio object a test writes.
 	Istio bool
+	// ArgoCD installs the real Argo CD CRDs (see ArgoCDCRDs).
+	ArgoCD bool
 }
 
 // RepoRoot returns the root of the profilekit source tree.
@@ -106,6 +108,13 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 		opts.CRDPaths = append(opts.CRDPaths, crds)
+	}
+	if opts.ArgoCD {
+		dir, err := ArgoCDCRDs()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDPaths = append(opts.CRDPaths, dir)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
