@@ -315,3 +315,7 @@ func (d Database) serviceEntry(clusterDomain string) bool {
 	}
 	return !(strings.HasSuffix(d.Host, ".svc") || strings.HasSuffix(d.Host, ".svc."+clusterDomain))
 }
+
+// ApplicationNamespace returns the namespace the plugin keeps Applications
+// in, so that a host can narrow its cache (and its rights) to it.
+func (c *Config) ApplicationNamespace() string { return c.ArgoCD.Namespace }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/profilekit/profilekit/gitea"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
@@ -17,11 +19,13 @@ import (
 // here does nothing until its section in the configuration file enables it.
 func definitions() []plugins.Definition {
 	return []plugins.Definition{
+		apps.Definition(),
 		authpolicy.Definition(),
 		egress.Definition(),
 		// expose reads ISTIO_GATEWAY, ISTIO_HOSTS and CLUSTER_DOMAIN as its
 		// defaults, under the configuration file's.
 		expose.Definition(),
+		gitea.Definition(),
 		limitrange.Definition(),
 		network.Definition(),
 		notebook.Definition(),

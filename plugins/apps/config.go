@@ -264,3 +264,7 @@ func (c *Config) validateApp(a App) error {
 func ConfigFromEnv(lookup func(string) (string, bool)) *Config {
 	return newConfig(expose.ConfigFromEnv(lookup))
 }
+
+// ApplicationNamespace returns the namespace the plugin keeps Applications
+// in, so that a host can narrow its cache (and its rights) to it.
+func (c *Config) ApplicationNamespace() string { return c.ArgoCD.Namespace }
