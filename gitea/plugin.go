@@ -81,7 +81,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	o := outsideOf(req)
+	o, err := outsideOf(req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	ns := plugins.Namespace(req.Profile)
 	acfg := cfg.appsConfig(req.Profile)
 	on, invalid, err := apps.Wanted(ctx, req.Client, acfg, req.Profile)
@@ -93,6 +96,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		wanted[a.Name] = true
 	}
 
+	recorded, err := recordedSet(ctx, o)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	var res plugins.Result
 	var objs []runtime.ApplyConfiguration
 	var todo []work
@@ -105,10 +112,13 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			continue
 		}
 		if !wanted[AppName(in.Name)] {
-			if !hasSecret {
+			if !hasSecret && !recorded[stateKey(in)] {
 				continue
 			}
 			if req.Retention != plugins.RetentionDelete {
+				if !hasSecret {
+					continue
+				}
 				// The database stays, and so does its password.
 				objs = append(objs, in.secret(ns, pw))
 				continue
@@ -213,8 +223,15 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	o := outsideOf(req)
+	o, err := outsideOf(req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	ns := plugins.Namespace(req.Profile)
+	recorded, err := recordedSet(ctx, o)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	var res plugins.Result
 	var keep []runtime.ApplyConfiguration
 	var errs []error
@@ -224,11 +241,13 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			errs = append(errs, err)
 			continue
 		}
-		if !hasSecret {
+		if !hasSecret && !recorded[stateKey(in)] {
 			continue
 		}
 		if req.Retention != plugins.RetentionDelete {
-			keep = append(keep, in.secret(ns, pw))
+			if hasSecret {
+				keep = append(keep, in.secret(ns, pw))
+			}
 			continue
 		}
 		srv, err := p.server(ctx, req.Client, in, o.Offline())
@@ -262,6 +281,29 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		return res, err
 	}
 	return res, apps.WaitGone(ctx, req.Client, Kind, req.Profile.Name)
+}
+
+func outsideOf(req plugins.Request) (*plugins.Outside, error) {
+	if req.Outside == nil {
+		return nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
+	}
+	return req.Outside, nil
+}
+
+// recordedSet returns the outside state the record says Apply made true.
+func recordedSet(ctx context.Context, o *plugins.Outside) (map[string]bool, error) {
+	if o.Offline() {
+		return nil, nil
+	}
+	keys, err := o.Recorded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out, nil
 }
 
 func stateKey(in Instance) string { return "database/" + in.Name }

@@ -433,6 +433,9 @@ func TestOptInProvisionsEverythingAndResyncIsQuiet(t *testing.T) {
 		if len(writes) != 0 {
 			t.Errorf("resync sent SQL that writes: %v", writes)
 		}
+		if all != 0 {
+			t.Errorf("resync sent %d SQL statements; the outside-state record should have spared them all", all)
+		}
 	})
 
 	t.Run("opting out deletes the Application with Argo CD's finalizer and keeps the database", func(t *testing.T) {
