@@ -194,9 +194,12 @@ func expandSource(s Source, v Values) (*Source, error) {
 		hc.Parameters = make([]HelmParameter, len(h.Parameters))
 		for i, p := range h.Parameters {
 			val := Expand(p.Value, v)
-			for _, c := range helmSpecial {
-				if strings.Count(val, string(c)) != strings.Count(p.Value, string(c)) {
-					return nil, fmt.Errorf("helm.parameters[%s]: the value %q has a character (%q) that Helm's --set syntax gives a meaning", p.Name, val, c)
+			for _, sub := range []struct{ name, value string }{
+				{plugins.PlaceholderNamespace, v.Namespace}, {plugins.PlaceholderProfile, v.Profile}, {plugins.PlaceholderOwner, v.Owner},
+				{PlaceholderRootURL, v.RootURL}, {PlaceholderAppURL, v.AppURL},
+			} {
+				if plugins.UsesPlaceholder(p.Value, sub.name) && strings.ContainsAny(sub.value, helmSpecial) {
+					return nil, fmt.Errorf("helm.parameters[%s]: {{ .%s }} is %q, which has a character that Helm's --set syntax gives a meaning", p.Name, sub.name, sub.value)
 				}
 			}
 			hc.Parameters[i] = HelmParameter{Name: p.Name, Value: val, ForceString: p.ForceString}

@@ -128,7 +128,11 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithObjects(p.DeepCopy()).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	var recOpts []plugins.ApplierOption
+	if def.OutsideState {
+		recOpts = append(recOpts, plugins.WithAnyNamespace())
+	}
+	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, recOpts...)
 	outside := plugins.NewOfflineOutside(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
