@@ -96,7 +96,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		wanted[a.Name] = true
 	}
 
-	recorded, err := recordedSet(ctx, o)
+	recorded, err := recordedSet(ctx, o, req.Retention)
 	if err != nil {
 		return plugins.Result{}, err
 	}
@@ -228,7 +228,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		return plugins.Result{}, err
 	}
 	ns := plugins.Namespace(req.Profile)
-	recorded, err := recordedSet(ctx, o)
+	recorded, err := recordedSet(ctx, o, req.Retention)
 	if err != nil {
 		return plugins.Result{}, err
 	}
@@ -290,9 +290,10 @@ func outsideOf(req plugins.Request) (*plugins.Outside, error) {
 	return req.Outside, nil
 }
 
-// recordedSet returns the outside state the record says Apply made true.
-func recordedSet(ctx context.Context, o *plugins.Outside) (map[string]bool, error) {
-	if o.Offline() {
+// recordedSet returns the outside state the record says Apply made true,
+// which only retention Delete needs (to drop what lost its Secret).
+func recordedSet(ctx context.Context, o *plugins.Outside, ret plugins.Retention) (map[string]bool, error) {
+	if o.Offline() || ret != plugins.RetentionDelete {
 		return nil, nil
 	}
 	keys, err := o.Recorded(ctx)

@@ -1,6 +1,8 @@
 package apps
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -92,8 +95,17 @@ func Choose(cfg *Config, p *kubeflowv1.Profile) []Choice {
 }
 
 // ApplicationName returns the name of the Application of app in namespace
-// ns: <namespace>-<app>, unique in the Argo CD namespace.
-func ApplicationName(ns, app string) string { return ns + "-" + app }
+// ns: <namespace>-<app>, unique in the Argo CD namespace. Argo CD puts the
+// name in a label value on what it deploys, so a name longer than 63 bytes
+// keeps its first 54 and ends with a dash and 8 hex digits of its hash.
+func ApplicationName(ns, app string) string {
+	s := ns + "-" + app
+	if len(s) <= validation.LabelValueMaxLength {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return strings.TrimRight(s[:validation.LabelValueMaxLength-9], "-") + "-" + hex.EncodeToString(sum[:4])
+}
 
 // Build returns the Application, route and policies of each app in apps for
 // Profile p. Input that cannot be built is a terminal InvalidSpec error.
