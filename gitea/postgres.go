@@ -181,7 +181,7 @@ func (s Server) Ensure(ctx context.Context, spec DatabaseSpec, password string, 
 			if err != nil {
 				return err
 			}
-			stmt := "CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD " + quoteLiteral(verifier)
+			stmt := "CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD " + quoteLiteral(verifier)
 			action := plugins.Created
 			if hasRole {
 				stmt = "ALTER ROLE " + role + " PASSWORD " + quoteLiteral(verifier)
