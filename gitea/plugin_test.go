@@ -636,3 +636,54 @@ func TestProfileDeletionLeavesNothingBehind(t *testing.T) {
 		t.Error("retention Retain, yet the database was dropped")
 	}
 }
+
+func TestLostSecretIsReportedNotRotated(t *testing.T) {
+	start(t, opts{})
+	name := newName("gitea-lost")
+	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if err := env.Client.Delete(t.Context(), mustSecret(t, name)); err != nil {
+		t.Fatal(err)
+	}
+	c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, gitea.ReasonPasswordLost)
+	t.Logf("after the Secret was deleted: %s", c.Message)
+	if _, ok := secret(t, name); ok {
+		t.Error("a Secret with a new password was written")
+	}
+	if _, ok := application(t, name); !ok {
+		t.Error("the Application was deleted over a lost Secret")
+	}
+}
+
+func TestLostSecretRotatedWhenAllowed(t *testing.T) {
+	start(t, opts{rotateLost: true})
+	name := newName("gitea-rot")
+	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
+	if err := env.Client.Delete(t.Context(), mustSecret(t, name)); err != nil {
+		t.Fatal(err)
+	}
+	var pw string
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		s, ok := secret(t, name)
+		if !ok {
+			return false, "no Secret yet"
+		}
+		pw = string(s.Data[gitea.KeyPassword])
+		return pw != old, "same password"
+	})
+	db := gitea.Name(prefix, name)
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		conn, err := pgx.Connect(t.Context(), pg.DSN(db, pw, db, "verify-full", caFile(t)))
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = conn.Close(context.Background())
+		return true, ""
+	})
+	if conn, err := pgx.Connect(t.Context(), pg.DSN(db, old, db, "verify-full", caFile(t))); err == nil {
+		_ = conn.Close(context.Background())
+		t.Error("the old password still works")
+	}
+}
