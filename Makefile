@@ -26,7 +26,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
+test: envtest-assets argocd-crds postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
@@ -56,6 +56,31 @@ $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)
 	@echo "building etcd v$(ETCD_VERSION)"
 	cd hack/etcd && CGO_ENABLED=0 go build -trimpath -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
+
+ARGOCD_VERSION := 2.14.21
+ARGOCD_CRDS    := $(ASSETS)/argocd-v$(ARGOCD_VERSION)
+
+.PHONY: argocd-crds
+argocd-crds: $(ARGOCD_CRDS)/application-crd.yaml ## Copy the Argo CD CRDs from the Argo CD Go module into bin/ (YAML only, no Go packages).
+
+$(ARGOCD_CRDS)/application-crd.yaml:
+	@mkdir -p $(ARGOCD_CRDS)
+	dir=$$(go mod download -json github.com/argoproj/argo-cd/v2@v$(ARGOCD_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$dir" && \
+	cp $$dir/manifests/crds/application-crd.yaml $$dir/manifests/crds/appproject-crd.yaml $$dir/manifests/crds/applicationset-crd.yaml $(ARGOCD_CRDS)/ && \
+	chmod u+w $(ARGOCD_CRDS)/*.yaml
+
+PG_VERSION := 15
+
+.PHONY: postgres-server
+postgres-server: ## Install the PostgreSQL server package the tests start privately, when initdb is missing.
+	@if [ -x /usr/lib/postgresql/$(PG_VERSION)/bin/initdb ] || command -v initdb >/dev/null; then \
+		echo "PostgreSQL server present"; \
+	else \
+		echo "installing postgresql-$(PG_VERSION)"; \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-$(PG_VERSION); \
+	fi
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)

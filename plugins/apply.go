@@ -445,7 +445,10 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		var stale []client.Object
 		err = forEachObject(list, func(obj client.Object) {
 			k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
-			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState {
+			// An object already being deleted (waiting for a finalizer,
+			// such as Argo CD's) needs no second delete request.
+			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState &&
+				obj.GetDeletionTimestamp() == nil {
 				stale = append(stale, obj)
 			}
 		})

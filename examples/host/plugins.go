@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/profilekit/profilekit/gitea"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
 	"github.com/profilekit/profilekit/plugins/core"
@@ -22,6 +24,7 @@ import (
 // here does nothing until its section in the configuration file enables it.
 func definitions() []plugins.Definition {
 	return []plugins.Definition{
+		apps.Definition(),
 		authpolicy.Definition(),
 		// core replaces the upstream profile controller; it reads
 		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
@@ -35,6 +38,7 @@ func definitions() []plugins.Definition {
 		// defaults, under the configuration file's.
 		expose.Definition(),
 		irsa.Definition(irsa.DefaultIAM()),
+		gitea.Definition(),
 		limitrange.Definition(),
 		network.Definition(),
 		notebook.Definition(),

@@ -61,6 +61,8 @@ type Options struct {
 	// ControllerManagerControllers), so that owner references, namespace
 	// deletion and service-account tokens work as in a cluster.
 	ControllerManager bool
+	// ArgoCD installs the real Argo CD CRDs (see ArgoCDCRDs).
+	ArgoCD bool
 }
 
 // RepoRoot returns the root of the profilekit source tree.
@@ -111,6 +113,13 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 		opts.CRDPaths = append(opts.CRDPaths, crds)
+	}
+	if opts.ArgoCD {
+		dir, err := ArgoCDCRDs()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDPaths = append(opts.CRDPaths, dir)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

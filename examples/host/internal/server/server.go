@@ -72,7 +72,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,
-		Cache:                         reconcilers.CacheOptions(cfg.Shard()),
+		Cache:                         withApplicationNamespaces(reconcilers.CacheOptions(cfg.Shard()), cfg, reg),
 		Client:                        reconcilers.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
