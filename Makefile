@@ -13,6 +13,11 @@ LOCALBIN      := $(CURDIR)/bin
 ASSETS        := $(LOCALBIN)/k8s/$(KUBE_VERSION)-etcd$(ETCD_VERSION)
 export KUBEBUILDER_ASSETS := $(ASSETS)
 
+OPA_VERSION      := 1.22.2
+AZURITE_VERSION  := 3.37.0
+OPA              := $(ASSETS)/opa
+AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
+
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 GO_TEST_FLAGS  ?= -race -count=1
 PKGS           ?= ./...
@@ -25,7 +30,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets verify-generated ## Build the test assets, check generated files, run every test with the race detector.
+test: envtest-assets test-servers verify-generated ## Build the test assets, check generated files, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
@@ -43,6 +48,19 @@ $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)
 	@echo "building etcd v$(ETCD_VERSION)"
 	cd hack/etcd && CGO_ENABLED=0 go build -trimpath -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
+
+.PHONY: test-servers
+test-servers: $(OPA) $(AZURITE) ## Build OPA and install Azurite next to kube-apiserver for the storage tests.
+
+$(OPA):
+	@mkdir -p $(ASSETS)
+	@echo "building opa v$(OPA_VERSION) (a few minutes on a fresh machine)"
+	GOBIN=$(ASSETS) CGO_ENABLED=0 go install -trimpath github.com/open-policy-agent/opa@v$(OPA_VERSION)
+
+$(AZURITE):
+	@mkdir -p $(ASSETS)/azurite
+	@echo "installing azurite $(AZURITE_VERSION)"
+	npm install --prefix $(ASSETS)/azurite --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)
