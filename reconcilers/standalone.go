@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -180,7 +182,40 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
 		}
 	}
+	if r.def.Runner != nil {
+		src, err := r.runner(mgr)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
+	}
 	return b.Complete(r)
+}
+
+// runner starts the definition's Runner with the manager and returns the
+// channel source through which it enqueues Profiles.
+func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
+	events := make(chan event.GenericEvent, 1024)
+	rt := plugins.Runtime{
+		Config:     r.hostConfig,
+		RESTConfig: mgr.GetConfig(),
+		Reader:     mgr.GetAPIReader(),
+		Enqueue: func(names ...string) {
+			for _, n := range names {
+				events <- event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+			}
+		},
+	}
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := r.def.Runner(ctx, rt); err != nil {
+			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return source.Channel(events, &handler.EnqueueRequestForObject{}), nil
 }
 
 // byName turns a watch's map to Profile names into reconcile requests.
