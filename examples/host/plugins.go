@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/limitrange"
@@ -18,6 +19,9 @@ import (
 func definitions() []plugins.Definition {
 	return []plugins.Definition{
 		authpolicy.Definition(),
+		// blobcsi polls its grants sources beside its controller and
+		// reconciles only the Profiles whose grants change.
+		blobcsi.Definition(),
 		egress.Definition(),
 		// expose reads ISTIO_GATEWAY, ISTIO_HOSTS and CLUSTER_DOMAIN as its
 		// defaults, under the configuration file's.
