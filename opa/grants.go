@@ -157,7 +157,12 @@ func uniqueSorted(in []string) []string {
 }
 
 // Buckets returns the buckets, sorted by volume name.
-func (g Grants) Buckets() []Bucket { return slices.Clone(g.buckets) }
+func (g Grants) Buckets() []Bucket {
+	if len(g.buckets) == 0 {
+		return nil
+	}
+	return slices.Clone(g.buckets)
+}
 
 // For returns the buckets namespace ns may mount, sorted by volume name.
 func (g Grants) For(ns string) []Access { return slices.Clone(g.access[ns]) }

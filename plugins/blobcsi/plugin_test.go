@@ -346,71 +346,21 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 		}
 	})
 
-	t.Run("a second pass sends no mutating request and no Azure request", func(t *testing.T) {
-		h.azure.take()
-		for _, n := range []string{a, b, c} {
-			// Wake each Profile with a label, which the controller reconciles.
-			testhost.UpdateProfile(t, env.Client, n, func(p *kubeflowv1.Profile) {
-				if p.Labels == nil {
-					p.Labels = map[string]string{}
-				}
-				p.Labels["pass"] = "2"
-			})
-		}
-		before := h.applies.counts(a, b, c)
-		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-			now := h.applies.counts(a, b, c)
-			for _, n := range []string{a, b, c} {
-				if now[n] <= before[n] {
-					return false, fmt.Sprintf("applies %v, before %v", now, before)
-				}
-			}
-			return true, ""
-		})
-		time.Sleep(500 * time.Millisecond)
-		h.host.Counter.Reset()
-		for _, n := range []string{a, b, c} {
-			testhost.UpdateProfile(t, env.Client, n, func(p *kubeflowv1.Profile) { p.Labels["pass"] = "3" })
-		}
-		before = h.applies.counts(a, b, c)
-		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-			now := h.applies.counts(a, b, c)
-			for _, n := range []string{a, b, c} {
-				if now[n] <= before[n] {
-					return false, fmt.Sprintf("applies %v, before %v", now, before)
-				}
-			}
-			return true, ""
-		})
-		time.Sleep(300 * time.Millisecond)
-		var ours []string
-		for _, r := range h.host.Counter.Mutating() {
-			// The label updates are the test's own, sent through env.Client.
-			ours = append(ours, r)
-		}
-		if len(ours) != 0 {
-			t.Errorf("mutating requests on the second pass = %v, want none", ours)
-		}
-		if got := h.azure.take(); len(got) != 0 {
-			t.Errorf("Azure requests on the second pass = %v, want none", got)
-		}
-		t.Logf("second pass over 3 Profiles: %d mutating requests, 0 Azure requests", len(ours))
-	})
-
 	t.Run("a grant change reaches only the Profiles it concerns within one poll interval", func(t *testing.T) {
 		time.Sleep(2 * pollEvery)
 		before := h.applies.counts(a, b, c)
 		changed := time.Now()
-		// team-c becomes a writer of census-shared: only c's grants change.
+		// A new bucket that only team-c's team reads: only c's grants change.
 		putGrants(t, "storage", grantsDoc{
 			Classifications: []string{"unclassified"},
 			Teams:           map[string][]string{"census": {a, b}, "labour": {c}},
 			Buckets: map[string]map[string]any{
-				"census-shared": {"classification": "unclassified", "writers": []string{"census", "labour"}, "spn": "sp-census"},
+				"census-shared": {"classification": "unclassified", "readers": []string{"labour"}, "writers": []string{"census"}, "spn": "sp-census"},
+				"labour-shared": {"classification": "unclassified", "readers": []string{"labour"}, "spn": "sp-labour"},
 			},
 		})
-		waitClaims(t, c, map[string]string{"protected-b": "ReadWriteMany"})
-		t.Logf("the read-only claim of %s was removed %s after the change (poll interval %s)", c, time.Since(changed).Round(time.Millisecond), pollEvery)
+		waitClaims(t, c, map[string]string{"protected-b": "ReadWriteMany", "census-shared": "ReadOnlyMany", "labour-shared": "ReadOnlyMany"})
+		t.Logf("the new claim of %s was there %s after the change (poll interval %s)", c, time.Since(changed).Round(time.Millisecond), pollEvery)
 		time.Sleep(2 * pollEvery)
 		after := h.applies.counts(a, b, c)
 		if after[a] != before[a] || after[b] != before[b] {
@@ -446,6 +396,41 @@ func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return pod
+}
+
+// TestResyncSendsNothing: once a Profile's containers and volumes exist,
+// passes send no mutating request to the API server and no request at all
+// to Azure.
+func TestResyncSendsNothing(t *testing.T) {
+	a, b := unique("team-a"), unique("team-b")
+	putGrants(t, "storage", grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}, "labour": {b}},
+		Buckets: map[string]map[string]any{
+			"census-shared": {"classification": "unclassified", "readers": []string{"labour"}, "writers": []string{"census"}, "spn": "sp-census"},
+		},
+	})
+	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(300*time.Millisecond))
+	h.profile(t, a, blobPlugin("standard", "standard-ro", "protected-b"))
+	h.profile(t, b, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "standard-ro": "ReadOnlyMany", "protected-b": "ReadWriteMany", "census-shared": "ReadWriteMany"})
+	waitClaims(t, b, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	testhost.WaitCondition(t, env.Client, b, condType, plugins.ConditionTrue, "")
+	first := h.azure.take()
+	t.Logf("Azure requests to converge (2 Profiles, 4 containers): %d", len(first))
+	before := h.applies.counts(a, b)
+	writes := h.host.ResyncWrites(t, 3, blobcsi.Kind)
+	azure := h.azure.take()
+	after := h.applies.counts(a, b)
+	if len(writes) != 0 {
+		t.Errorf("mutating requests on resync = %v, want none", writes)
+	}
+	if len(azure) != 0 {
+		t.Errorf("Azure requests on resync = %v, want none", azure)
+	}
+	t.Logf("resync passes: %s=%d %s=%d; mutating requests %d; Azure requests %d",
+		a, after[a]-before[a], b, after[b]-before[b], len(writes), len(azure))
 }
 
 func TestWithdrawnGrantWithMountingPod(t *testing.T) {
