@@ -90,8 +90,12 @@ func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.Gro
 // NewRecorder returns an Applier that talks to no server: Sync records the
 // objects it would apply, with our labels, owner reference and hash, and
 // reports them as Created; DeleteAll does nothing. Offline rendering uses it.
-func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind) *Applier {
-	return &Applier{kind: kind, profile: p, owns: owns, recorded: &[]*unstructured.Unstructured{}}
+func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind, opts ...ApplierOption) *Applier {
+	a := &Applier{kind: kind, profile: p, owns: owns, recorded: &[]*unstructured.Unstructured{}}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // Recorded returns the objects a recorder's Sync calls were given, in the

@@ -128,7 +128,13 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithObjects(p.DeepCopy()).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	var opts []plugins.ApplierOption
+	if def.OutsideState {
+		// Such plugins write outside the Profile's namespace (cluster-scoped
+		// PersistentVolumes, say), as the host lets them.
+		opts = append(opts, plugins.WithAnyNamespace())
+	}
+	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, opts...)
 	outside := plugins.NewOfflineOutside(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
