@@ -35,7 +35,7 @@ test: envtest-assets test-servers verify-generated ## Build the test assets, che
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: envtest-assets
-envtest-assets: $(ASSETS)/kube-apiserver $(ASSETS)/etcd ## Build kube-apiserver and etcd for envtest into bin/.
+envtest-assets: $(ASSETS)/kube-apiserver $(ASSETS)/etcd $(ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager for envtest into bin/.
 
 $(ASSETS)/kube-apiserver:
 	@mkdir -p $(ASSETS)
@@ -43,6 +43,18 @@ $(ASSETS)/kube-apiserver:
 	cd hack/kube-apiserver && CGO_ENABLED=0 go build -trimpath \
 		-ldflags "-X k8s.io/component-base/version.gitVersion=v$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
 		-o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+
+# kube-controller-manager comes from the same wrapper module as kube-apiserver,
+# so most of its build is already in the cache.
+$(ASSETS)/kube-controller-manager:
+	@mkdir -p $(ASSETS)
+	@echo "building kube-controller-manager v$(KUBE_VERSION)"
+	cd hack/kube-apiserver && CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=v$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
+		-o $@.tmp k8s.io/kubernetes/cmd/kube-controller-manager && mv $@.tmp $@
+
+.PHONY: kube-controller-manager
+kube-controller-manager: $(ASSETS)/kube-controller-manager ## Build kube-controller-manager for tests into bin/.
 
 $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)

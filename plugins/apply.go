@@ -44,6 +44,11 @@ type Applier struct {
 	// anyNamespace lets the plugin write outside the Profile's namespace, and
 	// makes pruning look for its objects in every namespace.
 	anyNamespace bool
+	// upstream lets the plugin write the Profile's namespace and upstream's
+	// names (see WithUpstreamObjects); adopt, only with upstream, takes over
+	// objects of those names that nobody labelled.
+	upstream bool
+	adopt    bool
 
 	// recorded, when not nil, makes Sync record the desired objects instead
 	// of reading or writing anything.
@@ -77,6 +82,30 @@ func WithAnyNamespace() ApplierOption {
 	return func(a *Applier) { a.anyNamespace = true }
 }
 
+// WithUpstreamObjects lets the plugin write what the upstream profile
+// controller writes: the Profile's namespace (the one cluster-scoped object an
+// Applier ever writes) and objects with upstream's names inside it. Hosts set
+// it for the Definition with Upstream, which only the core plugin may have;
+// every other rule of the Applier still holds.
+func WithUpstreamObjects() ApplierOption {
+	return func(a *Applier) { a.upstream = true }
+}
+
+// Adopting returns a copy of a that takes over objects of the desired names
+// that carry no app.kubernetes.io/managed-by label at all, such as those the
+// upstream controller wrote, by applying over them in place: the same object
+// (same UID) gets our fields and labels, nothing is deleted or recreated.
+// Objects labelled by anyone (another profilekit plugin or Profile, another
+// tool) are never taken. It has effect only with WithUpstreamObjects.
+func (a *Applier) Adopting() *Applier {
+	b := *a
+	b.adopt = a.upstream
+	return &b
+}
+
+// namespaceGVK is the kind of the Profile's namespace.
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
 // NewApplier returns an Applier for plugin kind and Profile p, which writes
 // objects of the kinds in owns through c.
 func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind, opts ...ApplierOption) *Applier {
@@ -90,11 +119,14 @@ func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.Gro
 // NewRecorder returns an Applier that talks to no server: Sync records the
 // objects it would apply, with our labels, owner reference and hash, and
 // reports them as Created; DeleteAll does nothing. Offline rendering uses it.
+// opts are the same options NewApplier takes; those about reading and
+// writing have no effect.
 func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind, opts ...ApplierOption) *Applier {
-	a := &Applier{kind: kind, profile: p, owns: owns, recorded: &[]*unstructured.Unstructured{}}
+	a := &Applier{kind: kind, profile: p, owns: owns}
 	for _, o := range opts {
 		o(a)
 	}
+	a.recorded = &[]*unstructured.Unstructured{}
 	return a
 }
 
@@ -191,8 +223,11 @@ func keyOf(u *unstructured.Unstructured) objectKey {
 	return objectKey{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()}
 }
 
+// compareKeys orders cluster-scoped objects (the Profile's namespace) before
+// namespaced ones, so that the namespace exists before anything in it.
 func compareKeys(a, b objectKey) int {
 	return cmp.Or(
+		cmp.Compare(min(len(a.namespace), 1), min(len(b.namespace), 1)),
 		cmp.Compare(a.gvk.Group, b.gvk.Group),
 		cmp.Compare(a.gvk.Kind, b.gvk.Kind),
 		cmp.Compare(a.namespace, b.namespace),
@@ -217,9 +252,13 @@ func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured
 			return nil, fmt.Errorf("plugin %s: desired object has no kind or name: %s", a.kind, k.gvk)
 		case !slices.Contains(a.owns, k.gvk):
 			return nil, fmt.Errorf("plugin %s: %s is not among the kinds the plugin owns", a.kind, k.gvk)
+		case a.isProfileNamespace(k):
+			if !a.upstream {
+				return nil, Terminalf(ReasonInvalidConfig, "plugin %s: the namespace %s is the core plugin's, no other plugin writes it", a.kind, k.name)
+			}
 		case !a.anyNamespace && k.namespace != Namespace(a.profile):
 			return nil, fmt.Errorf("plugin %s: %s %s/%s is outside the Profile's namespace %s; a plugin that writes elsewhere keeps outside state", a.kind, k.gvk.Kind, k.namespace, k.name, Namespace(a.profile))
-		case IsUpstreamName(k.name):
+		case IsUpstreamName(k.name) && !a.upstream:
 			return nil, Terminalf(ReasonInvalidConfig, "plugin %s: %s %q is the upstream controller's, profilekit never writes it", a.kind, k.gvk.Kind, k.name)
 		case seen[k]:
 			return nil, fmt.Errorf("plugin %s: %s %s/%s is desired twice", a.kind, k.gvk.Kind, k.namespace, k.name)
@@ -230,6 +269,11 @@ func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured
 	}
 	slices.SortFunc(objs, func(x, y *unstructured.Unstructured) int { return compareKeys(keyOf(x), keyOf(y)) })
 	return objs, nil
+}
+
+// isProfileNamespace reports whether k is the Profile's namespace itself.
+func (a *Applier) isProfileNamespace(k objectKey) bool {
+	return k.gvk == namespaceGVK && k.namespace == "" && k.name == Namespace(a.profile)
 }
 
 func toUnstructured(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
@@ -285,8 +329,10 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
 	action := Created
+	adopted := false
 	if live != nil {
-		if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) {
+		adopted = a.adopt && live.GetLabels()[LabelManagedBy] == ""
+		if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) && !adopted {
 			change.Action = Skipped
 			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
 				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
@@ -304,7 +350,7 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
 	change.Action = action
-	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action)
+	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action, "adopted", adopted)
 	return change, nil
 }
 
@@ -391,6 +437,16 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		opts = append(opts, client.InNamespace(Namespace(a.profile)))
 	}
 	for _, gvk := range a.owns {
+		if gvk == namespaceGVK {
+			c, err := a.pruneNamespace(ctx, keep)
+			if c.Action != "" {
+				res.Add(c)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		list, err := a.newList(gvk)
 		if err != nil {
 			errs = append(errs, err)
@@ -425,6 +481,30 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// pruneNamespace deletes the Profile's namespace when it is ours and no longer
+// desired. The namespace is the only one a plugin can own, so it is read by
+// name rather than listed with every other namespace.
+func (a *Applier) pruneNamespace(ctx context.Context, keep map[objectKey]bool) (Change, error) {
+	k := objectKey{gvk: namespaceGVK, name: Namespace(a.profile)}
+	change := Change{Kind: k.gvk.Kind, Name: k.name}
+	if keep[k] || !a.upstream {
+		return Change{}, nil
+	}
+	live, err := a.get(ctx, k)
+	if err != nil || live == nil || !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) {
+		if err != nil {
+			err = fmt.Errorf("read namespace %s: %w", k.name, err)
+		}
+		return Change{}, err
+	}
+	uid := live.GetUID()
+	if err := a.writer.Delete(ctx, live, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return change, fmt.Errorf("delete namespace %s: %w", k.name, err)
+	}
+	change.Action = Deleted
+	return change, nil
 }
 
 func forEachObject(list client.ObjectList, fn func(client.Object)) error {

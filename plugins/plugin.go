@@ -146,6 +146,13 @@ type Definition struct {
 	// upstream adapter) do not run it; the plugin must then say what it
 	// could not know. It returns when ctx ends.
 	Runner func(ctx context.Context, rt Runtime) error
+	// Upstream lets the plugin write the upstream profile controller's
+	// objects: the Profile's namespace itself (cluster-scoped) and the names
+	// that IsUpstreamName reports. Only the plugin of kind CoreKind, which
+	// replaces that controller, may set it; NewRegistry refuses any other.
+	// Everything else about the Applier stays: ownership labels, owner
+	// references, and nothing outside the Profile's namespace.
+	Upstream bool
 }
 
 // Runtime is what a Definition's Runner gets from the host.
@@ -160,6 +167,21 @@ type Runtime struct {
 	Reader client.Reader
 	// Enqueue asks for the named Profiles to be reconciled.
 	Enqueue func(profiles ...string)
+}
+
+// ApplierOptions returns the options an Applier for the definition's plugin
+// needs: writing beyond the Profile's namespace for plugins with outside
+// state, and the upstream objects for the core plugin. Hosts pass them to
+// NewApplier and NewRecorder.
+func (d Definition) ApplierOptions() []ApplierOption {
+	var opts []ApplierOption
+	if d.OutsideState {
+		opts = append(opts, WithAnyNamespace())
+	}
+	if d.Upstream {
+		opts = append(opts, WithUpstreamObjects())
+	}
+	return opts
 }
 
 // Watch is a kind of object a plugin reads but does not write, such as the

@@ -26,6 +26,9 @@ func NewRegistry(defs ...Definition) (*Registry, error) {
 		if errs := validation.IsDNS1123Label(kind); len(errs) > 0 {
 			return nil, fmt.Errorf("plugin kind %q: %s", kind, strings.Join(errs, "; "))
 		}
+		if d.Upstream && kind != CoreKind {
+			return nil, fmt.Errorf("plugin kind %q: only the %s plugin may write the upstream controller's objects", kind, CoreKind)
+		}
 		if _, dup := r.defs[kind]; dup {
 			return nil, fmt.Errorf("plugin kind %q registered twice", kind)
 		}

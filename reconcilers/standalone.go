@@ -197,6 +197,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		b = b.WatchesRawSource(src)
 	}
+	if n, ok := r.def.Plugin.(plugins.Notifier); ok {
+		src, err := r.notifySource(mgr, n)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
+	}
 	return b.Complete(r)
 }
 
@@ -224,6 +231,38 @@ func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 		return nil, err
 	}
 	return source.Channel(events, &handler.EnqueueRequestForObject{}), nil
+}
+
+// notifySource runs a Notifier with the manager and turns each change it
+// reports into a reconcile of every Profile in the shard.
+func (r *Reconciler) notifySource(mgr ctrl.Manager, n plugins.Notifier) (source.Source, error) {
+	events := make(chan event.GenericEvent)
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return n.Notify(ctx, r.hostConfig, func() {
+			select {
+			case events <- event.GenericEvent{Object: &kubeflowv1.Profile{}}:
+			case <-ctx.Done():
+			}
+		})
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: start notifier: %w", r.def.Kind(), err)
+	}
+	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(r.everyProfile)), nil
+}
+
+// everyProfile returns a request for each cached Profile in the shard.
+func (r *Reconciler) everyProfile(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list kubeflowv1.ProfileList
+	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}); err != nil {
+		log.FromContext(ctx).Error(err, "list profiles after a change the plugin was notified of", "plugin", r.def.Kind())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return reqs
 }
 
 // byName turns a watch's map to Profile names into reconcile requests.

@@ -4,6 +4,7 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/limitrange"
@@ -22,6 +23,10 @@ func definitions() []plugins.Definition {
 		// blobcsi polls its grants sources beside its controller and
 		// reconciles only the Profiles whose grants change.
 		blobcsi.Definition(),
+		// core replaces the upstream profile controller; it reads
+		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
+		// defaults, under the configuration file's.
+		core.Definition(),
 		egress.Definition(),
 		// expose reads ISTIO_GATEWAY, ISTIO_HOSTS and CLUSTER_DOMAIN as its
 		// defaults, under the configuration file's.

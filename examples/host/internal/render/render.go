@@ -128,13 +128,7 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithObjects(p.DeepCopy()).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	var opts []plugins.ApplierOption
-	if def.OutsideState {
-		// Such plugins write outside the Profile's namespace (cluster-scoped
-		// PersistentVolumes, say), as the host lets them.
-		opts = append(opts, plugins.WithAnyNamespace())
-	}
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, opts...)
+	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, def.ApplierOptions()...)
 	outside := plugins.NewOfflineOutside(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
