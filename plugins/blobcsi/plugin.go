@@ -387,8 +387,11 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 	var act []pair
 	for _, pr := range pairs {
 		if pr.why != "" && pr.claim != nil && len(pods[pr.claim.Name]) > 0 {
-			pending = append(pending, fmt.Errorf("volume %s changes %s; it is replaced when pods %s no longer mount it",
-				pr.name, pr.why, strings.Join(pods[pr.claim.Name], ", ")))
+			// Retried with backoff, not terminal: nothing of ours changes
+			// when the pods end (pods are not watched), so only a retry
+			// notices.
+			errs = append(errs, fmt.Errorf("%s: volume %s changes %s; it is replaced when pods %s no longer mount it",
+				ReasonVolumeInUse, pr.name, pr.why, strings.Join(pods[pr.claim.Name], ", ")))
 			continue
 		}
 		act = append(act, pr)

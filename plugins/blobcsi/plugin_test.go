@@ -59,7 +59,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer opaSrv.Stop()
-	if env, err = testenv.Start(testenv.Options{}); err != nil {
+	if env, err = testenv.Start(testenv.Options{ControllerManager: true}); err != nil {
 		return fail(err)
 	}
 	defer env.Stop()
@@ -360,7 +360,12 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 			},
 		})
 		waitClaims(t, c, map[string]string{"protected-b": "ReadWriteMany", "census-shared": "ReadOnlyMany", "labour-shared": "ReadOnlyMany"})
-		t.Logf("the new claim of %s was there %s after the change (poll interval %s)", c, time.Since(changed).Round(time.Millisecond), pollEvery)
+		took := time.Since(changed)
+		t.Logf("the new claim of %s was there %s after the change (poll interval %s)", c, took.Round(time.Millisecond), pollEvery)
+		// One poll interval until the poller sees it, then one reconcile.
+		if took > pollEvery+2*time.Second {
+			t.Errorf("the change took %s to reach %s, want about one poll interval (%s)", took, c, pollEvery)
+		}
 		time.Sleep(2 * pollEvery)
 		after := h.applies.counts(a, b, c)
 		if after[a] != before[a] || after[b] != before[b] {
@@ -373,9 +378,9 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 	})
 }
 
-// mountingPod creates a pod in ns that mounts claim. It is never scheduled
-// (no node runs here), which is what a pod that still uses a volume looks
-// like to the API server.
+// mountingPod creates a pod in ns that mounts claim, bound to a node (none
+// runs here, so it stays Pending), which is what a running notebook looks
+// like to the pvc-protection controller.
 func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
@@ -386,6 +391,7 @@ func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
+			NodeName: "node-a",
 			Containers: []corev1.Container{{Name: "nb", Image: "notebook",
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
@@ -469,6 +475,23 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	if v, err := pv(t, a+"-census-shared"); err != nil || v.DeletionTimestamp != nil {
 		t.Errorf("PV: %v, deletion %v; want it kept while its claim is held", err, v.DeletionTimestamp)
 	}
+	// A few seconds later the pod is still there and the claim still held.
+	time.Sleep(2 * time.Second)
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil {
+		t.Fatalf("pod: %v, deletion %v; want it untouched", err, got.DeletionTimestamp)
+	}
+
+	// The user stops the notebook: the claim and then the PV go, and the
+	// condition clears.
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
+		_, cerr := claims(t, a)["census-shared"]
+		_, perr := pv(t, a+"-census-shared")
+		return !cerr && apierrors.IsNotFound(perr), fmt.Sprintf("claim present %v, PV: %v", cerr, perr)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
 
 func TestGrantsSourceFailuresDeleteNothing(t *testing.T) {
@@ -609,7 +632,6 @@ func TestRetention(t *testing.T) {
 			h := start(t, hostConfig("storage", nil), reconcilers.WithRetention(ret))
 			a := unique("keep")
 			h.profile(t, a, blobPlugin("standard", "protected-b"))
-			protectionStandIn(t, a)
 			waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "protected-b": "ReadWriteMany"})
 			if !slices.Contains(containers(t), a) {
 				t.Fatalf("container %s missing", a)
@@ -634,57 +656,99 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-// protectionStandIn does what kube-controller-manager's pvc-protection and
-// pv-protection controllers do, for the test control plane that runs
-// without them: it releases a deleted claim that no pod in its namespace
-// mounts, and a deleted PersistentVolume whose claim is gone. It stops when
-// the test ends.
-func protectionStandIn(t *testing.T, ns string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	drop := func(obj client.Object, fin string) {
-		if !slices.Contains(obj.GetFinalizers(), fin) {
-			return
-		}
-		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == fin }))
-		_ = env.Client.Update(ctx, obj)
+func TestVolumeDeletesAreCapped(t *testing.T) {
+	a, b := unique("team-a"), unique("team-b")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a, b}},
+		Buckets: map[string]map[string]any{
+			"census-1": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+			"census-2": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+		},
 	}
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			var pods corev1.PodList
-			_ = env.Client.List(ctx, &pods, client.InNamespace(ns))
-			used := map[string]bool{}
-			for _, p := range pods.Items {
-				for _, v := range p.Spec.Volumes {
-					if v.PersistentVolumeClaim != nil {
-						used[v.PersistentVolumeClaim.ClaimName] = true
-					}
-				}
+	putGrants(t, "storage", doc)
+	// Three volume deletions per hour across the cluster; the grants source
+	// may drop everything at once, so that only the cap holds.
+	cfg := map[string]any{"maxVolumeDeletes": 3, "deleteWindow": "1h"}
+	h := start(t, hostConfigWithDrop(cfg, 1), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	h.profile(t, b, blobPlugin())
+	both := map[string]string{"standard": "ReadWriteMany", "census-1": "ReadOnlyMany", "census-2": "ReadOnlyMany"}
+	waitClaims(t, a, both)
+	waitClaims(t, b, both)
+
+	// Withdrawing both buckets would delete four volumes.
+	doc.Buckets = map[string]map[string]any{}
+	putGrants(t, "storage", doc)
+	held := 0
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		var msgs []string
+		held = 0
+		for _, n := range []string{a, b} {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: n}, &p); err != nil {
+				return false, err.Error()
 			}
-			var pvcs corev1.PersistentVolumeClaimList
-			_ = env.Client.List(ctx, &pvcs, client.InNamespace(ns))
-			present := map[string]bool{}
-			for i := range pvcs.Items {
-				c := &pvcs.Items[i]
-				present[c.Name] = true
-				if c.DeletionTimestamp != nil && !used[c.Name] {
-					drop(c, "kubernetes.io/pvc-protection")
-				}
-			}
-			var pvs corev1.PersistentVolumeList
-			_ = env.Client.List(ctx, &pvs)
-			for i := range pvs.Items {
-				v := &pvs.Items[i]
-				if v.DeletionTimestamp != nil && v.Spec.ClaimRef != nil && v.Spec.ClaimRef.Namespace == ns && !present[v.Spec.ClaimRef.Name] {
-					drop(v, "kubernetes.io/pv-protection")
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
+			c := plugins.FindCondition(p.Status.Conditions, condType)
+			if c != nil && strings.Contains(c.Message, blobcsi.ReasonVolumeDeletesHeld) {
+				held++
+				msgs = append(msgs, c.Message)
 			}
 		}
-	}()
+		return held == 1, fmt.Sprintf("%d Profiles held: %v", held, msgs)
+	})
+	// One Profile's two volumes went; the other's two would pass the cap of
+	// three, so they stay and its condition says why.
+	left := len(liveClaims(t, a)) + len(liveClaims(t, b))
+	if left != 4 {
+		t.Errorf("claims left = %d, want 4 (2 standard + 2 held)", left)
+	}
+	for _, n := range []string{a, b} {
+		t.Logf("%s claims: %v", n, liveClaims(t, n))
+	}
+}
+
+// hostConfigWithDrop is hostConfig with the grants source's maxDropShare.
+func hostConfigWithDrop(extra map[string]any, share float64) []byte {
+	var cfg map[string]any
+	_ = json.Unmarshal(hostConfig("storage", extra), &cfg)
+	cfg["grantSources"].([]any)[0].(map[string]any)["maxDropShare"] = share
+	b, _ := json.Marshal(cfg)
+	return b
+}
+
+func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
+	a := unique("team-a")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}},
+		Buckets: map[string]map[string]any{
+			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+		},
+	}
+	putGrants(t, "storage", doc)
+	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
+	old := claims(t, a)["census-shared"]
+	pod := mountingPod(t, a, "notebook-0", "census-shared")
+
+	// The reader becomes a writer: the access mode of a claim cannot change.
+	doc.Buckets["census-shared"]["writers"] = []string{"census"}
+	putGrants(t, "storage", doc)
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	t.Logf("while mounted: %s", cond.Message)
+	if c := claims(t, a)["census-shared"]; c.UID != old.UID || c.DeletionTimestamp != nil {
+		t.Errorf("the mounted claim was touched: uid %s (was %s), deletion %v", c.UID, old.UID, c.DeletionTimestamp)
+	}
+
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
+		c, ok := claims(t, a)["census-shared"]
+		return ok && c.UID != old.UID && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
+			fmt.Sprintf("claim present %v uid %s modes %v", ok, c.UID, c.Spec.AccessModes)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
