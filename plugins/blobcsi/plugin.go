@@ -173,7 +173,9 @@ func (p Plugin) grants(ctx context.Context, req plugins.Request, cfg *Config) (m
 			continue
 		}
 		out[gs.Name] = st.Grants
-		if st.Err != nil {
+		// Only the Profiles the kept grants name are affected (and hear when
+		// the source recovers); the others have nothing of it to keep.
+		if st.Err != nil && len(st.Grants.For(plugins.Namespace(req.Profile))) > 0 {
 			errs = append(errs, plugins.Terminal(ReasonGrantsStale, fmt.Errorf("%w; keeping the grants taken at %s, nothing is removed",
 				st.Err, st.Taken.UTC().Format(time.RFC3339))))
 		}

@@ -752,3 +752,21 @@ func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
 	})
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
+
+func TestInvalidSpecIsReportedAndDeletesNothing(t *testing.T) {
+	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	a, b := unique("team-a"), unique("team-b")
+	h.profile(t, a, blobPlugin("standard"))
+	h.profile(t, b, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{blobPlugin("premium")} })
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, `instances[0]: "premium" is not an instance the host offers`)
+	t.Logf("condition: %s", cond.Message)
+	if got := liveClaims(t, a); !cmp.Equal(got, map[string]string{"standard": "ReadWriteMany"}) {
+		t.Errorf("claims after an invalid spec = %v, want the standard claim kept", got)
+	}
+	// Another Profile is still served.
+	waitClaims(t, b, map[string]string{"standard": "ReadWriteMany"})
+	testhost.WaitCondition(t, env.Client, b, condType, plugins.ConditionTrue, "")
+}
