@@ -13,6 +13,11 @@ LOCALBIN      := $(CURDIR)/bin
 ASSETS        := $(LOCALBIN)/k8s/$(KUBE_VERSION)-etcd$(ETCD_VERSION)
 export KUBEBUILDER_ASSETS := $(ASSETS)
 
+OPA_VERSION      := 1.22.2
+AZURITE_VERSION  := 3.37.0
+OPA              := $(ASSETS)/opa
+AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
+
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
 GO_TEST_FLAGS  ?= -race -count=1
@@ -26,7 +31,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets argocd-crds postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
@@ -81,6 +86,18 @@ postgres-server: ## Install the PostgreSQL server package the tests start privat
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-$(PG_VERSION); \
 	fi
+.PHONY: test-servers
+test-servers: $(OPA) $(AZURITE) ## Build OPA and install Azurite next to kube-apiserver for the storage tests.
+
+$(OPA):
+	@mkdir -p $(ASSETS)
+	@echo "building opa v$(OPA_VERSION) (a few minutes on a fresh machine)"
+	GOBIN=$(ASSETS) CGO_ENABLED=0 go install -trimpath github.com/open-policy-agent/opa@v$(OPA_VERSION)
+
+$(AZURITE):
+	@mkdir -p $(ASSETS)/azurite
+	@echo "installing azurite $(AZURITE_VERSION)"
+	npm install --prefix $(ASSETS)/azurite --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)

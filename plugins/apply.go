@@ -169,11 +169,45 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 		}
 		return res, nil
 	}
-	var errs []error
+	res, errs := a.applyAll(ctx, objs)
 	keep := make(map[objectKey]bool, len(objs)+len(a.kept))
 	maps.Copy(keep, a.kept)
 	for _, u := range objs {
 		keep[keyOf(u)] = true
+	}
+	pruned, err := a.prune(ctx, keep)
+	res.Merge(pruned)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// Apply applies desired like Sync but deletes nothing. It is for plugins
+// that decide their deletions themselves, such as volumes that must not go
+// while a pod mounts them; they delete through the request's Client, and
+// only objects that carry their ownership labels.
+func (a *Applier) Apply(ctx context.Context, desired ...runtime.ApplyConfiguration) (Result, error) {
+	objs, err := a.prepare(desired)
+	if err != nil {
+		return Result{}, err
+	}
+	if a.recorded != nil {
+		var res Result
+		for _, u := range objs {
+			*a.recorded = append(*a.recorded, u)
+			res.Add(Change{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Action: Created})
+		}
+		return res, nil
+	}
+	res, errs := a.applyAll(ctx, objs)
+	return res, errors.Join(errs...)
+}
+
+func (a *Applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) (Result, []error) {
+	var res Result
+	var errs []error
+	for _, u := range objs {
 		c, err := a.applyOne(ctx, u)
 		if c.Action != "" {
 			res.Add(c)
@@ -182,12 +216,7 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 			errs = append(errs, err)
 		}
 	}
-	pruned, err := a.prune(ctx, keep)
-	res.Merge(pruned)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return res, errors.Join(errs...)
+	return res, errs
 }
 
 // DeleteAll deletes every object the plugin owns for the Profile, except its

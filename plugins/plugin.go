@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -138,6 +139,14 @@ type Definition struct {
 	// of these kinds, whoever wrote it, and serves reads of them through
 	// Request.Watched.
 	Watches []Watch
+	// Runner, when set, runs beside the plugin's controller for as long as
+	// the host runs (and is leader), for inputs that live outside the
+	// cluster, such as a poller of a policy server. It tells the host which
+	// Profiles to reconcile through Runtime.Enqueue, so that only those are
+	// reconciled. Hosts that run no manager (offline rendering, the
+	// upstream adapter) do not run it; the plugin must then say what it
+	// could not know. It returns when ctx ends.
+	Runner func(ctx context.Context, rt Runtime) error
 	// Upstream lets the plugin write the upstream profile controller's
 	// objects: the Profile's namespace itself (cluster-scoped) and the names
 	// that IsUpstreamName reports. Only the plugin of kind CoreKind, which
@@ -145,6 +154,20 @@ type Definition struct {
 	// Everything else about the Applier stays: ownership labels, owner
 	// references, and nothing outside the Profile's namespace.
 	Upstream bool
+}
+
+// Runtime is what a Definition's Runner gets from the host.
+type Runtime struct {
+	// Config is the plugin's config from the host's defaults: a pointer to
+	// the type NewConfig returns.
+	Config any
+	// RESTConfig reaches the API server as the host.
+	RESTConfig *rest.Config
+	// Reader reads from the API server without a cache, for the few reads
+	// that must not widen the host's cache (a namespace's Pods, say).
+	Reader client.Reader
+	// Enqueue asks for the named Profiles to be reconciled.
+	Enqueue func(profiles ...string)
 }
 
 // ApplierOptions returns the options an Applier for the definition's plugin

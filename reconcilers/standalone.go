@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -199,6 +200,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.namespaceGate != nil && !r.def.Upstream {
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
+	if r.def.Runner != nil {
+		src, err := r.runner(mgr)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
+	}
 	if n, ok := r.def.Plugin.(plugins.Notifier); ok {
 		src, err := r.notifySource(mgr, n)
 		if err != nil {
@@ -207,6 +215,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(src)
 	}
 	return b.Complete(r)
+}
+
+// runner starts the definition's Runner with the manager and returns the
+// channel source through which it enqueues Profiles.
+func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
+	events := make(chan event.GenericEvent, 1024)
+	rt := plugins.Runtime{
+		Config:     r.hostConfig,
+		RESTConfig: mgr.GetConfig(),
+		Reader:     mgr.GetAPIReader(),
+		Enqueue: func(names ...string) {
+			for _, n := range names {
+				events <- event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+			}
+		},
+	}
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := r.def.Runner(ctx, rt); err != nil {
+			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return source.Channel(events, &handler.EnqueueRequestForObject{}), nil
 }
 
 // notifySource runs a Notifier with the manager and turns each change it

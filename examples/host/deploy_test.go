@@ -109,6 +109,7 @@ func TestDeployOverlays(t *testing.T) {
 		{overlay: "plain", source: "config/host.yaml"},
 		{overlay: "istio", source: "config/istio.yaml", istio: true},
 		{overlay: "argocd-apps", source: "config/argocd-apps.yaml", istio: true},
+		{overlay: "storage", source: "config/statcan-storage.yaml"},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(t, deployDir+"/overlays/"+tc.overlay)

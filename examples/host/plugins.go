@@ -6,6 +6,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
@@ -26,6 +27,9 @@ func definitions() []plugins.Definition {
 	return []plugins.Definition{
 		apps.Definition(),
 		authpolicy.Definition(),
+		// blobcsi polls its grants sources beside its controller and
+		// reconciles only the Profiles whose grants change.
+		blobcsi.Definition(),
 		// core replaces the upstream profile controller; it reads
 		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
 		// defaults, under the configuration file's.
