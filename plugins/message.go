@@ -15,7 +15,7 @@ const (
 	// MaxMessageProblems is how many problems a message lists.
 	MaxMessageProblems = 5
 	// MaxProblemBytes is how long one listed problem may be.
-	MaxProblemBytes = 256
+	MaxProblemBytes = 160
 	// MaxMessageBytes is how long a whole message may be. An Event note of
 	// "<kind>: <message>" stays under the API server's 1 KiB.
 	MaxMessageBytes = 900
@@ -37,10 +37,12 @@ func BoundMessage(msg string) string {
 		}
 		b.WriteString(truncate(l, MaxProblemBytes))
 	}
+	// The count is never cut off: it says how much the reader does not see.
+	var tail string
 	if rest := len(lines) - len(shown); rest > 0 {
-		fmt.Fprintf(&b, "\n(and %d more %s)", rest, plural(rest, "problem", "problems"))
+		tail = fmt.Sprintf("\n(and %d more %s)", rest, plural(rest, "problem", "problems"))
 	}
-	return truncate(b.String(), MaxMessageBytes)
+	return truncate(b.String(), MaxMessageBytes-len(tail)) + tail
 }
 
 // FailureMessage is the message of the False condition a plugin reports for

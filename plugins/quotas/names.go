@@ -38,7 +38,7 @@ func checkName(name corev1.ResourceName) string {
 		return "not a resource name: " + strings.Join(msgs, "; ")
 	}
 	if !strings.Contains(string(name), "/") && !standardNames[name] && !isHugePages(name) {
-		return "not a resource a quota can limit: a standard name (such as requests.cpu, limits.memory, pods) or one with a domain (such as requests.nvidia.com/gpu, count/deployments.apps)"
+		return "not a resource a quota can limit (want a standard name such as limits.cpu, or a name with a domain)"
 	}
 	return ""
 }
