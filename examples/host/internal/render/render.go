@@ -142,17 +142,25 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 			outcomes = append(outcomes, Outcome{Kind: kind, Condition: plugins.ConditionTypeFor(kind), Err: fmt.Errorf("plugin %s: not built into this host", kind)})
 			continue
 		}
-		objs, err := r.apply(ctx, def, sec, p)
+		objs, skipped, err := r.apply(ctx, def, sec, p)
 		outcomes = append(outcomes, Outcome{Kind: kind, Condition: def.Condition(), Objects: objs, Err: err})
+		if err != nil {
+			continue
+		}
+		for _, call := range skipped {
+			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: skipped outside call %s (render calls no outside system)", p.Name, kind, call))
+		}
 	}
 	return outcomes, notes
 }
 
-func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, error) {
+// apply runs one plugin offline and returns the objects it would write and
+// the outside calls it would make.
+func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, []string, error) {
 	// Decode's errors already name the plugin's entry and the field.
 	cfg, err := def.Decode(sec.Defaults, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := fake.NewClientBuilder().
 		WithScheme(r.scheme).
@@ -160,17 +168,19 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
 	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	outside := plugins.NewOfflineOutside(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
 		Config:    cfg,
 		Client:    c,
 		Objects:   rec,
+		Outside:   outside,
 		Retention: sec.Retention,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rec.Recorded(), nil
+	return rec.Recorded(), outside.Skipped(), nil
 }
 
 // ReadProfiles reads the Profiles in a stream of YAML or JSON documents; name
