@@ -1,21 +1,32 @@
 package admission_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -95,6 +106,28 @@ func TestBadProfilesAreDeniedWithTheConditionsMessage(t *testing.T) {
 		t.Run(bad.source, func(t *testing.T) {
 			obj := bad.obj.DeepCopy()
 			obj.SetName(unique(obj.GetName()))
+			if schemaRefuses(bad.obj) {
+				// The shipped CRD types a plugin's spec as an object, so the
+				// API server refuses these itself and nothing is ever stored;
+				// under a CRD that does not (as older upstream ones), the
+				// webhook answers, with the message checked here.
+				err := create(t, obj)
+				if err == nil || !strings.Contains(err.Error(), "spec.plugins[0].spec") || !strings.Contains(err.Error(), "object") {
+					t.Errorf("error %v, want the API server to refuse spec.plugins[0].spec as not an object", err)
+				}
+				resp := review(t, obj)
+				for _, h := range hostileSpecs {
+					if bad.source == "hostile "+h.name {
+						for _, w := range h.want {
+							if resp.Allowed || !strings.Contains(resp.Result.Message, w) {
+								t.Errorf("webhook answer allowed=%v %q, want it to contain %q", resp.Allowed, resp.Result.Message, w)
+							}
+						}
+					}
+				}
+				t.Logf("the webhook denies with: %s", resp.Result.Message)
+				return
+			}
 			err := apply(t, obj)
 			if err == nil {
 				t.Fatalf("Profile %s admitted", obj.GetName())
@@ -138,6 +171,60 @@ func TestBadProfilesAreDeniedWithTheConditionsMessage(t *testing.T) {
 			t.Logf("denied with: %s", firstLine(denial))
 		})
 	}
+}
+
+// schemaRefuses reports whether the Profile's first plugin spec is not an
+// object, which the shipped CRD's schema refuses.
+func schemaRefuses(u *unstructured.Unstructured) bool {
+	plugins, _, _ := unstructured.NestedSlice(u.Object, "spec", "plugins")
+	if len(plugins) == 0 {
+		return false
+	}
+	spec, ok := plugins[0].(map[string]any)["spec"]
+	if !ok {
+		return false
+	}
+	_, isObject := spec.(map[string]any)
+	return !isObject
+}
+
+// review sends u to the webhook as the API server would, in an
+// AdmissionReview for its CREATE, and returns the answer.
+func review(t *testing.T, u *unstructured.Unstructured) *admissionv1.AdmissionResponse {
+	t.Helper()
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "review",
+			Kind:      metav1.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "Profile"},
+			Resource:  metav1.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "profiles"},
+			Name:      u.GetName(),
+			Operation: admissionv1.Create,
+			Object:    runtime.RawExtension{Raw: raw},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := env.Webhook()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(w.LocalServingCAData)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	url := fmt.Sprintf("https://%s/%s", net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort)), strings.TrimPrefix(hostconfig.DefaultWebhookPath, "/"))
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
+		t.Fatalf("webhook answer: %v", err)
+	}
+	return out.Response
 }
 
 func firstLine(s string) string {
@@ -195,6 +282,10 @@ func TestHostDownAndEditsOfRefusedProfiles(t *testing.T) {
 
 	// A stricter host: the Profile above is now over the cap.
 	startHost(t, func(s string) string { return strings.Replace(s, `limits.cpu: "64"`, `limits.cpu: "16"`, 1) })
+	refused := refusals(t, name, 1)
+	if want := "QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: hard[limits.cpu]: limits.cpu 32 is above the cap 16"; refused["QuotasReady"] != want {
+		t.Fatalf("under the stricter host the Profile reports %v, want %q", refused, want)
+	}
 	edit := func(mutate func(*unstructured.Unstructured)) error {
 		var live kubeflowv1.Profile
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &live); err != nil {

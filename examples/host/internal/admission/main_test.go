@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -44,6 +46,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The hosts the tests start log through controller-runtime's logger;
+	// their errors are the expected ones of bad Profiles.
+	log.SetLogger(logr.Discard())
 	hooks, err := webhookConfigurations()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "webhook configuration: %v\n", err)
