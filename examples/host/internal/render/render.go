@@ -16,8 +16,12 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	clientgoac "k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	sigsjson "sigs.k8s.io/json"
@@ -54,12 +58,25 @@ type Renderer struct {
 	cfg    *hostconfig.Config
 	reg    *plugins.Registry
 	scheme *runtime.Scheme
+	// converters type the fake client's server-side applies. Made once: a
+	// fake client makes its own for every build otherwise, which is most of
+	// a check's cost, and the admission webhook checks on every request.
+	converters []managedfields.TypeConverter
+	mapper     meta.RESTMapper
 }
 
 // New returns a Renderer for the plugins in reg, configured by cfg. The
 // scheme holds the kinds the fake client serves.
 func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme) *Renderer {
-	return &Renderer{cfg: cfg, reg: reg, scheme: scheme}
+	builtIn := runtime.NewScheme()
+	// client-go's kinds only, so that the typed converter refuses the
+	// others and the deduced one serves them.
+	_ = clientgoscheme.AddToScheme(builtIn)
+	return &Renderer{
+		cfg: cfg, reg: reg, scheme: scheme,
+		converters: []managedfields.TypeConverter{clientgoac.NewTypeConverter(builtIn), managedfields.NewDeducedTypeConverter()},
+		mapper:     meta.NewDefaultRESTMapper(nil),
+	}
 }
 
 // Outcome is what one plugin would do for one Profile.
@@ -164,6 +181,8 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 	}
 	c := fake.NewClientBuilder().
 		WithScheme(r.scheme).
+		WithTypeConverters(r.converters...).
+		WithRESTMapper(r.mapper).
 		WithObjects(p.DeepCopy()).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
