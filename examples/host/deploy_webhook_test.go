@@ -137,4 +137,3 @@ func allowsNamed(rules []rbacv1.PolicyRule, group, resource, verb, name string) 
 	}
 	return false
 }
-

@@ -113,9 +113,9 @@ func (p *parser) webhook(w *Webhook) {
 	if s.ConfigurationName == "" {
 		s.ConfigurationName = DefaultWebhookConfigName
 	}
-	for field, v := range map[string]string{"secretName": s.SecretName, "configurationName": s.ConfigurationName} {
-		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
-			p.failf("webhook.selfSigned."+field, "%q: %s", v, strings.Join(msgs, "; "))
+	for _, f := range []struct{ field, value string }{{"secretName", s.SecretName}, {"configurationName", s.ConfigurationName}} {
+		if msgs := validation.IsDNS1123Subdomain(f.value); len(msgs) > 0 {
+			p.failf("webhook.selfSigned."+f.field, "%q: %s", f.value, strings.Join(msgs, "; "))
 		}
 	}
 	if s.SecretNamespace != "" {
