@@ -48,7 +48,9 @@ func TestRequestsTimeOut(t *testing.T) {
 		reason string
 		call   func(ctx context.Context) error
 	}{
-		{"get", func(ctx context.Context) error { return tc.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }},
+		{"get", func(ctx context.Context) error {
+			return tc.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+		}},
 		{"list", func(ctx context.Context) error { return tc.List(ctx, &corev1.ConfigMapList{}) }},
 		{"create", func(ctx context.Context) error { return tc.Create(ctx, cm.DeepCopy()) }},
 		{"update", func(ctx context.Context) error { return tc.Update(ctx, cm.DeepCopy()) }},
