@@ -15,7 +15,7 @@ const (
 	// MaxMessageProblems is how many problems a message lists.
 	MaxMessageProblems = 5
 	// MaxProblemBytes is how long one listed problem may be.
-	MaxProblemBytes = 160
+	MaxProblemBytes = 400
 	// MaxMessageBytes is how long a whole message may be. An Event note of
 	// "<kind>: <message>" stays under the API server's 1 KiB.
 	MaxMessageBytes = 900
