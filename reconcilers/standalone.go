@@ -49,6 +49,7 @@ type Reconciler struct {
 	selector      labels.Selector
 	shard         labels.Selector
 	resync        time.Duration
+	timeout       time.Duration
 	retention     plugins.Retention
 	concurrency   int
 
@@ -101,6 +102,13 @@ func WithResync(d time.Duration) Option {
 	return func(r *Reconciler) { r.resync = d }
 }
 
+// WithRequestTimeout bounds each request a reconcile sends to the API server
+// (DefaultRequestTimeout unless set), so that no input, however large, holds
+// a worker: a request that runs out of time fails and is retried with backoff.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(r *Reconciler) { r.timeout = d }
+}
+
 // WithRetention sets what Revoke does with user data.
 func WithRetention(ret plugins.Retention) Option {
 	return func(r *Reconciler) { r.retention = ret }
@@ -151,6 +159,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		selector:    labels.Everything(),
 		shard:       labels.Everything(),
 		resync:      DefaultResync,
+		timeout:     DefaultRequestTimeout,
 		retention:   plugins.RetentionRetain,
 		concurrency: 4,
 	}
@@ -160,6 +169,11 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(r.Name())
 	}
+	if r.timeout <= 0 {
+		return nil, fmt.Errorf("plugin %s: request timeout must be positive, got %s", def.Kind(), r.timeout)
+	}
+	r.client = WithTimeout(r.client, r.timeout)
+	r.apiReader = readerWithTimeout{r.apiReader, r.timeout}
 	cfg, err := def.DecodeHostDefaults(r.defaults)
 	if err != nil {
 		return nil, err
@@ -424,10 +438,12 @@ func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) 
 func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err error, fallback string) (reconcile.Result, error) {
 	reason := plugins.ReasonOf(err, fallback)
 	failuresTotal.WithLabelValues(r.def.Kind(), reason).Inc()
-	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.ConditionMessage(reason, err.Error())}
+	// A spec with thousands of problems must not make a condition or an
+	// Event larger than the API server takes: both are bounded.
+	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.FailureMessage(err, fallback)}
 	changed, serr := r.setCondition(ctx, p, cond)
 	if changed {
-		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), err.Error())
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
 	}
 	if !plugins.IsTerminal(err) {
 		return reconcile.Result{}, errors.Join(err, serr)
@@ -488,10 +504,10 @@ func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg a
 	observeResult(r.def.Kind(), res)
 	if err != nil {
 		failuresTotal.WithLabelValues(r.def.Kind(), plugins.ReasonRevokeFailed).Inc()
-		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonRevokeFailed, "Revoke", "%s: %s", r.def.Kind(), err.Error())
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonRevokeFailed, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
 		return fmt.Errorf("revoke %s: %w", r.def.Kind(), err)
 	}
-	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), res.Summary())
+	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
 	return nil
 }
 

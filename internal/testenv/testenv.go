@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -63,6 +64,9 @@ type Options struct {
 	ControllerManager bool
 	// ArgoCD installs the real Argo CD CRDs (see ArgoCDCRDs).
 	ArgoCD bool
+	// Webhooks are registered with the API server, pointed at a local
+	// serving address and CA (see Env.Webhook).
+	Webhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
 }
 
 // RepoRoot returns the root of the profilekit source tree.
@@ -127,6 +131,7 @@ func Start(opts Options) (*Env, error) {
 		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: opts.Webhooks},
 	}
 	cfg, err := env.Start()
 	if err != nil {

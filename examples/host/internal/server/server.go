@@ -25,6 +25,7 @@ import (
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
 
 	"github.com/profilekit/profilekit/api/kubeflow"
+	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/reconcilers"
@@ -81,6 +82,13 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
+	var selfSigned *admission.SelfSigned
+	if cfg.Webhook.Enabled {
+		mopts.WebhookServer, selfSigned, err = webhookServer(rc, cfg, s)
+		if err != nil {
+			return nil, err
+		}
+	}
 	if opts.SkipNameValidation {
 		skip := true
 		mopts.Controller.SkipNameValidation = &skip
@@ -108,6 +116,11 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("plugin %s: set up controller: %w", kind, err)
+		}
+	}
+	if cfg.Webhook.Enabled {
+		if err := addWebhook(mgr, cfg, reg, s, selfSigned); err != nil {
+			return nil, err
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
