@@ -12,12 +12,14 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -122,7 +124,11 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			return plugins.Result{}, fmt.Errorf("list claims: %w", err)
 		}
 		for i := range cl.Items {
-			claims[cl.Items[i].Name] = &cl.Items[i]
+			// A claim of an earlier Profile of the same name, which a cache
+			// may still hold, says nothing about this one's volumes.
+			if ownedByUID(&cl.Items[i], prof.UID) {
+				claims[cl.Items[i].Name] = &cl.Items[i]
+			}
 		}
 	}
 
@@ -154,10 +160,17 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		switch {
 		case live != nil && live.Spec.VolumeName != "":
 			volumeName = live.Spec.VolumeName
-			if pv := find(pvs, volumeName); pv != nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID == live.UID {
-				bounds = append(bounds, bound{pv: pv, t: t, sc: sc})
-				keep = append(keep, pv)
+			pv := find(pvs, volumeName)
+			if pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != live.UID {
+				break
 			}
+			keep = append(keep, pv)
+			if o, ok := pv.Labels[LabelOwner]; ok && o != OwnerHash(prof.Spec.Owner.Name) {
+				// Never relabel a volume retained for someone else.
+				errs = append(errs, plugins.Terminalf(plugins.ReasonConflict, "claim %s/%s is bound to volume %s, which is labelled for another owner; left as it is", ns, live.Name, pv.Name))
+				break
+			}
+			bounds = append(bounds, bound{pv: pv, t: t, sc: sc})
 		default:
 			seek := Seeker{Profile: prof.Name, Owner: prof.Spec.Owner.Name, Match: cfg.Match, Template: t.Name}
 			pv := seek.Retained(pvs, ns, t.ClaimName)
@@ -196,7 +209,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	// Volumes of this Profile whose claim it no longer wants are let go.
 	for i := range pvs {
 		pv := &pvs[i]
-		if !ownedBy(pv, prof.Name) || slices.Contains(keep, pv) || pv.Status.Phase != corev1.VolumeReleased {
+		if !ofProfile(pv, prof) || slices.Contains(keep, pv) || pv.Status.Phase != corev1.VolumeReleased {
 			continue
 		}
 		c, err := p.release(ctx, req, cfg, pv)
@@ -223,7 +236,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		}
 		for i := range list.Items {
 			pv := &list.Items[i]
-			if !ownedBy(pv, req.Profile.Name) || pv.Annotations[AnnotationOwner] != req.Profile.Spec.Owner.Name {
+			if !ofProfile(pv, req.Profile) {
 				continue
 			}
 			c, err := p.release(ctx, req, cfg, pv)
@@ -252,8 +265,17 @@ func (p Plugin) release(ctx context.Context, req plugins.Request, cfg *Config, p
 	return applyState(ctx, req.Client, pv, state)
 }
 
-func ownedBy(pv *corev1.PersistentVolume, profile string) bool {
-	return plugins.IsOwnedBy(pv.Labels, Kind, profile)
+// ownedByUID reports whether o has an owner reference to the Profile with uid.
+func ownedByUID(o client.Object, uid types.UID) bool {
+	return slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid })
+}
+
+// ofProfile reports whether pv is labelled for Profile p and its owner: a
+// Profile of the same name and another owner has no claim on it.
+func ofProfile(pv *corev1.PersistentVolume, p *kubeflowv1.Profile) bool {
+	owner := p.Spec.Owner.Name
+	return plugins.IsOwnedBy(pv.Labels, Kind, p.Name) &&
+		pv.Labels[LabelOwner] == OwnerHash(owner) && pv.Annotations[AnnotationOwner] == owner
 }
 
 // applyState makes state true on pv, sending nothing when it already holds.
