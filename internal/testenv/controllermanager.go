@@ -19,13 +19,15 @@ const ControllerManagerBinary = "kube-controller-manager"
 
 // ControllerManagerControllers are the controllers the test control plane
 // runs: garbage collection (owner references), namespace deletion,
-// service-account tokens, and persistent-volume binding with pvc-protection.
+// service-account tokens, and persistent-volume binding with pvc- and
+// pv-protection.
 var ControllerManagerControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
 	"serviceaccount-token-controller",
 	"persistentvolume-binder-controller",
 	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
 }
 
 // controllerManager is a running kube-controller-manager.
