@@ -11,6 +11,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/notebook"
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
+	"github.com/profilekit/profilekit/plugins/volumes"
 )
 
 // definitions lists the plugins this binary is built with, in one place: a
@@ -32,5 +33,8 @@ func definitions() []plugins.Definition {
 		notebook.Definition(),
 		quotas.Definition(),
 		rbac.Definition(),
+		// volumes also runs a sweeper of released volumes when its
+		// defaults set retainFor.
+		volumes.Definition(),
 	}
 }
