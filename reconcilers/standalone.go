@@ -56,6 +56,10 @@ type Reconciler struct {
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
 
+	// namespaceGate, when set, says which Profiles' namespaces the core
+	// plugin makes; the plugin waits for those (see WithNamespaceGate).
+	namespaceGate func(*kubeflowv1.Profile) bool
+
 	// watched caches the definition's Watches; nil when it has none.
 	watched client.Reader
 }
@@ -117,6 +121,17 @@ func WithOutside(o plugins.OutsideOptions) Option {
 // together. Without it, each reconcile writes its condition itself.
 func WithStatusWriter(w *StatusWriter) Option {
 	return func(r *Reconciler) { r.status = w }
+}
+
+// WithNamespaceGate makes the plugin wait, for each Profile that makes
+// true, until the core plugin has made the Profile's namespace: until then
+// the plugin sends nothing and reports nothing, and the namespace's creation
+// wakes it. Without it a plugin racing core would fail into a namespace that
+// does not exist yet, retry with backoff and report each failure. Hosts set
+// it on every plugin but core when core runs, with core's enablement as
+// covers.
+func WithNamespaceGate(covers func(*kubeflowv1.Profile) bool) Option {
+	return func(r *Reconciler) { r.namespaceGate = covers }
 }
 
 // WithEventRecorder replaces the manager's event recorder.
@@ -188,6 +203,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
 		}
+	}
+	if r.namespaceGate != nil && !r.def.Upstream {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	if n, ok := r.def.Plugin.(plugins.Notifier); ok {
 		src, err := r.notifySource(mgr, n)
@@ -324,6 +342,9 @@ func (r *Reconciler) requeue() reconcile.Result {
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
+		return reconcile.Result{}, err
+	}
 	cfg, err := r.def.Decode(r.defaults, p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
@@ -348,6 +369,24 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 		return reconcile.Result{}, err
 	}
 	return r.requeue(), nil
+}
+
+// namespaceReady reports whether the plugin may write into the Profile's
+// namespace: always without a namespace gate, else once the core plugin's
+// namespace for the Profile is in the cache and not being deleted.
+func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) (bool, error) {
+	if r.namespaceGate == nil || r.def.Upstream || !r.namespaceGate(p) {
+		return true, nil
+	}
+	var ns corev1.Namespace
+	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, &ns)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read namespace %s: %w", plugins.Namespace(p), err)
+	}
+	return plugins.IsOwnedBy(ns.Labels, plugins.CoreKind, p.Name) && ns.DeletionTimestamp.IsZero(), nil
 }
 
 // failed reports err in the plugin's condition. A terminal error is logged and
