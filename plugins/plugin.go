@@ -22,7 +22,7 @@ import (
 // to that), never modifies or deletes an object without them, and never touches
 // the upstream controller's own objects (namespaceAdmin, default-editor,
 // default-viewer, ns-owner-access-istio, kf-resource-quota, the namespace owner
-// annotation). Invalid input is returned as a TerminalError so that it is
+// annotation), which only the core plugin makes. Invalid input is returned as a TerminalError so that it is
 // reported, not retried.
 type Plugin interface {
 	// Kind is the name a Profile uses in spec.plugins[].kind.
