@@ -17,6 +17,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
 	"github.com/profilekit/profilekit/plugins/replicate"
+	"github.com/profilekit/profilekit/plugins/volumes"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 )
 
@@ -49,6 +50,9 @@ func definitions() []plugins.Definition {
 		quotas.Definition(),
 		rbac.Definition(),
 		replicate.Definition(),
+		// volumes also runs a sweeper of released volumes when its
+		// defaults set retainFor.
+		volumes.Definition(),
 		workloadidentity.Definition(workloadidentity.DefaultIAM()),
 	}
 }
