@@ -154,7 +154,8 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 	return res, errors.Join(errs...)
 }
 
-// DeleteAll deletes every object the plugin owns for the Profile.
+// DeleteAll deletes every object the plugin owns for the Profile, except its
+// outside-state record, which Outside keeps.
 func (a *Applier) DeleteAll(ctx context.Context) (Result, error) {
 	if a.recorded != nil {
 		return Result{}, nil
@@ -362,7 +363,8 @@ func asUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// prune deletes the plugin's objects for the Profile whose keys are not in keep.
+// prune deletes the plugin's objects for the Profile whose keys are not in
+// keep. The outside-state record is Outside's, never pruned.
 func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, error) {
 	var res Result
 	var errs []error
@@ -383,7 +385,7 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		var stale []client.Object
 		err = forEachObject(list, func(obj client.Object) {
 			k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
-			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) {
+			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState {
 				stale = append(stale, obj)
 			}
 		})

@@ -15,6 +15,15 @@
 // host's defaults, then the Profile's spec.plugins entry, then validated. Input
 // that can never succeed is a [TerminalError] with a reason.
 //
+// State outside the cluster (blob containers, databases, cloud IAM bindings)
+// goes through [Outside], one mechanism for every plugin: Ensure calls the
+// outside system only when the desired state's hash differs from what the
+// plugin's record (a small ConfigMap in the Profile's namespace) says was made
+// true, when a host-set re-verification period has passed, or when the
+// Profile's [AnnotationReverify] changed. Every call has a timeout and is
+// counted by plugin, system and result; a failure is an [OutsideError], retried
+// with backoff, whose reason names the system.
+//
 // Two hosts run plugins: the standalone controller-runtime reconciler and the
 // upstream profile-controller adapter, both in package reconcilers.
 package plugins

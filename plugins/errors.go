@@ -69,11 +69,16 @@ func IsTerminal(err error) bool {
 	return false
 }
 
-// ReasonOf returns the reason of the first TerminalError in err, or fallback.
+// ReasonOf returns the reason of the first TerminalError in err, else of the
+// first OutsideError (which names the outside system), or fallback.
 func ReasonOf(err error, fallback string) string {
 	var te *TerminalError
 	if errors.As(err, &te) {
 		return te.Reason
+	}
+	var oe *OutsideError
+	if errors.As(err, &oe) {
+		return oe.Reason()
 	}
 	return fallback
 }

@@ -94,6 +94,10 @@ type Request struct {
 	Objects *Applier
 	// Retention is the host's policy for user data on Revoke.
 	Retention Retention
+	// Outside records what the plugin made true in systems outside the
+	// cluster, so that a pass with nothing changed calls none of them. Hosts
+	// write it after each pass (Outside.Flush).
+	Outside *Outside
 	// Watched reads the kinds in the Definition's Watches from a cache that
 	// holds every object of those kinds, not only ours. It is nil when the
 	// host keeps no such cache; plugins then read through Client.

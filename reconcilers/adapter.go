@@ -3,6 +3,7 @@ package reconcilers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -35,6 +36,7 @@ type Adapter[R Cluster, P client.Object] struct {
 	def       plugins.Definition
 	defaults  []byte
 	retention plugins.Retention
+	outside   plugins.OutsideOptions
 	ctx       context.Context
 	spec      json.RawMessage
 }
@@ -45,6 +47,7 @@ type AdapterOption func(*adapterOptions)
 type adapterOptions struct {
 	defaults  []byte
 	retention plugins.Retention
+	outside   plugins.OutsideOptions
 	ctx       context.Context
 }
 
@@ -56,6 +59,13 @@ func AdapterDefaults(defaults []byte) AdapterOption {
 // AdapterRetention sets what Revoke does with user data.
 func AdapterRetention(r plugins.Retention) AdapterOption {
 	return func(o *adapterOptions) { o.retention = r }
+}
+
+// AdapterOutside sets the timeout and re-verification period of the
+// plugin's outside calls. The fork's reconciler has no cache, so the record
+// is read from the API server on each pass.
+func AdapterOutside(o plugins.OutsideOptions) AdapterOption {
+	return func(ao *adapterOptions) { ao.outside = o }
 }
 
 // AdapterContext sets the context the plugin runs with (upstream's interface
@@ -70,7 +80,7 @@ func NewAdapter[R Cluster, P client.Object](def plugins.Definition, opts ...Adap
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Adapter[R, P]{def: def, defaults: o.defaults, retention: o.retention, ctx: o.ctx}
+	return &Adapter[R, P]{def: def, defaults: o.defaults, retention: o.retention, outside: o.outside, ctx: o.ctx}
 }
 
 // UnmarshalJSON keeps the plugin's spec from the Profile's spec.plugins
@@ -90,8 +100,9 @@ func (a *Adapter[R, P]) ApplyPlugin(r R, profile P) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.def.Plugin.Apply(a.ctx, a.request(r, p, cfg))
-	return err
+	req := a.request(r, p, cfg)
+	_, err = a.def.Plugin.Apply(a.ctx, req)
+	return errors.Join(err, req.Outside.Flush(a.ctx))
 }
 
 // RevokePlugin revokes the plugin from profile. A spec that no longer decodes
@@ -107,8 +118,9 @@ func (a *Adapter[R, P]) RevokePlugin(r R, profile P) error {
 			return err
 		}
 	}
-	_, err = a.def.Plugin.Revoke(a.ctx, a.request(r, p, cfg))
-	return err
+	req := a.request(r, p, cfg)
+	_, err = a.def.Plugin.Revoke(a.ctx, req)
+	return errors.Join(err, req.Outside.Flush(a.ctx))
 }
 
 func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Request {
@@ -117,6 +129,7 @@ func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Req
 		Config:    cfg,
 		Client:    r,
 		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns, applierOptions(a.def)...),
+		Outside:   plugins.NewOutside(r, a.def.Kind(), p, a.outside),
 		Retention: a.retention,
 	}
 }

@@ -49,6 +49,8 @@ type Reconciler struct {
 	retention     plugins.Retention
 	concurrency   int
 
+	outside plugins.OutsideOptions
+
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
 
@@ -100,6 +102,12 @@ func WithRetention(ret plugins.Retention) Option {
 // WithConcurrency sets how many Profiles the plugin serves at once.
 func WithConcurrency(n int) Option {
 	return func(r *Reconciler) { r.concurrency = n }
+}
+
+// WithOutside sets how the plugin's outside calls are timed out and how
+// often outside state is verified again with nothing changed.
+func WithOutside(o plugins.OutsideOptions) Option {
+	return func(r *Reconciler) { r.outside = o }
 }
 
 // WithStatusWriter hands the plugin's condition writes to w, which a host
@@ -157,7 +165,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		For(&kubeflowv1.Profile{}, builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged()),
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged()),
 		))
 	for _, gvk := range r.def.Owns {
 		obj, err := plugins.NewObject(r.scheme, gvk)
@@ -193,6 +201,16 @@ func deletionChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
 				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+		},
+	}
+}
+
+// reverifyChanged passes updates that change the Profile's
+// plugins.AnnotationReverify, the manual trigger to verify outside state.
+func reverifyChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[plugins.AnnotationReverify] != e.ObjectNew.GetAnnotations()[plugins.AnnotationReverify]
 		},
 	}
 }
@@ -243,6 +261,7 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
 		Config:    cfg,
 		Client:    r.client,
 		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, r.applierOptions()...),
+		Outside:   plugins.NewOutside(r.client, r.def.Kind(), p, r.outside, plugins.WithOutsideLiveReader(r.apiReader)),
 		Retention: r.retention,
 		Watched:   r.watched,
 	}
@@ -267,7 +286,9 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 		}
 	}
 	start := time.Now()
-	res, err := r.def.Plugin.Apply(ctx, r.request(p, cfg))
+	req := r.request(p, cfg)
+	res, err := r.def.Plugin.Apply(ctx, req)
+	err = errors.Join(err, req.Outside.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "apply").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
 	if err != nil {
@@ -346,7 +367,9 @@ func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (recon
 
 func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) error {
 	start := time.Now()
-	res, err := r.def.Plugin.Revoke(ctx, r.request(p, cfg))
+	req := r.request(p, cfg)
+	res, err := r.def.Plugin.Revoke(ctx, req)
+	err = errors.Join(err, req.Outside.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
 	if err != nil {

@@ -77,6 +77,14 @@ type Plugin struct {
 	Retention plugins.Retention `json:"retention,omitempty"`
 	// Concurrency is how many Profiles the plugin serves at once. Default 4.
 	Concurrency int `json:"concurrency,omitempty"`
+	// ReverifyPeriod is how often a plugin with outside state (Azure, a
+	// database, cloud IAM) calls out again with nothing changed, to repair
+	// drift made by hand; each Profile's period is stretched by up to 10%.
+	// Unset or 0 means never; the Profile annotation profilekit.dev/reverify
+	// set to a new value asks for it at once.
+	ReverifyPeriod *metav1.Duration `json:"reverifyPeriod,omitempty"`
+	// OutsideTimeout bounds each call to an outside system. Default 30s.
+	OutsideTimeout *metav1.Duration `json:"outsideTimeout,omitempty"`
 	// Defaults is the plugin's config for every Profile, under the Profile's
 	// own spec.plugins entry. Its fields are the plugin's.
 	Defaults json.RawMessage `json:"defaults,omitempty"`
@@ -203,6 +211,14 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	if len(p.Defaults) > 0 {
 		opts = append(opts, reconcilers.WithDefaults(p.Defaults))
 	}
+	var outside plugins.OutsideOptions
+	if p.ReverifyPeriod != nil {
+		outside.Reverify = p.ReverifyPeriod.Duration
+	}
+	if p.OutsideTimeout != nil {
+		outside.Timeout = p.OutsideTimeout.Duration
+	}
+	opts = append(opts, reconcilers.WithOutside(outside))
 	if s := c.Shard(); s != nil {
 		opts = append(opts, reconcilers.WithShard(s))
 	}

@@ -64,11 +64,13 @@ type rawConfig struct {
 }
 
 type rawPlugin struct {
-	Enabled     json.RawMessage       `json:"enabled,omitempty"`
-	Selector    *metav1.LabelSelector `json:"selector,omitempty"`
-	Retention   plugins.Retention     `json:"retention,omitempty"`
-	Concurrency int                   `json:"concurrency,omitempty"`
-	Defaults    json.RawMessage       `json:"defaults,omitempty"`
+	Enabled        json.RawMessage       `json:"enabled,omitempty"`
+	Selector       *metav1.LabelSelector `json:"selector,omitempty"`
+	Retention      plugins.Retention     `json:"retention,omitempty"`
+	Concurrency    int                   `json:"concurrency,omitempty"`
+	ReverifyPeriod json.RawMessage       `json:"reverifyPeriod,omitempty"`
+	OutsideTimeout json.RawMessage       `json:"outsideTimeout,omitempty"`
+	Defaults       json.RawMessage       `json:"defaults,omitempty"`
 }
 
 // Parse decodes and validates a configuration file's content; file names it
@@ -259,6 +261,8 @@ func (p *parser) plugin(kind string, data json.RawMessage, reg *plugins.Registry
 	case sec.Concurrency == 0:
 		sec.Concurrency = DefaultConcurrency
 	}
+	sec.ReverifyPeriod = p.duration(path+".reverifyPeriod", raw.ReverifyPeriod, false)
+	sec.OutsideTimeout = p.duration(path+".outsideTimeout", raw.OutsideTimeout, true)
 	if string(bytes.TrimSpace(sec.Defaults)) == "null" {
 		sec.Defaults = nil
 	}
@@ -268,6 +272,24 @@ func (p *parser) plugin(kind string, data json.RawMessage, reg *plugins.Registry
 		p.fail(path+".defaults", err)
 	}
 	return sec, len(p.errs) == before
+}
+
+// duration decodes an optional duration field; zero is allowed unless
+// positive says otherwise, a negative one never.
+func (p *parser) duration(field string, data json.RawMessage, positive bool) *metav1.Duration {
+	if len(data) == 0 || string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	var d metav1.Duration
+	switch err := json.Unmarshal(data, &d); {
+	case err != nil:
+		p.failf(field, "want a duration such as 6h: %v", err)
+	case d.Duration < 0 || (positive && d.Duration == 0):
+		p.failf(field, "must be positive, got %s", d.Duration)
+	default:
+		return &d
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

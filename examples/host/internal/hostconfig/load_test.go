@@ -125,6 +125,14 @@ func TestParseErrors(t *testing.T) {
 			want:   []string{"host.yaml: plugins: no plugin is enabled"},
 		},
 		{
+			reason: "outside calls need a positive timeout, and re-verification no negative period",
+			yaml:   "plugins:\n  quotas: {reverifyPeriod: -1h, outsideTimeout: 0s}\n",
+			want: []string{
+				"host.yaml: plugins.quotas.reverifyPeriod: must be positive, got -1h0m0s",
+				"host.yaml: plugins.quotas.outsideTimeout: must be positive, got 0s",
+			},
+		},
+		{
 			reason: "an empty file",
 			yaml:   "\n",
 			want:   []string{"host.yaml: empty file"},
@@ -244,6 +252,17 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if _, on := cfg.Section("noconfig"); on {
 		t.Error("a plugin without a section runs")
+	}
+}
+
+func TestParseOutsideSettings(t *testing.T) {
+	cfg, err := hostconfig.Parse("host.yaml", []byte("plugins:\n  quotas: {reverifyPeriod: 6h, outsideTimeout: 10s}\n"), registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, _ := cfg.Section("quotas")
+	if sec.ReverifyPeriod == nil || sec.ReverifyPeriod.Duration != 6*time.Hour || sec.OutsideTimeout == nil || sec.OutsideTimeout.Duration != 10*time.Second {
+		t.Errorf("reverifyPeriod %v, outsideTimeout %v; want 6h and 10s", sec.ReverifyPeriod, sec.OutsideTimeout)
 	}
 }
 

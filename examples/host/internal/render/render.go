@@ -114,7 +114,7 @@ func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object
 			errs = append(errs, fmt.Errorf("profile %s: plugin %s: not built into this host", p.Name, kind))
 			continue
 		}
-		recorded, err := r.apply(ctx, def, sec, p)
+		recorded, skipped, err := r.apply(ctx, def, sec, p)
 		if plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
 			// The cluster holds the sources; render has only what -f gave.
 			notes = append(notes, fmt.Sprintf("%v; give the sources with -f to render their copies", err))
@@ -124,6 +124,9 @@ func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object
 			errs = append(errs, err)
 			continue
 		}
+		for _, call := range skipped {
+			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: skipped outside call %s (render calls no outside system)", p.Name, kind, call))
+		}
 		for _, u := range recorded {
 			objs = append(objs, Object{Profile: p.Name, Plugin: kind, Object: Redact(u)})
 		}
@@ -131,11 +134,13 @@ func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object
 	return objs, notes, errors.Join(errs...)
 }
 
-func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, error) {
+// apply runs one plugin offline and returns the objects it would write and
+// the outside calls it would make.
+func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, []string, error) {
 	// Decode's errors already name the plugin and the field.
 	cfg, err := def.Decode(sec.Defaults, p)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+		return nil, nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	objs := []client.Object{p.DeepCopy()}
 	for _, o := range r.objects {
@@ -147,17 +152,19 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
 	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	outside := plugins.NewOfflineOutside(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
 		Config:    cfg,
 		Client:    c,
 		Objects:   rec,
+		Outside:   outside,
 		Retention: sec.Retention,
 	})
 	if err != nil {
-		return rec.Recorded(), fmt.Errorf("profile %s: plugin %s: %w", p.Name, def.Kind(), err)
+		return rec.Recorded(), outside.Skipped(), fmt.Errorf("profile %s: plugin %s: %w", p.Name, def.Kind(), err)
 	}
-	return rec.Recorded(), nil
+	return rec.Recorded(), outside.Skipped(), nil
 }
 
 // Redact returns u with a Secret's values replaced by their sizes, so that

@@ -1,0 +1,409 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+)
+
+// AnnotationReverify, set on a Profile to a new value, makes every plugin
+// with outside state verify it now: the next Ensure of each piece calls the
+// outside system even though the record says nothing changed.
+const AnnotationReverify = "profilekit.dev/reverify"
+
+// LabelRole marks objects that are a plugin's bookkeeping rather than part
+// of what it manages; the Applier never prunes them.
+const LabelRole = "profilekit.dev/role"
+
+// RoleOutsideState is the LabelRole value of an outside-state record.
+const RoleOutsideState = "outside-state"
+
+// DefaultOutsideTimeout bounds one outside call unless the host sets another.
+const DefaultOutsideTimeout = 30 * time.Second
+
+// recordKey is the ConfigMap data key that holds the record.
+const recordKey = "state.json"
+
+// OutsideOptions are the host's settings for outside calls of one plugin.
+type OutsideOptions struct {
+	// Reverify is how long a recorded state is trusted before Ensure calls
+	// the outside system again to repair drift made by hand. Each piece's
+	// period is stretched by up to 10%, so that Profiles spread out. Zero
+	// means never: only a change or AnnotationReverify calls again.
+	Reverify time.Duration
+	// Timeout bounds each outside call. Zero means DefaultOutsideTimeout.
+	Timeout time.Duration
+}
+
+// OutsideError is a failed call to an outside system. It is retried with
+// backoff; its reason names the system, such as AzureBlobError.
+type OutsideError struct {
+	// System is the outside system, such as AzureBlob or PostgreSQL.
+	System string
+	Err    error
+}
+
+func (e *OutsideError) Error() string { return e.System + ": " + e.Err.Error() }
+
+// Unwrap returns the call's error.
+func (e *OutsideError) Unwrap() error { return e.Err }
+
+// Reason returns <System>Error, the reason of the condition and the Event.
+func (e *OutsideError) Reason() string { return e.System + "Error" }
+
+// Outside remembers, for one plugin and one Profile, what the plugin last made
+// true in systems outside the cluster (Azure, PostgreSQL, cloud IAM), so that
+// a pass with nothing changed makes no outside call at all.
+//
+// The record is a ConfigMap named by StateName in the Profile's namespace,
+// labelled as the plugin's and owned by the Profile. Ensure and Forget change
+// it in memory; Flush, which hosts call after every Apply and Revoke, writes
+// it once. Outside is safe for concurrent use by one plugin's pass.
+type Outside struct {
+	kind    string
+	profile *kubeflowv1.Profile
+	reader  client.Reader
+	live    client.Reader
+	writer  client.Writer
+	opts    OutsideOptions
+	now     func() time.Time
+	offline bool
+
+	mu      sync.Mutex
+	loaded  bool
+	fresh   bool // loaded from the live reader, not the cache
+	exists  bool
+	uid     types.UID
+	entries map[string]outsideEntry
+	dirty   bool
+	skipped []string
+}
+
+type outsideEntry struct {
+	Hash    string    `json:"hash"`
+	At      time.Time `json:"at"`
+	Trigger string    `json:"trigger,omitempty"`
+}
+
+// OutsideOption configures an Outside.
+type OutsideOption func(*Outside)
+
+// WithOutsideLiveReader sets an uncached reader that confirms the record
+// before an outside call, so that a cache that has not yet seen our last
+// write does not cause a repeated call.
+func WithOutsideLiveReader(r client.Reader) OutsideOption {
+	return func(o *Outside) { o.live = r }
+}
+
+// WithClock replaces time.Now, for tests of re-verification.
+func WithClock(now func() time.Time) OutsideOption {
+	return func(o *Outside) { o.now = now }
+}
+
+// NewOutside returns the outside-state record of plugin kind for Profile p,
+// read through c (usually a cache) and written through c.
+func NewOutside(c Cluster, kind string, p *kubeflowv1.Profile, opts OutsideOptions, options ...OutsideOption) *Outside {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultOutsideTimeout
+	}
+	o := &Outside{kind: kind, profile: p, reader: c, writer: c, opts: opts, now: time.Now}
+	for _, opt := range options {
+		opt(o)
+	}
+	return o
+}
+
+// NewOfflineOutside returns an Outside that calls nothing and writes nothing:
+// Ensure and Call remember what they skipped. Offline rendering uses it.
+func NewOfflineOutside(kind string, p *kubeflowv1.Profile) *Outside {
+	return &Outside{kind: kind, profile: p, offline: true, now: time.Now, loaded: true, entries: map[string]outsideEntry{}}
+}
+
+// StateName returns the name of the ConfigMap that holds plugin kind's
+// outside-state record in a Profile's namespace.
+func StateName(kind string) string {
+	return "profilekit-" + strings.ToLower(kind) + "-state"
+}
+
+// Offline reports whether outside calls are skipped.
+func (o *Outside) Offline() bool { return o.offline }
+
+// Skipped returns the calls an offline Outside skipped, as "<system> <key>".
+func (o *Outside) Skipped() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.skipped)
+}
+
+// Ensure makes one piece of outside state true. key names the piece among the
+// plugin's outside state for this Profile (such as "container/unclassified");
+// desired is any JSON-encodable value that fully describes what must be true.
+// When the record holds desired's hash, no re-verification is due and the
+// Profile's AnnotationReverify has not changed, Ensure returns (false, nil)
+// and calls nothing. Otherwise it calls fn with a timeout, counts the call,
+// and records the hash when fn succeeds. A failure is an *OutsideError that
+// names system, unless fn returned a TerminalError.
+func (o *Outside) Ensure(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
+	hash, err := hashOf(desired)
+	if err != nil {
+		return false, fmt.Errorf("plugin %s: outside state %s: %w", o.kind, key, err)
+	}
+	if o.offline {
+		o.skip(system, key)
+		return false, nil
+	}
+	due, err := o.due(ctx, key, hash)
+	if err != nil {
+		return false, err
+	}
+	if !due {
+		outsideUnchanged.WithLabelValues(o.kind, system).Inc()
+		return false, nil
+	}
+	if err := o.call(ctx, system, fn); err != nil {
+		return true, err
+	}
+	o.mu.Lock()
+	o.entries[key] = outsideEntry{Hash: hash, At: o.now().UTC().Truncate(time.Second), Trigger: o.trigger()}
+	o.dirty = true
+	o.mu.Unlock()
+	return true, nil
+}
+
+// Call runs fn as one outside call, with the timeout and the metric, without
+// consulting the record: for reads and for Revoke.
+func (o *Outside) Call(ctx context.Context, system string, fn func(context.Context) error) error {
+	if o.offline {
+		o.skip(system, "")
+		return nil
+	}
+	return o.call(ctx, system, fn)
+}
+
+// Forget drops keys from the record, after their outside state was removed.
+func (o *Outside) Forget(ctx context.Context, keys ...string) error {
+	if o.offline {
+		return nil
+	}
+	if err := o.load(ctx, false); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := o.entries[k]; ok {
+			delete(o.entries, k)
+			o.dirty = true
+		}
+	}
+	return nil
+}
+
+// Recorded returns the keys the record holds, sorted: the outside state the
+// plugin made true for this Profile, which Revoke removes.
+func (o *Outside) Recorded(ctx context.Context) ([]string, error) {
+	if err := o.load(ctx, true); err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	keys := make([]string, 0, len(o.entries))
+	for k := range o.entries {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// Flush writes the record when Ensure or Forget changed it: one server-side
+// apply, or a delete when it became empty. A record that cannot be written is
+// an error, and the next pass calls the outside system again, which outside
+// calls must therefore tolerate (they are idempotent).
+func (o *Outside) Flush(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.offline || !o.dirty {
+		return nil
+	}
+	ns := Namespace(o.profile)
+	name := StateName(o.kind)
+	if len(o.entries) == 0 {
+		if !o.exists {
+			o.dirty = false
+			return nil
+		}
+		cm := &corev1.ConfigMap{}
+		cm.Namespace, cm.Name = ns, name
+		var opts []client.DeleteOption
+		if o.uid != "" {
+			opts = append(opts, client.Preconditions{UID: &o.uid})
+		}
+		if err := o.writer.Delete(ctx, cm, opts...); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("plugin %s: delete outside-state record %s/%s: %w", o.kind, ns, name, err)
+		}
+		o.exists, o.dirty = false, false
+		return nil
+	}
+	data, err := json.Marshal(o.entries)
+	if err != nil {
+		return fmt.Errorf("plugin %s: encode outside-state record: %w", o.kind, err)
+	}
+	labels := OwnershipLabels(o.kind, o.profile.Name)
+	labels[LabelRole] = RoleOutsideState
+	cm := corev1ac.ConfigMap(name, ns).
+		WithLabels(labels).
+		WithOwnerReferences(OwnerReference(o.profile)).
+		WithData(map[string]string{recordKey: string(data)})
+	if err := o.writer.Apply(ctx, cm, client.FieldOwner(FieldManagerFor(o.kind)), client.ForceOwnership); err != nil {
+		return fmt.Errorf("plugin %s: write outside-state record %s/%s: %w", o.kind, ns, name, err)
+	}
+	o.exists, o.dirty = true, false
+	return nil
+}
+
+func (o *Outside) skip(system, key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.skipped = append(o.skipped, strings.TrimSpace(system+" "+key))
+}
+
+// due reports whether key's outside state must be made true: the record does
+// not hold hash, or re-verification is due, or the manual trigger changed.
+func (o *Outside) due(ctx context.Context, key, hash string) (bool, error) {
+	if err := o.load(ctx, false); err != nil {
+		return false, err
+	}
+	if !o.stale(key, hash) {
+		return false, nil
+	}
+	// The cache may not have seen our own last write yet: ask the API server
+	// once before calling out.
+	if err := o.load(ctx, true); err != nil {
+		return false, err
+	}
+	return o.stale(key, hash), nil
+}
+
+func (o *Outside) stale(key, hash string) bool {
+	o.mu.Lock()
+	e, ok := o.entries[key]
+	o.mu.Unlock()
+	switch {
+	case !ok || e.Hash != hash:
+		return true
+	case e.Trigger != o.trigger():
+		return true
+	case o.opts.Reverify > 0:
+		return o.now().After(e.At.Add(o.period(key)))
+	}
+	return false
+}
+
+// period is the re-verification period of one piece, stretched by a
+// fraction (up to 10%) that is stable per Profile and key.
+func (o *Outside) period(key string) time.Duration {
+	sum := sha256.Sum256([]byte(o.profile.Name + "/" + key))
+	frac := float64(binary.BigEndian.Uint16(sum[:2])) / 65535
+	return o.opts.Reverify + time.Duration(frac*0.1*float64(o.opts.Reverify))
+}
+
+func (o *Outside) trigger() string { return o.profile.Annotations[AnnotationReverify] }
+
+// load reads the record once from the cache, or (live) once from the API
+// server when a live reader is set. Entries changed in memory are kept.
+func (o *Outside) load(ctx context.Context, live bool) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.reader
+	switch {
+	case live && o.live != nil && !o.fresh:
+		r = o.live
+	case o.loaded:
+		return nil
+	}
+	var cm corev1.ConfigMap
+	err := r.Get(ctx, client.ObjectKey{Namespace: Namespace(o.profile), Name: StateName(o.kind)}, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = corev1.ConfigMap{}
+	case err != nil:
+		return fmt.Errorf("plugin %s: read outside-state record: %w", o.kind, err)
+	case !IsOwnedBy(cm.Labels, o.kind, o.profile.Name):
+		return Terminalf(ReasonConflict, "ConfigMap %s/%s exists and is not plugin %s's outside-state record; left untouched",
+			cm.Namespace, cm.Name, o.kind)
+	}
+	entries := map[string]outsideEntry{}
+	if raw := cm.Data[recordKey]; raw != "" {
+		// A record that does not decode is as good as none: every piece is
+		// made true again, which is safe, and the record is rewritten.
+		if json.Unmarshal([]byte(raw), &entries) != nil {
+			entries = map[string]outsideEntry{}
+		}
+	}
+	if o.dirty {
+		// Keep what this pass already changed.
+		for k, e := range o.entries {
+			entries[k] = e
+		}
+	}
+	o.entries = entries
+	o.exists, o.uid = cm.Name != "", cm.UID
+	o.loaded = true
+	o.fresh = o.fresh || r == o.live
+	return nil
+}
+
+// call runs fn with the timeout and counts it by plugin, system and result.
+func (o *Outside) call(ctx context.Context, system string, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := fn(ctx)
+	outsideSeconds.WithLabelValues(o.kind, system).Observe(time.Since(start).Seconds())
+	result := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		result = "timeout"
+	default:
+		result = "error"
+	}
+	outsideCalls.WithLabelValues(o.kind, system, result).Inc()
+	if err == nil {
+		return nil
+	}
+	if IsTerminal(err) {
+		return err
+	}
+	if result == "timeout" {
+		err = fmt.Errorf("no answer within %s: %w", o.opts.Timeout, err)
+	}
+	return &OutsideError{System: system, Err: err}
+}
+
+// hashOf returns a short stable hash of v's JSON encoding. Maps encode with
+// sorted keys, so equal values hash alike.
+func hashOf(v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode desired state: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12]), nil
+}

@@ -1,0 +1,236 @@
+package plugins_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// calls counts the outside calls a test makes, by key.
+type calls map[string]int
+
+func (c calls) fn(key string, err error) func(context.Context) error {
+	return func(context.Context) error {
+		c[key]++
+		return err
+	}
+}
+
+func outsideClient(t *testing.T) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).Build()
+}
+
+func newProfile(annotations map[string]string) *kubeflowv1.Profile {
+	return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1", Annotations: annotations}}
+}
+
+// pass runs one pass the way a host does: Ensure for every desired piece,
+// then Flush.
+func pass(t *testing.T, o *plugins.Outside, c calls, desired map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	for key, want := range desired {
+		if _, err := o.Ensure(ctx, "Test", key, want, c.fn(key, nil)); err != nil {
+			t.Fatalf("Ensure %s: %v", key, err)
+		}
+	}
+	if err := o.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+func TestOutsideCallsOnlyWhatChanged(t *testing.T) {
+	c := outsideClient(t)
+	p := newProfile(nil)
+	got := calls{}
+	desired := map[string]any{"container/a": map[string]string{"name": "a"}, "container/b": map[string]string{"name": "b"}}
+
+	pass(t, plugins.NewOutside(c, "blob", p, plugins.OutsideOptions{}), got, desired)
+	pass(t, plugins.NewOutside(c, "blob", p, plugins.OutsideOptions{}), got, desired)
+	if diff := cmp.Diff(calls{"container/a": 1, "container/b": 1}, got); diff != "" {
+		t.Errorf("after a first and an unchanged second pass, calls (-want +got):\n%s", diff)
+	}
+
+	desired["container/b"] = map[string]string{"name": "b", "tier": "cool"}
+	pass(t, plugins.NewOutside(c, "blob", p, plugins.OutsideOptions{}), got, desired)
+	if diff := cmp.Diff(calls{"container/a": 1, "container/b": 2}, got); diff != "" {
+		t.Errorf("after b changed, calls (-want +got):\n%s", diff)
+	}
+
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "profilekit-blob-state"}, &cm); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if !plugins.IsOwnedBy(cm.Labels, "blob", "team") || cm.Labels[plugins.LabelRole] != plugins.RoleOutsideState {
+		t.Errorf("record labels = %v, want ours with the outside-state role", cm.Labels)
+	}
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != "u1" {
+		t.Errorf("record owner references = %v, want the Profile", cm.OwnerReferences)
+	}
+}
+
+func TestOutsideReverify(t *testing.T) {
+	c := outsideClient(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	opts := plugins.OutsideOptions{Reverify: 6 * time.Hour}
+	desired := map[string]any{"role": "r"}
+	got := calls{}
+
+	pass(t, plugins.NewOutside(c, "db", newProfile(nil), opts, plugins.WithClock(clock)), got, desired)
+	now = now.Add(6 * time.Hour) // within the 10% stretch at the earliest
+	pass(t, plugins.NewOutside(c, "db", newProfile(nil), opts, plugins.WithClock(clock)), got, desired)
+	if got["role"] != 1 {
+		t.Errorf("calls at the period's end = %d, want 1 (the period is stretched, never shortened)", got["role"])
+	}
+	now = now.Add(37 * time.Minute) // past any stretch of up to 10%
+	pass(t, plugins.NewOutside(c, "db", newProfile(nil), opts, plugins.WithClock(clock)), got, desired)
+	if got["role"] != 2 {
+		t.Errorf("calls past the stretched period = %d, want 2", got["role"])
+	}
+
+	// The manual trigger calls again at once, and once only per value.
+	trigger := map[string]string{plugins.AnnotationReverify: "now"}
+	pass(t, plugins.NewOutside(c, "db", newProfile(trigger), opts, plugins.WithClock(clock)), got, desired)
+	pass(t, plugins.NewOutside(c, "db", newProfile(trigger), opts, plugins.WithClock(clock)), got, desired)
+	if got["role"] != 3 {
+		t.Errorf("calls after the trigger twice = %d, want 3", got["role"])
+	}
+}
+
+func TestOutsideFailures(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	p := newProfile(nil)
+
+	o := plugins.NewOutside(c, "blob", p, plugins.OutsideOptions{})
+	called, err := o.Ensure(ctx, "AzureBlob", "container/a", "a", func(context.Context) error { return errors.New("connection refused") })
+	var oe *plugins.OutsideError
+	if !called || !errors.As(err, &oe) || plugins.ReasonOf(err, "") != "AzureBlobError" || plugins.IsTerminal(err) {
+		t.Errorf("failed call: called %v, error %v (reason %q); want a retried AzureBlobError", called, err, plugins.ReasonOf(err, ""))
+	}
+	if err := o.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := plugins.NewOutside(c, "blob", p, plugins.OutsideOptions{}).Recorded(ctx)
+	if err != nil || len(keys) != 0 {
+		t.Errorf("record after a failed call = %v, %v; want nothing recorded", keys, err)
+	}
+
+	o = plugins.NewOutside(c, "blob", p, plugins.OutsideOptions{Timeout: 20 * time.Millisecond})
+	_, err = o.Ensure(ctx, "AzureBlob", "container/a", "a", func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.As(err, &oe) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("slow call: error %v, want an AzureBlobError that wraps the deadline", err)
+	}
+
+	bad := plugins.Terminalf(plugins.ReasonInvalidSpec, "no such account")
+	_, err = o.Ensure(ctx, "AzureBlob", "container/a", "a", func(context.Context) error { return bad })
+	if !plugins.IsTerminal(err) || errors.As(err, &oe) {
+		t.Errorf("terminal failure: error %v, want the TerminalError as it is", err)
+	}
+}
+
+func TestOutsideForgetDeletesAnEmptyRecord(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	p := newProfile(nil)
+	got := calls{}
+	pass(t, plugins.NewOutside(c, "db", p, plugins.OutsideOptions{}), got, map[string]any{"role": 1, "database": 2})
+
+	o := plugins.NewOutside(c, "db", p, plugins.OutsideOptions{})
+	keys, err := o.Recorded(ctx)
+	if diff := cmp.Diff([]string{"database", "role"}, keys); err != nil || diff != "" {
+		t.Fatalf("Recorded = %v, %v; (-want +got):\n%s", keys, err, diff)
+	}
+	if err := o.Forget(ctx, "role"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := plugins.NewOutside(c, "db", p, plugins.OutsideOptions{}).Recorded(ctx); !cmp.Equal(keys, []string{"database"}) {
+		t.Errorf("Recorded after forgetting role = %v, want [database]", keys)
+	}
+
+	o = plugins.NewOutside(c, "db", p, plugins.OutsideOptions{})
+	if err := o.Forget(ctx, "database"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	err = c.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("db")}, &cm)
+	if err == nil {
+		t.Errorf("record still there after everything was forgotten: %v", cm.Data)
+	}
+}
+
+// A record of the same name that is not ours is never used or overwritten.
+func TestOutsideRefusesAForeignRecord(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: plugins.StateName("db")}, Data: map[string]string{"x": "y"}}
+	if err := c.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	got := calls{}
+	_, err := plugins.NewOutside(c, "db", newProfile(nil), plugins.OutsideOptions{}).Ensure(ctx, "PostgreSQL", "role", 1, got.fn("role", nil))
+	if plugins.ReasonOf(err, "") != plugins.ReasonConflict || got["role"] != 0 {
+		t.Errorf("Ensure beside a foreign record: error %v, %d calls; want a Conflict and no call", err, got["role"])
+	}
+}
+
+func TestOfflineOutsideCallsNothing(t *testing.T) {
+	ctx := context.Background()
+	o := plugins.NewOfflineOutside("blob", newProfile(nil))
+	got := calls{}
+	if called, err := o.Ensure(ctx, "AzureBlob", "container/a", "a", got.fn("a", nil)); called || err != nil {
+		t.Errorf("offline Ensure = %v, %v; want nothing called", called, err)
+	}
+	if err := o.Call(ctx, "OPA", got.fn("grants", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("offline calls = %v, want none", got)
+	}
+	if diff := cmp.Diff([]string{"AzureBlob container/a", "OPA"}, o.Skipped()); diff != "" {
+		t.Errorf("Skipped (-want +got):\n%s", diff)
+	}
+}
+
+// The Applier never prunes the outside-state record, even for a plugin that
+// owns ConfigMaps.
+func TestSyncKeepsTheOutsideRecord(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	p := newProfile(nil)
+	pass(t, plugins.NewOutside(c, "settings", p, plugins.OutsideOptions{}), calls{}, map[string]any{"k": 1})
+	owns := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")}
+	res, err := plugins.NewApplier(c, "settings", p, owns).Sync(ctx, corev1ac.ConfigMap("other", "team"))
+	if err != nil || res.Count(plugins.Deleted) != 0 {
+		t.Errorf("Sync = %s, %v; want the record kept", res.Summary(), err)
+	}
+}
