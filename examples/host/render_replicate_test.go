@@ -14,8 +14,7 @@ func TestRenderReplicate(t *testing.T) {
 		t.Fatalf("render: exit %d\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"# profile: team-r, plugin: replicate\napiVersion: v1\nkind: ConfigMap",
-		"ca-bundle.crt: |",
+		"# profile: team-r, plugin: replicate\napiVersion: v1\ndata:\n  ca-bundle.crt: |\n    -----BEGIN CERTIFICATE-----\n    MIIBexample\n",
 		"  .dockerconfigjson: (redacted, 74 bytes)\n",
 		"type: kubernetes.io/dockerconfigjson",
 		"replicate.profilekit.dev/from: platform-secrets/registry-pull",
