@@ -31,6 +31,9 @@ func NewRegistry(defs ...Definition) (*Registry, error) {
 		if !kindPattern.MatchString(kind) {
 			return nil, fmt.Errorf("plugin kind %q: want letters, digits and dashes, starting with a letter and ending with a letter or digit, at most 63 characters", kind)
 		}
+		if d.Upstream && kind != CoreKind {
+			return nil, fmt.Errorf("plugin kind %q: only the %s plugin may write the upstream controller's objects", kind, CoreKind)
+		}
 		if _, dup := r.defs[kind]; dup {
 			return nil, fmt.Errorf("plugin kind %q registered twice", kind)
 		}

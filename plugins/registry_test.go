@@ -18,6 +18,9 @@ func TestRegistry(t *testing.T) {
 	if diff := cmp.Diff([]string{"limitrange", "quotas"}, r.Kinds()); diff != "" {
 		t.Errorf("Kinds (-want +got):\n%s", diff)
 	}
+	if _, err := plugins.NewRegistry(plugins.Definition{Plugin: plugins.Funcs{KindName: plugins.CoreKind}, Upstream: true}); err != nil {
+		t.Errorf("core with Upstream: %v", err)
+	}
 	if d, ok := r.Get("quotas"); !ok || d.Kind() != "quotas" || d.Condition() != "QuotasReady" || d.FieldManager() != "profilekit-quotas" {
 		t.Errorf("Get(quotas) = %+v, %v", d, ok)
 	}
@@ -29,6 +32,7 @@ func TestRegistry(t *testing.T) {
 		{reason: "a kind twice", defs: []plugins.Definition{def("a"), def("a")}, wantErr: `plugin kind "a" registered twice`},
 		{reason: "a kind with an underscore", defs: []plugins.Definition{def("Bad_Kind")}, wantErr: `plugin kind "Bad_Kind"`},
 		{reason: "no plugin", defs: []plugins.Definition{{}}, wantErr: "without a plugin"},
+		{reason: "upstream's objects for a kind other than core", defs: []plugins.Definition{{Plugin: plugins.Funcs{KindName: "quotas"}, Upstream: true}}, wantErr: "only the core plugin may write the upstream controller's objects"},
 		{reason: "an empty kind", defs: []plugins.Definition{def("")}, wantErr: `plugin kind ""`},
 	} {
 		if _, err := plugins.NewRegistry(tt.defs...); err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -137,7 +137,7 @@ func TestForkRejectsBadSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ps[0].ApplyPlugin(r, profile)
-	if err == nil || err.Error() != `plugin quotas: spec: unknown field "hrad"` {
+	if err == nil || err.Error() != `spec.plugins[0] (quotas).spec: unknown field "hrad"` {
 		t.Errorf("ApplyPlugin error = %v, want the unknown field named", err)
 	}
 }
