@@ -44,6 +44,15 @@ type Applier struct {
 	// anyNamespace lets the plugin write outside the Profile's namespace, and
 	// makes pruning look for its objects in every namespace.
 	anyNamespace bool
+	// upstream lets the plugin write the Profile's namespace and upstream's
+	// names (see WithUpstreamObjects); adopt, only with upstream, takes over
+	// objects of those names that nobody labelled.
+	upstream bool
+	adopt    bool
+
+	// kept are objects the plugin owns that Sync leaves in place although
+	// they are not desired (see Keep).
+	kept map[objectKey]bool
 
 	// recorded, when not nil, makes Sync record the desired objects instead
 	// of reading or writing anything.
@@ -77,6 +86,30 @@ func WithAnyNamespace() ApplierOption {
 	return func(a *Applier) { a.anyNamespace = true }
 }
 
+// WithUpstreamObjects lets the plugin write what the upstream profile
+// controller writes: the Profile's namespace (the one cluster-scoped object an
+// Applier ever writes) and objects with upstream's names inside it. Hosts set
+// it for the Definition with Upstream, which only the core plugin may have;
+// every other rule of the Applier still holds.
+func WithUpstreamObjects() ApplierOption {
+	return func(a *Applier) { a.upstream = true }
+}
+
+// Adopting returns a copy of a that takes over objects of the desired names
+// that carry no app.kubernetes.io/managed-by label at all, such as those the
+// upstream controller wrote, by applying over them in place: the same object
+// (same UID) gets our fields and labels, nothing is deleted or recreated.
+// Objects labelled by anyone (another profilekit plugin or Profile, another
+// tool) are never taken. It has effect only with WithUpstreamObjects.
+func (a *Applier) Adopting() *Applier {
+	b := *a
+	b.adopt = a.upstream
+	return &b
+}
+
+// namespaceGVK is the kind of the Profile's namespace.
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
 // NewApplier returns an Applier for plugin kind and Profile p, which writes
 // objects of the kinds in owns through c.
 func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind, opts ...ApplierOption) *Applier {
@@ -90,8 +123,15 @@ func NewApplier(c Cluster, kind string, p *kubeflowv1.Profile, owns []schema.Gro
 // NewRecorder returns an Applier that talks to no server: Sync records the
 // objects it would apply, with our labels, owner reference and hash, and
 // reports them as Created; DeleteAll does nothing. Offline rendering uses it.
-func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind) *Applier {
-	return &Applier{kind: kind, profile: p, owns: owns, recorded: &[]*unstructured.Unstructured{}}
+// opts are the same options NewApplier takes; those about reading and
+// writing have no effect.
+func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionKind, opts ...ApplierOption) *Applier {
+	a := &Applier{kind: kind, profile: p, owns: owns}
+	for _, o := range opts {
+		o(a)
+	}
+	a.recorded = &[]*unstructured.Unstructured{}
+	return a
 }
 
 // Recorded returns the objects a recorder's Sync calls were given, in the
@@ -101,6 +141,16 @@ func (a *Applier) Recorded() []*unstructured.Unstructured {
 		return nil
 	}
 	return *a.recorded
+}
+
+// Keep makes Sync leave the plugin's object of kind gvk at namespace/name in
+// place although it is not desired: neither written nor pruned. A copy whose
+// source is gone for the moment is one.
+func (a *Applier) Keep(gvk schema.GroupVersionKind, namespace, name string) {
+	if a.kept == nil {
+		a.kept = map[objectKey]bool{}
+	}
+	a.kept[objectKey{gvk: gvk, namespace: namespace, name: name}] = true
 }
 
 // Sync applies desired and deletes the plugin's other objects for the Profile.
@@ -119,10 +169,45 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 		}
 		return res, nil
 	}
-	var errs []error
-	keep := make(map[objectKey]bool, len(objs))
+	res, errs := a.applyAll(ctx, objs)
+	keep := make(map[objectKey]bool, len(objs)+len(a.kept))
+	maps.Copy(keep, a.kept)
 	for _, u := range objs {
 		keep[keyOf(u)] = true
+	}
+	pruned, err := a.prune(ctx, keep)
+	res.Merge(pruned)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// Apply applies desired like Sync but deletes nothing. It is for plugins
+// that decide their deletions themselves, such as volumes that must not go
+// while a pod mounts them; they delete through the request's Client, and
+// only objects that carry their ownership labels.
+func (a *Applier) Apply(ctx context.Context, desired ...runtime.ApplyConfiguration) (Result, error) {
+	objs, err := a.prepare(desired)
+	if err != nil {
+		return Result{}, err
+	}
+	if a.recorded != nil {
+		var res Result
+		for _, u := range objs {
+			*a.recorded = append(*a.recorded, u)
+			res.Add(Change{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Action: Created})
+		}
+		return res, nil
+	}
+	res, errs := a.applyAll(ctx, objs)
+	return res, errors.Join(errs...)
+}
+
+func (a *Applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) (Result, []error) {
+	var res Result
+	var errs []error
+	for _, u := range objs {
 		c, err := a.applyOne(ctx, u)
 		if c.Action != "" {
 			res.Add(c)
@@ -131,12 +216,7 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 			errs = append(errs, err)
 		}
 	}
-	pruned, err := a.prune(ctx, keep)
-	res.Merge(pruned)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return res, errors.Join(errs...)
+	return res, errs
 }
 
 // DeleteAll deletes every object the plugin owns for the Profile, except its
@@ -158,8 +238,11 @@ func keyOf(u *unstructured.Unstructured) objectKey {
 	return objectKey{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()}
 }
 
+// compareKeys orders cluster-scoped objects (the Profile's namespace) before
+// namespaced ones, so that the namespace exists before anything in it.
 func compareKeys(a, b objectKey) int {
 	return cmp.Or(
+		cmp.Compare(min(len(a.namespace), 1), min(len(b.namespace), 1)),
 		cmp.Compare(a.gvk.Group, b.gvk.Group),
 		cmp.Compare(a.gvk.Kind, b.gvk.Kind),
 		cmp.Compare(a.namespace, b.namespace),
@@ -184,9 +267,13 @@ func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured
 			return nil, fmt.Errorf("plugin %s: desired object has no kind or name: %s", a.kind, k.gvk)
 		case !slices.Contains(a.owns, k.gvk):
 			return nil, fmt.Errorf("plugin %s: %s is not among the kinds the plugin owns", a.kind, k.gvk)
+		case a.isProfileNamespace(k):
+			if !a.upstream {
+				return nil, Terminalf(ReasonInvalidConfig, "plugin %s: the namespace %s is the core plugin's, no other plugin writes it", a.kind, k.name)
+			}
 		case !a.anyNamespace && k.namespace != Namespace(a.profile):
 			return nil, fmt.Errorf("plugin %s: %s %s/%s is outside the Profile's namespace %s; a plugin that writes elsewhere keeps outside state", a.kind, k.gvk.Kind, k.namespace, k.name, Namespace(a.profile))
-		case IsUpstreamName(k.name):
+		case IsUpstreamName(k.name) && !a.upstream:
 			return nil, Terminalf(ReasonInvalidConfig, "plugin %s: %s %q is the upstream controller's, profilekit never writes it", a.kind, k.gvk.Kind, k.name)
 		case seen[k]:
 			return nil, fmt.Errorf("plugin %s: %s %s/%s is desired twice", a.kind, k.gvk.Kind, k.namespace, k.name)
@@ -197,6 +284,11 @@ func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured
 	}
 	slices.SortFunc(objs, func(x, y *unstructured.Unstructured) int { return compareKeys(keyOf(x), keyOf(y)) })
 	return objs, nil
+}
+
+// isProfileNamespace reports whether k is the Profile's namespace itself.
+func (a *Applier) isProfileNamespace(k objectKey) bool {
+	return k.gvk == namespaceGVK && k.namespace == "" && k.name == Namespace(a.profile)
 }
 
 func toUnstructured(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
@@ -252,8 +344,10 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
 	action := Created
+	adopted := false
 	if live != nil {
-		if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) {
+		adopted = a.adopt && live.GetLabels()[LabelManagedBy] == ""
+		if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) && !adopted {
 			change.Action = Skipped
 			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
 				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
@@ -271,7 +365,7 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
 	change.Action = action
-	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action)
+	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action, "adopted", adopted)
 	return change, nil
 }
 
@@ -358,6 +452,16 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		opts = append(opts, client.InNamespace(Namespace(a.profile)))
 	}
 	for _, gvk := range a.owns {
+		if gvk == namespaceGVK {
+			c, err := a.pruneNamespace(ctx, keep)
+			if c.Action != "" {
+				res.Add(c)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		list, err := a.newList(gvk)
 		if err != nil {
 			errs = append(errs, err)
@@ -370,7 +474,10 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		var stale []client.Object
 		err = forEachObject(list, func(obj client.Object) {
 			k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
-			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState {
+			// An object already being deleted (waiting for a finalizer,
+			// such as Argo CD's) needs no second delete request.
+			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState &&
+				obj.GetDeletionTimestamp() == nil {
 				stale = append(stale, obj)
 			}
 		})
@@ -392,6 +499,30 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// pruneNamespace deletes the Profile's namespace when it is ours and no longer
+// desired. The namespace is the only one a plugin can own, so it is read by
+// name rather than listed with every other namespace.
+func (a *Applier) pruneNamespace(ctx context.Context, keep map[objectKey]bool) (Change, error) {
+	k := objectKey{gvk: namespaceGVK, name: Namespace(a.profile)}
+	change := Change{Kind: k.gvk.Kind, Name: k.name}
+	if keep[k] || !a.upstream {
+		return Change{}, nil
+	}
+	live, err := a.get(ctx, k)
+	if err != nil || live == nil || !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) {
+		if err != nil {
+			err = fmt.Errorf("read namespace %s: %w", k.name, err)
+		}
+		return Change{}, err
+	}
+	uid := live.GetUID()
+	if err := a.writer.Delete(ctx, live, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return change, fmt.Errorf("delete namespace %s: %w", k.name, err)
+	}
+	change.Action = Deleted
+	return change, nil
 }
 
 func forEachObject(list client.ObjectList, fn func(client.Object)) error {

@@ -79,3 +79,54 @@ func TestSyncNamespaceScope(t *testing.T) {
 		t.Errorf("Sync in any namespace = %s, %v; want the stale object in another namespace deleted", res.Summary(), err)
 	}
 }
+
+// Only an Applier with WithUpstreamObjects writes the Profile's namespace and
+// upstream's names, and it still writes nothing outside the namespace; only
+// Adopting takes over objects nobody labelled.
+func TestSyncUpstreamObjects(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1"}}
+	owns := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Namespace"), corev1.SchemeGroupVersion.WithKind("ServiceAccount")}
+	theirs := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-editor", Namespace: "team"}}
+	helm := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-viewer", Namespace: "team", Labels: map[string]string{plugins.LabelManagedBy: "Helm"}}}
+	newClient := func() client.Client {
+		return fake.NewClientBuilder().WithScheme(s).WithObjects(theirs.DeepCopy(), helm.DeepCopy()).Build()
+	}
+	ns := corev1ac.Namespace("team")
+
+	for _, tt := range []struct {
+		reason  string
+		opts    []plugins.ApplierOption
+		adopt   bool
+		desired []runtime.ApplyConfiguration
+		wantErr string
+		want    string
+	}{
+		{reason: "another plugin may not write the namespace", desired: []runtime.ApplyConfiguration{ns}, wantErr: "the namespace team is the core plugin's"},
+		{reason: "another plugin may not write upstream's names", desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-editor", "team")}, wantErr: "is the upstream controller's"},
+		{reason: "core writes the namespace", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, desired: []runtime.ApplyConfiguration{ns}, want: "1 created"},
+		{reason: "core writes no other namespace", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, desired: []runtime.ApplyConfiguration{corev1ac.Namespace("other")}, wantErr: "outside the Profile's namespace team"},
+		{reason: "core does not take upstream's object without adoption", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-editor", "team")}, wantErr: "exists and is not managed"},
+		{reason: "core adopts upstream's object", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, adopt: true, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-editor", "team")}, want: "1 configured"},
+		{reason: "core never adopts another tool's object", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, adopt: true, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-viewer", "team")}, wantErr: "exists and is not managed"},
+		{reason: "adopting means nothing without upstream objects", adopt: true, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("x", "team")}, want: "1 created"},
+	} {
+		t.Run(tt.reason, func(t *testing.T) {
+			a := plugins.NewApplier(newClient(), "core", p, owns, tt.opts...)
+			if tt.adopt {
+				a = a.Adopting()
+			}
+			res, err := a.Sync(context.Background(), tt.desired...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Sync = %s, %v; want an error containing %q", res.Summary(), err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || res.Summary() != tt.want {
+				t.Errorf("Sync = %s, %v; want %s", res.Summary(), err, tt.want)
+			}
+		})
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -22,7 +24,7 @@ import (
 // to that), never modifies or deletes an object without them, and never touches
 // the upstream controller's own objects (namespaceAdmin, default-editor,
 // default-viewer, ns-owner-access-istio, kf-resource-quota, the namespace owner
-// annotation). Invalid input is returned as a TerminalError so that it is
+// annotation), which only the core plugin makes. Invalid input is returned as a TerminalError so that it is
 // reported, not retried.
 type Plugin interface {
 	// Kind is the name a Profile uses in spec.plugins[].kind.
@@ -137,6 +139,50 @@ type Definition struct {
 	// of these kinds, whoever wrote it, and serves reads of them through
 	// Request.Watched.
 	Watches []Watch
+	// Runner, when set, runs beside the plugin's controller for as long as
+	// the host runs (and is leader), for inputs that live outside the
+	// cluster, such as a poller of a policy server. It tells the host which
+	// Profiles to reconcile through Runtime.Enqueue, so that only those are
+	// reconciled. Hosts that run no manager (offline rendering, the
+	// upstream adapter) do not run it; the plugin must then say what it
+	// could not know. It returns when ctx ends.
+	Runner func(ctx context.Context, rt Runtime) error
+	// Upstream lets the plugin write the upstream profile controller's
+	// objects: the Profile's namespace itself (cluster-scoped) and the names
+	// that IsUpstreamName reports. Only the plugin of kind CoreKind, which
+	// replaces that controller, may set it; NewRegistry refuses any other.
+	// Everything else about the Applier stays: ownership labels, owner
+	// references, and nothing outside the Profile's namespace.
+	Upstream bool
+}
+
+// Runtime is what a Definition's Runner gets from the host.
+type Runtime struct {
+	// Config is the plugin's config from the host's defaults: a pointer to
+	// the type NewConfig returns.
+	Config any
+	// RESTConfig reaches the API server as the host.
+	RESTConfig *rest.Config
+	// Reader reads from the API server without a cache, for the few reads
+	// that must not widen the host's cache (a namespace's Pods, say).
+	Reader client.Reader
+	// Enqueue asks for the named Profiles to be reconciled.
+	Enqueue func(profiles ...string)
+}
+
+// ApplierOptions returns the options an Applier for the definition's plugin
+// needs: writing beyond the Profile's namespace for plugins with outside
+// state, and the upstream objects for the core plugin. Hosts pass them to
+// NewApplier and NewRecorder.
+func (d Definition) ApplierOptions() []ApplierOption {
+	var opts []ApplierOption
+	if d.OutsideState {
+		opts = append(opts, WithAnyNamespace())
+	}
+	if d.Upstream {
+		opts = append(opts, WithUpstreamObjects())
+	}
+	return opts
 }
 
 // Watch is a kind of object a plugin reads but does not write, such as the
@@ -153,6 +199,28 @@ type Watch struct {
 	// created, changed or deleted; none when it does not concern a Profile.
 	// It runs for both the old and the new object of an update.
 	Profiles func(ctx context.Context, obj client.Object) []string
+	// Scopes, when set, restricts the watch to the scopes it returns for the
+	// host's config (the decoded host defaults, as NewConfig's type): the
+	// host caches only objects of the kind inside them, one informer per
+	// scope, never the kind cluster-wide. No scope means no watch at all.
+	// Request.Watched serves the kind from these scopes only.
+	Scopes func(hostConfig any) []Scope
+	// Carries, when set, is asked instead of Profiles: for every Profile the
+	// plugin applies to, with the Profile's decoded config, whether obj
+	// concerns it. Only the Profiles it names are reconciled. Profiles whose
+	// config does not decode are left out (their condition already says so).
+	Carries func(obj client.Object, p *kubeflowv1.Profile, cfg any) bool
+}
+
+// Scope is one namespace, and optionally a name or a label selector in it,
+// that a scoped Watch caches.
+type Scope struct {
+	// Namespace holds the watched objects. Required.
+	Namespace string
+	// Name, when set, restricts the scope to the object of that name.
+	Name string
+	// Labels, when set, restricts the scope to objects whose labels match.
+	Labels labels.Selector
 }
 
 // Kind returns the kind of the definition's plugin.

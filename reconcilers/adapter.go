@@ -160,10 +160,7 @@ func (a *Adapter[R, P]) profile(profile P) (*kubeflowv1.Profile, error) {
 }
 
 // applierOptions lets plugins with outside state write, and prune, beyond the
-// Profile's namespace.
+// Profile's namespace, and the core plugin write upstream's objects.
 func applierOptions(def plugins.Definition) []plugins.ApplierOption {
-	if def.OutsideState {
-		return []plugins.ApplierOption{plugins.WithAnyNamespace()}
-	}
-	return nil
+	return def.ApplierOptions()
 }

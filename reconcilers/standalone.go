@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -55,6 +57,10 @@ type Reconciler struct {
 
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
+
+	// namespaceGate, when set, says which Profiles' namespaces the core
+	// plugin makes; the plugin waits for those (see WithNamespaceGate).
+	namespaceGate func(*kubeflowv1.Profile) bool
 
 	// watched caches the definition's Watches; nil when it has none.
 	watched client.Reader
@@ -126,6 +132,17 @@ func WithStatusWriter(w *StatusWriter) Option {
 	return func(r *Reconciler) { r.status = w }
 }
 
+// WithNamespaceGate makes the plugin wait, for each Profile that makes
+// true, until the core plugin has made the Profile's namespace: until then
+// the plugin sends nothing and reports nothing, and the namespace's creation
+// wakes it. Without it a plugin racing core would fail into a namespace that
+// does not exist yet, retry with backoff and report each failure. Hosts set
+// it on every plugin but core when core runs, with core's enablement as
+// covers.
+func WithNamespaceGate(covers func(*kubeflowv1.Profile) bool) Option {
+	return func(r *Reconciler) { r.namespaceGate = covers }
+}
+
 // WithEventRecorder replaces the manager's event recorder.
 func WithEventRecorder(rec events.EventRecorder) Option {
 	return func(r *Reconciler) { r.recorder = rec }
@@ -190,19 +207,86 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
 	if len(r.def.Watches) > 0 {
-		c, err := newWatchCache(mgr)
-		if err != nil {
+		if err := r.setupWatches(mgr, b); err != nil {
 			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
 		}
-		r.watched = c
-		for _, w := range r.def.Watches {
-			if w.Object == nil || w.Profiles == nil {
-				return fmt.Errorf("plugin %s: a watch needs an object and a map to Profiles", r.def.Kind())
-			}
-			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
+	}
+	if r.namespaceGate != nil && !r.def.Upstream {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
+	}
+	if r.def.Runner != nil {
+		src, err := r.runner(mgr)
+		if err != nil {
+			return err
 		}
+		b = b.WatchesRawSource(src)
+	}
+	if n, ok := r.def.Plugin.(plugins.Notifier); ok {
+		src, err := r.notifySource(mgr, n)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
 	}
 	return b.Complete(r)
+}
+
+// runner starts the definition's Runner with the manager and returns the
+// channel source through which it enqueues Profiles.
+func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
+	events := make(chan event.GenericEvent, 1024)
+	rt := plugins.Runtime{
+		Config:     r.hostConfig,
+		RESTConfig: mgr.GetConfig(),
+		Reader:     mgr.GetAPIReader(),
+		Enqueue: func(names ...string) {
+			for _, n := range names {
+				events <- event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+			}
+		},
+	}
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := r.def.Runner(ctx, rt); err != nil {
+			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return source.Channel(events, &handler.EnqueueRequestForObject{}), nil
+}
+
+// notifySource runs a Notifier with the manager and turns each change it
+// reports into a reconcile of every Profile in the shard.
+func (r *Reconciler) notifySource(mgr ctrl.Manager, n plugins.Notifier) (source.Source, error) {
+	events := make(chan event.GenericEvent)
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return n.Notify(ctx, r.hostConfig, func() {
+			select {
+			case events <- event.GenericEvent{Object: &kubeflowv1.Profile{}}:
+			case <-ctx.Done():
+			}
+		})
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: start notifier: %w", r.def.Kind(), err)
+	}
+	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(r.everyProfile)), nil
+}
+
+// everyProfile returns a request for each cached Profile in the shard.
+func (r *Reconciler) everyProfile(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list kubeflowv1.ProfileList
+	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}); err != nil {
+		log.FromContext(ctx).Error(err, "list profiles after a change the plugin was notified of", "plugin", r.def.Kind())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return reqs
 }
 
 // byName turns a watch's map to Profile names into reconcile requests.
@@ -251,6 +335,7 @@ func toProfile(kind string) handler.MapFunc {
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -298,6 +383,9 @@ func (r *Reconciler) requeue() reconcile.Result {
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
+		return reconcile.Result{}, err
+	}
 	cfg, err := r.def.Decode(r.defaults, p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
@@ -322,6 +410,24 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 		return reconcile.Result{}, err
 	}
 	return r.requeue(), nil
+}
+
+// namespaceReady reports whether the plugin may write into the Profile's
+// namespace: always without a namespace gate, else once the core plugin's
+// namespace for the Profile is in the cache and not being deleted.
+func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) (bool, error) {
+	if r.namespaceGate == nil || r.def.Upstream || !r.namespaceGate(p) {
+		return true, nil
+	}
+	var ns corev1.Namespace
+	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, &ns)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read namespace %s: %w", plugins.Namespace(p), err)
+	}
+	return plugins.IsOwnedBy(ns.Labels, plugins.CoreKind, p.Name) && ns.DeletionTimestamp.IsZero(), nil
 }
 
 // failed reports err in the plugin's condition. A terminal error is logged and

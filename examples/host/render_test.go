@@ -186,7 +186,7 @@ metadata: {name: elsewhere, labels: {shard: b}}
 	for _, tc := range []struct {
 		reason, doc, want string
 	}{
-		{"not a Profile", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `document 1: want apiVersion kubeflow.org/v1 or kubeflow.org/v1beta1, kind Profile, got "v1", "ConfigMap"`},
+		{"not a Profile (Secrets and ConfigMaps are sources)", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", `document 1: want apiVersion kubeflow.org/v1 or kubeflow.org/v1beta1, kind Profile, got "v1", "Pod"`},
 		{"a version the API server does not serve", "apiVersion: kubeflow.org/v2\nkind: Profile\nmetadata: {name: x}\n", `got "kubeflow.org/v2", "Profile"`},
 		{"an unknown field", "apiVersion: kubeflow.org/v1\nkind: Profile\nmetadata: {name: x}\nspec: {ownr: {}}\n", `unknown field "spec.ownr"`},
 		{"no name", "apiVersion: kubeflow.org/v1\nkind: Profile\n", "document 1: Profile has no metadata.name"},

@@ -44,6 +44,7 @@ type Env struct {
 	Scheme *k8sruntime.Scheme
 
 	env *envtest.Environment
+	cm  *controllerManager
 }
 
 // Options says what to install besides the Profile CRD.
@@ -57,6 +58,12 @@ type Options struct {
 	// Istio installs the real Istio CRDs (see IstioCRDs), so that the API
 	// server validates every Istio object a test writes.
 	Istio bool
+	// ControllerManager also starts kube-controller-manager (see
+	// ControllerManagerControllers), so that owner references, namespace
+	// deletion and service-account tokens work as in a cluster.
+	ControllerManager bool
+	// ArgoCD installs the real Argo CD CRDs (see ArgoCDCRDs).
+	ArgoCD bool
 	// Webhooks are registered with the API server, pointed at a local
 	// serving address and CA (see Env.Webhook).
 	Webhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
@@ -111,6 +118,13 @@ func Start(opts Options) (*Env, error) {
 		}
 		opts.CRDPaths = append(opts.CRDPaths, crds)
 	}
+	if opts.ArgoCD {
+		dir, err := ArgoCDCRDs()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDPaths = append(opts.CRDPaths, dir)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "api", "kubeflow", "crd")}, opts.CRDPaths...),
@@ -128,11 +142,18 @@ func Start(opts Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, Scheme: s, env: env}, nil
+	e := &Env{Config: cfg, Client: c, Scheme: s, env: env}
+	if opts.ControllerManager {
+		if e.cm, err = startControllerManager(assets, env); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // Stop stops the control plane.
-func (e *Env) Stop() error { return e.env.Stop() }
+func (e *Env) Stop() error { return errors.Join(e.cm.stop(), e.env.Stop()) }
 
 // Main is the body of a package's TestMain: it starts an Env into *env, runs
 // the tests, stops the Env and exits with the tests' code. A control plane

@@ -39,7 +39,7 @@ a CI pipeline can check Profiles before they are committed.`,
 			}
 			var profiles []*kubeflowv1.Profile
 			for _, f := range files {
-				ps, err := readProfiles(cmd.InOrStdin(), f)
+				ps, _, err := readInput(cmd.InOrStdin(), f)
 				if err != nil {
 					return err
 				}

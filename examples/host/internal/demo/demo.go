@@ -4,8 +4,9 @@
 // then changes and deletes some of them and shows how the controllers answer.
 //
 // envtest runs no controllers of its own: no namespace controller and no
-// garbage collector. The demo creates each Profile's namespace itself, and
-// when a Profile is deleted it shows the owner references that a real
+// garbage collector. The demo starts from Profiles alone: the core plugin
+// makes each namespace (without core in the configuration, the demo makes
+// them as the upstream controller would), and when a Profile is deleted it shows the owner references that a real
 // cluster's garbage collector would act on, rather than pretending.
 package demo
 
@@ -43,6 +44,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/render"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/quotas"
 )
 
@@ -128,6 +130,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stop()
 
+	if err := d.createSources(ctx); err != nil {
+		return err
+	}
 	d.title("1. Create the sample Profiles")
 	for _, p := range profiles {
 		if err := d.create(ctx, p); err != nil {
@@ -149,6 +154,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := d.repairDrift(ctx, profiles[0].Name); err != nil {
+		return err
+	}
+	if err := d.rotateSource(ctx, profiles); err != nil {
 		return err
 	}
 	if err := d.optOut(ctx, profiles); err != nil {
@@ -357,12 +365,15 @@ func (d *demo) startHost(ctx context.Context, env *envtest.Environment) (func(),
 	return stop, nil
 }
 
-// create creates a Profile and its namespace, which the upstream controller
-// would create in a real cluster.
+// create creates a Profile. Its namespace is the core plugin's to make; a
+// configuration without core gets the namespace made here, as the upstream
+// controller would make it in a cluster.
 func (d *demo) create(ctx context.Context, p *kubeflowv1.Profile) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
-	if err := d.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", p.Name, err)
+	if _, on := d.Config.Section(core.Kind); !on {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
+		if err := d.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", p.Name, err)
+		}
 	}
 	obj := p.DeepCopy()
 	if err := d.c.Create(ctx, obj); err != nil {
@@ -936,6 +947,14 @@ func describe(u *unstructured.Unstructured) string {
 	case "DestinationRule":
 		host, _, _ := unstructured.NestedString(u.Object, "spec", "host")
 		return "host " + host
+	case "Secret":
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		typ, _, _ := unstructured.NestedString(u.Object, "type")
+		keys := slices.Sorted(maps.Keys(data))
+		return fmt.Sprintf("type %s, keys %s (values not shown)", typ, strings.Join(keys, ","))
+	case "ConfigMap":
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		return "keys " + strings.Join(slices.Sorted(maps.Keys(data)), ",")
 	case "PodDefault":
 		desc, _, _ := unstructured.NestedString(u.Object, "spec", "desc")
 		return desc

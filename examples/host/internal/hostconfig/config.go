@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/reconcilers"
 )
@@ -238,6 +239,13 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	}
 	if p.Enabled == EnabledAll {
 		opts = append(opts, reconcilers.WithEnabledForAll(p.SelectorOrNil()))
+	}
+	// With core, the host makes the namespaces: the other plugins wait for
+	// the Profiles' namespaces that core serves instead of failing into them.
+	if core, on := c.Section(plugins.CoreKind); on && kind != plugins.CoreKind {
+		opts = append(opts, reconcilers.WithNamespaceGate(func(pr *kubeflowv1.Profile) bool {
+			return core.Applies(plugins.Listed(pr, plugins.CoreKind), pr.Labels)
+		}))
 	}
 	return opts
 }

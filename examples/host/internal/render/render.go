@@ -12,17 +12,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoac "k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -31,6 +35,7 @@ import (
 	kubeflowv1beta1 "github.com/profilekit/profilekit/api/kubeflow/v1beta1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/replicate"
 )
 
 // Object is one rendered object and where it came from.
@@ -58,6 +63,9 @@ type Renderer struct {
 	cfg    *hostconfig.Config
 	reg    *plugins.Registry
 	scheme *runtime.Scheme
+	// objects are the cluster's objects that plugins read, such as the
+	// sources the replicate plugin copies.
+	objects []client.Object
 	// converters type the fake client's server-side applies. Made once: a
 	// fake client makes its own for every build otherwise, which is most of
 	// a check's cost, and the admission webhook checks on every request.
@@ -110,6 +118,12 @@ func (o Outcome) Refused() bool {
 	return false
 }
 
+// WithObjects lets the plugins read objs, as if they were in the cluster.
+func (r *Renderer) WithObjects(objs ...client.Object) *Renderer {
+	r.objects = append(r.objects, objs...)
+	return r
+}
+
 // Render runs every plugin that applies to each Profile. Errors of different
 // Profiles and plugins are joined, each naming the Profile, the plugin's
 // condition and the message it would carry; the objects of the ones that
@@ -126,7 +140,7 @@ func (r *Renderer) Render(ctx context.Context, profiles []*kubeflowv1.Profile) (
 				continue
 			}
 			for _, u := range o.Objects {
-				out.Objects = append(out.Objects, Object{Profile: p.Name, Plugin: o.Kind, Object: u})
+				out.Objects = append(out.Objects, Object{Profile: p.Name, Plugin: o.Kind, Object: Redact(u)})
 			}
 		}
 	}
@@ -160,6 +174,11 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 			continue
 		}
 		objs, skipped, err := r.apply(ctx, def, sec, p)
+		if plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
+			// The cluster holds the sources; render has only what -f gave.
+			notes = append(notes, fmt.Sprintf("profile %s: %v; give the sources with -f to render their copies", p.Name, err))
+			err = nil
+		}
 		outcomes = append(outcomes, Outcome{Kind: kind, Condition: def.Condition(), Objects: objs, Err: err})
 		if err != nil {
 			continue
@@ -179,14 +198,18 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 	if err != nil {
 		return nil, nil, err
 	}
+	objs := []client.Object{p.DeepCopy()}
+	for _, o := range r.objects {
+		objs = append(objs, o.DeepCopyObject().(client.Object))
+	}
 	c := fake.NewClientBuilder().
 		WithScheme(r.scheme).
 		WithTypeConverters(r.converters...).
 		WithRESTMapper(r.mapper).
-		WithObjects(p.DeepCopy()).
+		WithObjects(objs...).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns)
+	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, def.ApplierOptions()...)
 	outside := plugins.NewOfflineOutside(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
@@ -197,9 +220,35 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		Retention: sec.Retention,
 	})
 	if err != nil {
-		return nil, nil, err
+		return rec.Recorded(), outside.Skipped(), err
 	}
 	return rec.Recorded(), outside.Skipped(), nil
+}
+
+// Redact returns u with a Secret's values replaced by their sizes, so that
+// no value is ever printed; other objects are returned as they are.
+func Redact(u *unstructured.Unstructured) *unstructured.Unstructured {
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return u
+	}
+	out := u.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok, _ := unstructured.NestedStringMap(out.Object, field)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			n := len(v)
+			if field == "data" {
+				if b, err := base64.StdEncoding.DecodeString(v); err == nil {
+					n = len(b)
+				}
+			}
+			m[k] = fmt.Sprintf("(redacted, %d bytes)", n)
+		}
+		_ = unstructured.SetNestedStringMap(out.Object, m, field)
+	}
+	return out
 }
 
 // ReadProfiles reads the Profiles in a stream of YAML or JSON documents; name
@@ -208,33 +257,67 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 // v1. Unknown fields are errors, as the API server's strict field validation
 // would make them.
 func ReadProfiles(in io.Reader, name string) ([]*kubeflowv1.Profile, error) {
+	ps, objs, err := ReadInput(in, name)
+	if err == nil && len(objs) > 0 {
+		err = fmt.Errorf("%s: %s %s: want only Profiles", name, objs[0].GetObjectKind().GroupVersionKind().Kind, objs[0].GetName())
+	}
+	return ps, err
+}
+
+// ReadInput reads Profiles as ReadProfiles does, and v1 Secrets and
+// ConfigMaps, which stand for cluster objects that plugins read (the
+// replicate plugin's sources).
+func ReadInput(in io.Reader, name string) ([]*kubeflowv1.Profile, []client.Object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
 	var out []*kubeflowv1.Profile
+	var objs []client.Object
 	for i := 1; ; i++ {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
 			continue
 		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &tm); err == nil && tm.APIVersion == "v1" && (tm.Kind == "Secret" || tm.Kind == "ConfigMap") {
+			var obj client.Object = &corev1.Secret{}
+			if tm.Kind == "ConfigMap" {
+				obj = &corev1.ConfigMap{}
+			}
+			if err := decodeStrict(doc, obj); err != nil {
+				return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			}
+			if s, ok := obj.(*corev1.Secret); ok {
+				// The API server folds stringData into data.
+				for k, v := range s.StringData {
+					if s.Data == nil {
+						s.Data = map[string][]byte{}
+					}
+					s.Data[k] = []byte(v)
+				}
+				s.StringData = nil
+			}
+			objs = append(objs, obj)
+			continue
+		}
 		var p kubeflowv1.Profile
 		if err := decodeStrict(doc, &p); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 		if !IsProfile(p.APIVersion, p.Kind) {
-			return nil, fmt.Errorf("%s: document %d: want apiVersion %s or %s, kind Profile, got %q, %q", name, i, kubeflowv1.GroupVersion, kubeflowv1beta1.GroupVersion, p.APIVersion, p.Kind)
+			return nil, nil, fmt.Errorf("%s: document %d: want apiVersion %s or %s, kind Profile, got %q, %q", name, i, kubeflowv1.GroupVersion, kubeflowv1beta1.GroupVersion, p.APIVersion, p.Kind)
 		}
 		p.APIVersion = kubeflowv1.GroupVersion.String()
 		if p.Name == "" {
-			return nil, fmt.Errorf("%s: document %d: Profile has no metadata.name", name, i)
+			return nil, nil, fmt.Errorf("%s: document %d: Profile has no metadata.name", name, i)
 		}
 		out = append(out, &p)
 	}
-	return out, nil
+	return out, objs, nil
 }
 
 // IsProfile reports whether apiVersion and kind name a Profile in a version

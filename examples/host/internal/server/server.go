@@ -28,6 +28,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/volumes"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -73,7 +74,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,
-		Cache:                         reconcilers.CacheOptions(cfg.Shard()),
+		Cache:                         withApplicationNamespaces(reconcilers.CacheOptions(cfg.Shard()), cfg, reg),
 		Client:                        reconcilers.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
@@ -116,6 +117,11 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("plugin %s: set up controller: %w", kind, err)
+		}
+		if kind == volumes.Kind {
+			if err := addSweeper(mgr, cfg, def); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if cfg.Webhook.Enabled {

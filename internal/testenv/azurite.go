@@ -1,0 +1,80 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+)
+
+// The emulator's own storage account and its published development key.
+const (
+	AzuriteAccount = "devstoreaccount1"
+	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// Azurite is the Azure Storage emulator's blob service, installed by make,
+// serving on a free loopback port with its data in a temporary folder.
+type Azurite struct {
+	// BlobURL is the account's blob endpoint, such as
+	// http://127.0.0.1:41234/devstoreaccount1.
+	BlobURL string
+	// Account and Key are the shared key credentials of the account.
+	Account, Key string
+
+	dir  string
+	proc *process
+}
+
+// StartAzurite starts the blob service. It fails with a message naming make
+// test when Azurite or Node.js is missing.
+func StartAzurite() (*Azurite, error) {
+	bin, err := tool(filepath.Join("azurite", "node_modules", ".bin", "azurite-blob"), "azurite")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, fmt.Errorf("azurite needs Node.js, which is not on PATH: install it, then run `make test`")
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "azurite-")
+	if err != nil {
+		return nil, err
+	}
+	a := &Azurite{
+		BlobURL: fmt.Sprintf("http://%s/%s", hostPort(port), AzuriteAccount),
+		Account: AzuriteAccount,
+		Key:     AzuriteKey,
+		dir:     dir,
+	}
+	a.proc = &process{
+		name: "azurite",
+		path: bin,
+		args: []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port), "--location", dir,
+			"--silent", "--skipApiVersionCheck", "--disableTelemetry"},
+		// A request without credentials gets 403 once the service is up.
+		ready: httpReady(a.BlobURL + "?comp=list"),
+	}
+	if err := a.proc.start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return a, nil
+}
+
+// Stop stops the service; its data stay for Start.
+func (a *Azurite) Stop() error { return a.proc.stop() }
+
+// Start starts a stopped service again on the same port with the same data.
+func (a *Azurite) Start() error { return a.proc.start() }
+
+// Close stops the service and removes its data.
+func (a *Azurite) Close() error {
+	err := a.proc.stop()
+	os.RemoveAll(a.dir)
+	return err
+}

@@ -1,0 +1,244 @@
+package blobcsi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/opa"
+)
+
+func testConfig() *Config {
+	c := NewConfig()
+	cap := resource.MustParse("10Gi")
+	c.Storage = []Instance{
+		{Name: "standard", Classification: "unclassified", Account: "acctstd", Credentials: Credentials{SecretName: "std", SecretNamespace: "sys"}, Default: true, Capacity: &cap},
+		{Name: "standard-ro", Classification: "unclassified", Account: "acctstd", Credentials: Credentials{SecretName: "std", SecretNamespace: "sys"}, ReadOnly: true, MountOptions: []string{"-o allow_other"}},
+		{Name: "protected-b", Classification: "protected-b", Account: "acctprob", ResourceGroup: "rg", Credentials: Credentials{SecretName: "prob", SecretNamespace: "sys"}, Protocol: "fuse"},
+	}
+	c.GrantSources = []GrantSource{{Name: "unclassified", Instance: "standard", ConfigMap: &ConfigMapSource{Namespace: "sys", Name: "grants"}}}
+	return c
+}
+
+func profile(name string) *kubeflowv1.Profile {
+	return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func mustGrants(t *testing.T, doc string) opa.Grants {
+	t.Helper()
+	g, err := opa.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestContainerName(t *testing.T) {
+	cases := []struct{ reason, in, want string }{
+		{"a valid name stays", "team-a", "team-a"},
+		{"a short name gets a hash", "ab", "ab-fb8e20fc"},
+		{"double hyphens are collapsed and hashed", "team--a", "team-a-" + hash8("team--a")},
+		{"a long name is cut and hashed", strings.Repeat("a", 70), strings.Repeat("a", 54) + "-" + hash8(strings.Repeat("a", 70))},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			got := ContainerName(c.in)
+			if got != c.want {
+				t.Errorf("ContainerName(%q) = %q, want %q", c.in, got, c.want)
+			}
+			if err := opa.ValidateContainerName(got); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func hash8(s string) string {
+	n := ContainerName(s)
+	return n[len(n)-8:]
+}
+
+func TestDesired(t *testing.T) {
+	grants := `[{"bucketName":"census","readers":["team-a"],"writers":["team-b"],"spn":"sp"},
+	            {"bucketName":"labour","pvName":"labour-2026","subfolder":"2026","writers":["team-a"],"readers":["team-a"]}]`
+	type vol struct {
+		Name, Container, Subfolder, PV, Claim, Source string
+		ReadOnly                                      bool
+	}
+	cases := []struct {
+		reason    string
+		profile   string
+		instances []string
+		grants    map[string]opa.Grants
+		want      []vol
+		wantErr   string
+	}{{
+		reason:  "default instances only, without grants",
+		profile: "team-c",
+		want:    []vol{{Name: "standard", Container: "team-c", PV: "team-c-standard", Claim: "standard"}},
+	}, {
+		reason:    "the Profile's choice; a read-only instance gives a read-only volume",
+		profile:   "team-c",
+		instances: []string{"standard-ro", "protected-b"},
+		want: []vol{
+			{Name: "protected-b", Container: "team-c", PV: "team-c-protected-b", Claim: "protected-b"},
+			{Name: "standard-ro", Container: "team-c", PV: "team-c-standard-ro", Claim: "standard-ro", ReadOnly: true},
+		},
+	}, {
+		reason:  "a reader gets a read-only volume, a writer that also reads a read-write one",
+		profile: "team-a",
+		grants:  map[string]opa.Grants{"unclassified": mustGrants(t, grants)},
+		want: []vol{
+			{Name: "census", Container: "census", PV: "team-a-census", Claim: "census", Source: "unclassified", ReadOnly: true},
+			{Name: "labour-2026", Container: "labour", Subfolder: "2026", PV: "team-a-labour-2026", Claim: "labour-2026", Source: "unclassified"},
+			{Name: "standard", Container: "team-a", PV: "team-a-standard", Claim: "standard"},
+		},
+	}, {
+		reason:  "a writer gets a read-write volume",
+		profile: "team-b",
+		grants:  map[string]opa.Grants{"unclassified": mustGrants(t, grants)},
+		want: []vol{
+			{Name: "census", Container: "census", PV: "team-b-census", Claim: "census", Source: "unclassified"},
+			{Name: "standard", Container: "team-b", PV: "team-b-standard", Claim: "standard"},
+		},
+	}, {
+		reason:  "a bucket whose volume name is an instance's is an error",
+		profile: "team-a",
+		grants:  map[string]opa.Grants{"unclassified": mustGrants(t, `[{"bucketName":"census","pvName":"standard","readers":["team-a"]}]`)},
+		wantErr: `would share the claim "standard"`,
+	}}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Instances = c.instances
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			vols, err := Desired(cfg, profile(c.profile), c.grants)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error = %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []vol
+			for _, v := range vols {
+				got = append(got, vol{Name: v.Name, Container: v.Container, Subfolder: v.Subfolder, PV: v.PV, Claim: v.Claim, Source: v.Source, ReadOnly: v.ReadOnly})
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("volumes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildPVAndPVC(t *testing.T) {
+	cfg := testConfig()
+	cfg.Instances = []string{"standard-ro", "protected-b"}
+	cfg.PVCLabels = map[string]string{"automount.example.org/blob": "true"}
+	vols, err := Desired(cfg, profile("team-a"), map[string]opa.Grants{"unclassified": mustGrants(t, `[{"bucketName":"census","subfolder":"x/y","readers":["team-a"]}]`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Volume{}
+	for _, v := range vols {
+		byName[v.Name] = v
+	}
+	cases := []struct {
+		reason string
+		vol    string
+		pv     string
+		pvc    string
+	}{{
+		reason: "a read-only instance: ReadOnlyMany, -o ro, csi readOnly, default capacity",
+		vol:    "standard-ro",
+		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a-standard-ro","labels":{"blobcsi.profilekit.dev/instance":"standard-ro","data.profilekit.dev/classification":"unclassified"}},
+		"spec":{"capacity":{"storage":"1Ti"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#team-a#team-a-standard-ro","readOnly":true,
+		"volumeAttributes":{"containerName":"team-a","protocol":"fuse2","storageAccount":"acctstd"},"nodeStageSecretRef":{"name":"std","namespace":"sys"}},
+		"accessModes":["ReadOnlyMany"],"claimRef":{"kind":"PersistentVolumeClaim","namespace":"team-a","name":"standard-ro","apiVersion":"v1"},
+		"persistentVolumeReclaimPolicy":"Retain","storageClassName":"","mountOptions":["-o allow_other","-o ro"]}}`,
+		pvc: `{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"standard-ro","namespace":"team-a","labels":{"automount.example.org/blob":"true","blobcsi.profilekit.dev/instance":"standard-ro","data.profilekit.dev/classification":"unclassified"}},
+		"spec":{"accessModes":["ReadOnlyMany"],"resources":{"requests":{"storage":"1Ti"}},"volumeName":"team-a-standard-ro","storageClassName":""}}`,
+	}, {
+		reason: "a read-write instance with a resource group and protocol",
+		vol:    "protected-b",
+		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a-protected-b","labels":{"blobcsi.profilekit.dev/instance":"protected-b","data.profilekit.dev/classification":"protected-b"}},
+		"spec":{"capacity":{"storage":"1Ti"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"rg#acctprob#team-a#team-a-protected-b",
+		"volumeAttributes":{"containerName":"team-a","protocol":"fuse","resourceGroup":"rg","storageAccount":"acctprob"},"nodeStageSecretRef":{"name":"prob","namespace":"sys"}},
+		"accessModes":["ReadWriteMany"],"claimRef":{"kind":"PersistentVolumeClaim","namespace":"team-a","name":"protected-b","apiVersion":"v1"},
+		"persistentVolumeReclaimPolicy":"Retain","storageClassName":""}}`,
+		pvc: `{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"protected-b","namespace":"team-a","labels":{"automount.example.org/blob":"true","blobcsi.profilekit.dev/instance":"protected-b","data.profilekit.dev/classification":"protected-b"}},
+		"spec":{"accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1Ti"}},"volumeName":"team-a-protected-b","storageClassName":""}}`,
+	}, {
+		reason: "a shared bucket read by the namespace: the source label, the subfolder, the instance's capacity",
+		vol:    "census",
+		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a-census","labels":{"blobcsi.profilekit.dev/instance":"standard","blobcsi.profilekit.dev/source":"unclassified","data.profilekit.dev/classification":"unclassified"}},
+		"spec":{"capacity":{"storage":"10Gi"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#census#team-a-census","readOnly":true,
+		"volumeAttributes":{"containerName":"census","protocol":"fuse2","storageAccount":"acctstd"},"nodeStageSecretRef":{"name":"std","namespace":"sys"}},
+		"accessModes":["ReadOnlyMany"],"claimRef":{"kind":"PersistentVolumeClaim","namespace":"team-a","name":"census","apiVersion":"v1"},
+		"persistentVolumeReclaimPolicy":"Retain","storageClassName":"","mountOptions":["--subdirectory=x/y","-o ro"]}}`,
+		pvc: `{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"census","namespace":"team-a","labels":{"automount.example.org/blob":"true","blobcsi.profilekit.dev/instance":"standard","blobcsi.profilekit.dev/source":"unclassified","data.profilekit.dev/classification":"unclassified"}},
+		"spec":{"accessModes":["ReadOnlyMany"],"resources":{"requests":{"storage":"10Gi"}},"volumeName":"team-a-census","storageClassName":""}}`,
+	}}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			v, ok := byName[c.vol]
+			if !ok {
+				t.Fatalf("no volume %s in %v", c.vol, vols)
+			}
+			for what, pair := range map[string][2]any{"PV": {c.pv, BuildPV(cfg, "team-a", v)}, "PVC": {c.pvc, BuildPVC(cfg, "team-a", v)}} {
+				var want, got any
+				if err := json.Unmarshal([]byte(pair[0].(string)), &want); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(pair[1])
+				_ = json.Unmarshal(b, &got)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", what, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		reason  string
+		mutate  func(*Config)
+		wantErr string
+	}{
+		{"the test config is valid", func(*Config) {}, ""},
+		{"a Profile may not choose an instance the host does not offer", func(c *Config) { c.Instances = []string{"premium"} }, `instances[0]: "premium" is not an instance the host offers`},
+		{"an account name must be an Azure account name", func(c *Config) { c.Storage[0].Account = "Bad_Account" }, `account "Bad_Account"`},
+		{"a source needs exactly one of opa and configMap", func(c *Config) { c.GrantSources[0].OPA = &OPASource{URL: "http://opa:8181", Path: "x"} }, "exactly one of opa and configMap"},
+		{"a source names an instance", func(c *Config) { c.GrantSources[0].Instance = "nope" }, `instance "nope": not among storage`},
+		{"a naming template takes known placeholders only", func(c *Config) { c.Names.PersistentVolume = "{{ .Team }}-x" }, "unknown placeholder"},
+		{"two instances of one name", func(c *Config) { c.Storage[1].Name = "standard" }, `name "standard" is used twice`},
+		{"an unknown protocol", func(c *Config) { c.Storage[0].Protocol = "smb" }, `protocol "smb"`},
+		{"a drop share above 1", func(c *Config) { c.GrantSources[0].MaxDropShare = 2 }, "maxDropShare 2"},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			cfg := testConfig()
+			c.mutate(cfg)
+			err := cfg.Validate()
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("Validate() = %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}

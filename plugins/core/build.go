@@ -1,0 +1,180 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+
+	securityv1beta1 "istio.io/api/security/v1beta1"
+	securityv1ac "istio.io/client-go/pkg/applyconfiguration/security/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// The names of the upstream controller's objects, which the dashboard, the
+// access-management service (KFAM), notebooks and pipelines look for.
+const (
+	OwnerRoleBinding    = "namespaceAdmin"
+	EditorAccount       = "default-editor"
+	ViewerAccount       = "default-viewer"
+	AuthorizationPolicy = "ns-owner-access-istio"
+	ResourceQuota       = "kf-resource-quota"
+)
+
+// The ClusterRoles the bindings refer to, and the annotations KFAM reads.
+const (
+	ClusterRoleAdmin = "kubeflow-admin"
+	ClusterRoleEdit  = "kubeflow-edit"
+	ClusterRoleView  = "kubeflow-view"
+
+	AnnotationOwner = "owner"
+	AnnotationUser  = "user"
+	AnnotationRole  = "role"
+	RoleAdmin       = "admin"
+)
+
+// ProbePaths are the paths every workload serves to Knative's probes.
+var ProbePaths = []string{"/healthz", "/metrics", "/wait-for-drain"}
+
+// KernelsPath is what the notebook controller reads on every notebook server.
+const KernelsPath = "*/api/kernels"
+
+// Namespace returns the Profile's namespace with its owner annotation and
+// labels.
+func Namespace(p *kubeflowv1.Profile, labels map[string]string) *corev1ac.NamespaceApplyConfiguration {
+	ns := corev1ac.Namespace(plugins.Namespace(p)).
+		WithAnnotations(map[string]string{AnnotationOwner: p.Spec.Owner.Name})
+	if len(labels) > 0 {
+		ns.WithLabels(labels)
+	}
+	return ns
+}
+
+// OwnerBinding returns the RoleBinding that makes the owner admin of the
+// namespace, annotated as KFAM expects.
+func OwnerBinding(p *kubeflowv1.Profile) *rbacv1ac.RoleBindingApplyConfiguration {
+	o := p.Spec.Owner
+	subject := rbacv1ac.Subject().WithKind(o.Kind).WithName(o.Name)
+	if o.APIGroup != "" {
+		subject.WithAPIGroup(o.APIGroup)
+	}
+	if o.Namespace != "" {
+		subject.WithNamespace(o.Namespace)
+	}
+	return rbacv1ac.RoleBinding(OwnerRoleBinding, plugins.Namespace(p)).
+		WithAnnotations(map[string]string{AnnotationUser: o.Name, AnnotationRole: RoleAdmin}).
+		WithRoleRef(clusterRole(ClusterRoleAdmin)).
+		WithSubjects(subject)
+}
+
+// ServiceAccount returns one of the default service accounts: its name only,
+// so that annotations others put on it (workload identities) stay theirs.
+func ServiceAccount(p *kubeflowv1.Profile, name string) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(name, plugins.Namespace(p))
+}
+
+// AccountBinding returns the RoleBinding of a default service account to a
+// ClusterRole; it has the account's name.
+func AccountBinding(p *kubeflowv1.Profile, account, role string) *rbacv1ac.RoleBindingApplyConfiguration {
+	ns := plugins.Namespace(p)
+	return rbacv1ac.RoleBinding(account, ns).
+		WithRoleRef(clusterRole(role)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(account).WithNamespace(ns))
+}
+
+func clusterRole(name string) *rbacv1ac.RoleRefApplyConfiguration {
+	return rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(name)
+}
+
+// AccessSpec returns the rules of the owner's AuthorizationPolicy: the owner
+// by the user-id header through the ingress gateway (and the pipelines UI,
+// unless OwnerFromGatewayOnly), any workload of the same namespace, the probe
+// paths, and the notebook controller's GET of the kernels.
+func AccessSpec(cfg *Config, p *kubeflowv1.Profile) *securityv1beta1.AuthorizationPolicy {
+	principals := []string{cfg.Principals.IngressGateway}
+	if !cfg.OwnerFromGatewayOnly {
+		principals = append(principals, cfg.Principals.PipelinesUI)
+	}
+	return &securityv1beta1.AuthorizationPolicy{
+		Action: securityv1beta1.AuthorizationPolicy_ALLOW,
+		Rules: []*securityv1beta1.Rule{
+			{
+				When: []*securityv1beta1.Condition{{
+					Key:    "request.headers[" + cfg.UserIDHeader + "]",
+					Values: []string{cfg.UserIDPrefix + p.Spec.Owner.Name},
+				}},
+				From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: principals}}},
+			},
+			{
+				When: []*securityv1beta1.Condition{{Key: "source.namespace", Values: []string{plugins.Namespace(p)}}},
+			},
+			{
+				To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: append([]string(nil), ProbePaths...)}}},
+			},
+			{
+				From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{cfg.Principals.NotebookController}}}},
+				To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{KernelsPath}}}},
+			},
+		},
+	}
+}
+
+// Policy returns the owner's AuthorizationPolicy.
+func Policy(cfg *Config, p *kubeflowv1.Profile) *securityv1ac.AuthorizationPolicyApplyConfiguration {
+	ap := securityv1ac.AuthorizationPolicy(AuthorizationPolicy, plugins.Namespace(p)).
+		WithAnnotations(map[string]string{AnnotationUser: p.Spec.Owner.Name, AnnotationRole: RoleAdmin})
+	// The generated WithSpec takes the message by value, copying its
+	// internal state; set the pointer instead.
+	ap.Spec = AccessSpec(cfg, p)
+	return ap
+}
+
+// Quota returns kf-resource-quota with the Profile's resourceQuotaSpec, or
+// nil when it sets no hard limit.
+func Quota(p *kubeflowv1.Profile) (*corev1ac.ResourceQuotaApplyConfiguration, error) {
+	spec := p.Spec.ResourceQuotaSpec
+	if len(spec.Hard) == 0 {
+		return nil, nil
+	}
+	// The apply configuration has the same JSON shape as the API type, so
+	// every field of the spec (hard, scopes, scopeSelector) carries over.
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec.resourceQuotaSpec: %w", err)
+	}
+	ac := corev1ac.ResourceQuotaSpec()
+	if err := json.Unmarshal(data, ac); err != nil {
+		return nil, fmt.Errorf("decode spec.resourceQuotaSpec: %w", err)
+	}
+	return corev1ac.ResourceQuota(ResourceQuota, plugins.Namespace(p)).WithSpec(ac), nil
+}
+
+// Build returns every object the core plugin writes for p, the namespace
+// with labels first. It fails, as a terminal InvalidSpec error, when the
+// Profile has no owner.
+func Build(cfg *Config, p *kubeflowv1.Profile, labels map[string]string) ([]runtime.ApplyConfiguration, error) {
+	if p.Spec.Owner.Name == "" || p.Spec.Owner.Kind == "" {
+		return nil, plugins.Terminalf(plugins.ReasonInvalidSpec, "spec.owner: kind %q, name %q: the Profile needs an owner", p.Spec.Owner.Kind, p.Spec.Owner.Name)
+	}
+	out := []runtime.ApplyConfiguration{
+		Namespace(p, labels),
+		OwnerBinding(p),
+		ServiceAccount(p, EditorAccount),
+		AccountBinding(p, EditorAccount, ClusterRoleEdit),
+		ServiceAccount(p, ViewerAccount),
+		AccountBinding(p, ViewerAccount, ClusterRoleView),
+		plugins.Encoded(Policy(cfg, p)),
+	}
+	q, err := Quota(p)
+	if err != nil {
+		return nil, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	if q != nil {
+		out = append(out, q)
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// TestDeletingProfileDeletesNamespace deletes a Profile with users' things in
+// its namespace: kube-controller-manager's garbage collector deletes the
+// namespace through its owner reference, and the namespace controller
+// everything in it.
+func TestDeletingProfileDeletesNamespace(t *testing.T) {
+	run := "delete-" + rand.String(4)
+	name := "delete-" + rand.String(5)
+	startCore(t, run, map[string]any{})
+	p := newProfile(t, name, run, "alice@example.org", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	ctx := context.Background()
+	users := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "notes", Namespace: name}, Data: map[string]string{"a": "b"}},
+		&corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "workspace", Namespace: name},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: name},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.org/notebook:1"}}},
+		},
+	}
+	for _, o := range users {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(users[1]), &pvc); err != nil {
+		t.Fatal(err)
+	}
+	if len(pvc.Finalizers) == 0 {
+		t.Errorf("claim has no pvc-protection finalizer: %v", pvc.Finalizers)
+	}
+
+	start := time.Now()
+	if err := env.Client.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 90*time.Second, func() (bool, string) {
+		var ns corev1.Namespace
+		err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("namespace %s: phase %s, deletion %v, err %v", name, ns.Status.Phase, ns.DeletionTimestamp, err)
+	})
+	t.Logf("namespace and its contents gone %s after the Profile's deletion", time.Since(start).Round(100*time.Millisecond))
+	for _, o := range users {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s still there after its namespace: %v", o, o.GetName(), err)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+// Package core makes, for every Profile, what the upstream Kubeflow profile
+// controller makes, with the same names, so that a host running it replaces
+// that controller and Kubeflow's dashboard, access management (KFAM),
+// notebooks and pipelines work unchanged:
+//
+//   - the namespace named after the Profile, owned by it, with the owner
+//     annotation (spec.owner.name), istio-injection: enabled when the mesh
+//     mode is sidecar, and the labels of the namespace labels file;
+//   - RoleBinding namespaceAdmin to ClusterRole kubeflow-admin for
+//     spec.owner, annotated user: <owner> and role: admin for KFAM;
+//   - ServiceAccounts default-editor and default-viewer, with RoleBindings of
+//     the same names to kubeflow-edit and kubeflow-view; only their names
+//     (and our labels) are ours, so annotations that identity plugins put on
+//     them stay theirs;
+//   - AuthorizationPolicy ns-owner-access-istio: the owner by the user-id
+//     header through the ingress gateway and the pipelines UI, the
+//     namespace's own workloads, the probe paths /healthz, /metrics and
+//     /wait-for-drain, and the notebook controller's GET of */api/kernels;
+//   - ResourceQuota kf-resource-quota from spec.resourceQuotaSpec, removed
+//     when its hard list is empty.
+//
+// Every object is written with server-side apply under the field manager
+// profilekit-core, labelled as ours and owned by the Profile, like any
+// plugin's; the Profile itself is never written, only its CoreReady
+// condition.
+//
+// Deleting a Profile deletes its namespace (through the owner reference, as
+// upstream does) and with it every workload, volume claim and object the
+// users made there. The storage plugins' retention settings keep data
+// outside the namespace; nothing keeps what is inside. Revoking the plugin
+// from a Profile (the host no longer enables it) leaves everything in place
+// unless the host's retention for core is Delete.
+//
+// The namespace labels file has the upstream format and meaning: a YAML map
+// where `key: value` adds the label to a namespace that does not have the
+// key (an existing value, whoever set it, is never changed) and `key: ""`
+// removes the key. A key dropped from the file stays where it was set. The
+// file is watched; a change re-reconciles every Profile. A missing or
+// malformed file is reported as CoreReady=False (InvalidConfig) and nothing
+// is written until it is fixed.
+//
+// A namespace that exists and is not ours is never written: one whose owner
+// annotation names someone else (or that has none) is reported as
+// CoreReady=False with Conflict and the owner it names. One that the upstream
+// controller made for the same owner, and the objects it made inside, are
+// taken over in place when the host sets adopt: the same objects (same UIDs)
+// get our labels and fields; nothing is deleted or recreated, so the owner
+// never loses access.
+//
+// Host configuration (every field is the host's; the environment variables
+// the upstream controller reads are the defaults underneath):
+//
+//	core:
+//	  enabled: all
+//	  defaults:
+//	    namespaceLabelsPath: /etc/profile-controller/namespace-labels.yaml
+//	    userIdHeader: kubeflow-userid          # USERID_HEADER
+//	    userIdPrefix: ""                       # USERID_PREFIX
+//	    mesh: sidecar                          # or none
+//	    principals:
+//	      ingressGateway: cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account
+//	      pipelinesUI: cluster.local/ns/kubeflow/sa/ml-pipeline-ui
+//	      notebookController: cluster.local/ns/kubeflow/sa/notebook-controller-service-account
+//	    ownerFromGatewayOnly: false
+//	    adopt: false
+//
+// A Profile needs nothing more than upstream's fields:
+//
+//	apiVersion: kubeflow.org/v1
+//	kind: Profile
+//	metadata:
+//	  name: team-a
+//	spec:
+//	  owner: {kind: User, name: alice@example.org}
+//	  resourceQuotaSpec:
+//	    hard: {cpu: "8", memory: 32Gi}
+package core

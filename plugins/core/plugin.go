@@ -1,0 +1,186 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Plugin makes what the upstream profile controller makes for a Profile.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin   = Plugin{}
+	_ plugins.Notifier = Plugin{}
+)
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// Definition returns the core plugin: its config, the kinds it owns, a
+// metadata watch on namespaces (so that a namespace someone else holds is
+// seen, and its release wakes the Profile), and Upstream, which lets it write
+// the namespace and upstream's names.
+func Definition() plugins.Definition {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	return plugins.Definition{
+		Plugin:    Plugin{},
+		NewConfig: func() any { return NewConfig() },
+		Owns: []schema.GroupVersionKind{
+			namespaceGVK,
+			corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+			corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
+			rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+			securityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy"),
+		},
+		Watches:  []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
+		Upstream: true,
+	}
+}
+
+// Kind returns "core".
+func (Plugin) Kind() string { return Kind }
+
+// Apply writes the namespace and the objects in it. A namespace that exists
+// and is not ours stops everything: another owner's is refused, the
+// Profile owner's is taken over only with Adopt.
+func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	p := req.Profile
+	file, err := ReadLabelsFile(cfg.NamespaceLabelsPath)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	live, err := liveNamespace(ctx, req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	if err := mayWrite(cfg, p, live); err != nil {
+		return plugins.Result{}, err
+	}
+	var liveLabels map[string]string
+	var owned []string
+	if live != nil {
+		liveLabels = live.GetLabels()
+		owned = appliedLabels(live.GetManagedFields(), plugins.FieldManagerFor(Kind))
+	}
+	labels, remove := NamespaceLabels(DefaultLabels(cfg, file), liveLabels, owned)
+	desired, err := Build(cfg, p, labels)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	objects := req.Objects
+	if cfg.Adopt {
+		objects = objects.Adopting()
+	}
+	res, err := objects.Sync(ctx, desired...)
+	if err != nil || len(remove) == 0 {
+		return res, err
+	}
+	if err := removeLabels(ctx, req.Client, plugins.Namespace(p), remove); err != nil {
+		return res, err
+	}
+	res.Add(plugins.Change{Kind: "Namespace", Name: plugins.Namespace(p), Action: plugins.Configured})
+	return res, nil
+}
+
+// liveNamespace returns the Profile's namespace: ours from the client (whose
+// cache keeps our objects with their managed fields), anyone's from the
+// watched namespaces. Nil when there is none.
+func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, error) {
+	key := types.NamespacedName{Name: plugins.Namespace(req.Profile)}
+	var ns corev1.Namespace
+	err := req.Client.Get(ctx, key, &ns)
+	if err == nil {
+		return &ns, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("read namespace %s: %w", key.Name, err)
+	}
+	if req.Watched == nil {
+		return nil, nil
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(namespaceGVK)
+	err = req.Watched.Get(ctx, key, meta)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read namespace %s: %w", key.Name, err)
+	}
+	if plugins.IsOwnedBy(meta.Labels, Kind, req.Profile.Name) {
+		// Ours, but not yet in the client's cache, which holds the managed
+		// fields that tell which labels we set: try again in a moment.
+		return nil, fmt.Errorf("namespace %s: not yet in the cache", key.Name)
+	}
+	return meta, nil
+}
+
+// mayWrite refuses a namespace that is not ours: one that another owner
+// holds (by its owner annotation) always, one that another writer labelled
+// always, and the Profile owner's own unless cfg.Adopt.
+func mayWrite(cfg *Config, p *kubeflowv1.Profile, live client.Object) error {
+	if live == nil || plugins.IsOwnedBy(live.GetLabels(), Kind, p.Name) {
+		return nil
+	}
+	name := live.GetName()
+	owner, annotated := live.GetAnnotations()[AnnotationOwner]
+	switch {
+	case !annotated:
+		return plugins.Terminalf(plugins.ReasonConflict, "namespace %s exists and has no %s annotation: it is not the Profile's and is left untouched", name, AnnotationOwner)
+	case owner != p.Spec.Owner.Name:
+		return plugins.Terminalf(plugins.ReasonConflict, "namespace %s exists and belongs to %q, not to the Profile's owner %q: left untouched", name, owner, p.Spec.Owner.Name)
+	case live.GetLabels()[plugins.LabelManagedBy] != "":
+		return plugins.Terminalf(plugins.ReasonConflict, "namespace %s exists and is managed by %q (%s=%s, %s=%s): left untouched", name,
+			live.GetLabels()[plugins.LabelManagedBy], plugins.LabelPlugin, live.GetLabels()[plugins.LabelPlugin], plugins.LabelProfile, live.GetLabels()[plugins.LabelProfile])
+	case !cfg.Adopt:
+		return plugins.Terminalf(plugins.ReasonConflict, "namespace %s exists, owned by %q, but profilekit did not make it: turn on the core plugin's adopt to take it over", name, owner)
+	}
+	return nil
+}
+
+// removeLabels removes label keys that the labels file marks for removal and
+// that another writer holds too, so that our apply alone cannot drop them.
+func removeLabels(ctx context.Context, c client.Writer, namespace string, keys []string) error {
+	labels := make(map[string]any, len(keys))
+	for _, k := range slices.Sorted(slices.Values(keys)) {
+		labels[k] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := c.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(plugins.FieldManagerFor(Kind))); err != nil {
+		return fmt.Errorf("remove labels %v from namespace %s: %w", keys, namespace, err)
+	}
+	return nil
+}
+
+// Revoke keeps the namespace and everything in it, unless the host's
+// retention is Delete: the namespace holds the users' workloads and data.
+// The objects keep their owner reference, so deleting the Profile still
+// deletes them.
+func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	if req.Retention != plugins.RetentionDelete {
+		return plugins.Result{}, nil
+	}
+	return req.Objects.DeleteAll(ctx)
+}
