@@ -50,6 +50,10 @@ type Applier struct {
 	upstream bool
 	adopt    bool
 
+	// kept are objects the plugin owns that Sync leaves in place although
+	// they are not desired (see Keep).
+	kept map[objectKey]bool
+
 	// recorded, when not nil, makes Sync record the desired objects instead
 	// of reading or writing anything.
 	recorded *[]*unstructured.Unstructured
@@ -139,6 +143,16 @@ func (a *Applier) Recorded() []*unstructured.Unstructured {
 	return *a.recorded
 }
 
+// Keep makes Sync leave the plugin's object of kind gvk at namespace/name in
+// place although it is not desired: neither written nor pruned. A copy whose
+// source is gone for the moment is one.
+func (a *Applier) Keep(gvk schema.GroupVersionKind, namespace, name string) {
+	if a.kept == nil {
+		a.kept = map[objectKey]bool{}
+	}
+	a.kept[objectKey{gvk: gvk, namespace: namespace, name: name}] = true
+}
+
 // Sync applies desired and deletes the plugin's other objects for the Profile.
 // Errors of independent objects are joined; one failing object does not stop
 // the others.
@@ -156,7 +170,8 @@ func (a *Applier) Sync(ctx context.Context, desired ...runtime.ApplyConfiguratio
 		return res, nil
 	}
 	res, errs := a.applyAll(ctx, objs)
-	keep := make(map[objectKey]bool, len(objs))
+	keep := make(map[objectKey]bool, len(objs)+len(a.kept))
+	maps.Copy(keep, a.kept)
 	for _, u := range objs {
 		keep[keyOf(u)] = true
 	}
@@ -459,7 +474,10 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 		var stale []client.Object
 		err = forEachObject(list, func(obj client.Object) {
 			k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
-			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState {
+			// An object already being deleted (waiting for a finalizer,
+			// such as Argo CD's) needs no second delete request.
+			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState &&
+				obj.GetDeletionTimestamp() == nil {
 				stale = append(stale, obj)
 			}
 		})

@@ -90,7 +90,9 @@ func TestSyncUpstreamObjects(t *testing.T) {
 	owns := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Namespace"), corev1.SchemeGroupVersion.WithKind("ServiceAccount")}
 	theirs := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-editor", Namespace: "team"}}
 	helm := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-viewer", Namespace: "team", Labels: map[string]string{plugins.LabelManagedBy: "Helm"}}}
-	newClient := func() client.Client { return fake.NewClientBuilder().WithScheme(s).WithObjects(theirs.DeepCopy(), helm.DeepCopy()).Build() }
+	newClient := func() client.Client {
+		return fake.NewClientBuilder().WithScheme(s).WithObjects(theirs.DeepCopy(), helm.DeepCopy()).Build()
+	}
 	ns := corev1ac.Namespace("team")
 
 	for _, tt := range []struct {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	sigsjson "sigs.k8s.io/json"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -27,17 +29,32 @@ type Validator interface {
 // Entry returns the spec.plugins entry of the given kind, or nil. Two entries
 // of one kind are an error: which one counts would be a guess.
 func Entry(p *kubeflowv1.Profile, kind string) (*kubeflowv1.Plugin, error) {
-	var found *kubeflowv1.Plugin
+	i, err := entryIndex(p, kind)
+	if err != nil || i < 0 {
+		return nil, err
+	}
+	return &p.Spec.Plugins[i], nil
+}
+
+// entryIndex returns the index of the spec.plugins entry of kind, or -1.
+func entryIndex(p *kubeflowv1.Profile, kind string) (int, error) {
+	found := -1
 	for i := range p.Spec.Plugins {
 		if p.Spec.Plugins[i].Kind != kind {
 			continue
 		}
-		if found != nil {
-			return nil, Terminalf(ReasonInvalidSpec, "plugin %s: spec.plugins lists kind %q more than once", kind, kind)
+		if found >= 0 {
+			return -1, Terminalf(ReasonInvalidSpec, "%s: kind %q is listed more than once (also at spec.plugins[%d])", EntryPath(i, kind), kind, found)
 		}
-		found = &p.Spec.Plugins[i]
+		found = i
 	}
 	return found, nil
+}
+
+// EntryPath names a spec.plugins entry the way a Profile's author finds it:
+// spec.plugins[0] (quotas).
+func EntryPath(i int, kind string) string {
+	return fmt.Sprintf("spec.plugins[%d] (%s)", i, kind)
 }
 
 // Listed reports whether the Profile lists plugin kind in spec.plugins.
@@ -64,31 +81,73 @@ func (d Definition) DecodeHostDefaults(defaults []byte) (any, error) {
 // entry for this kind, strictly decoded (an unknown, duplicate or mistyped
 // field is an error, and so is a host-only field), then validated. Every
 // error is a terminal InvalidSpec (or InvalidConfig for the host's part) that
-// names the plugin kind and the field.
+// names the entry as the Profile's author sees it (spec.plugins[0] (quotas).spec)
+// and the field; each problem is one line of the error.
 func (d Definition) Decode(defaults []byte, p *kubeflowv1.Profile) (any, error) {
 	cfg, err := d.newConfig(defaults)
 	if err != nil {
 		return nil, Terminal(ReasonInvalidConfig, err)
 	}
-	entry, err := Entry(p, d.Kind())
+	i, err := entryIndex(p, d.Kind())
 	if err != nil {
 		return nil, err
 	}
-	if entry != nil && entry.Spec != nil && len(bytes.TrimSpace(entry.Spec.Raw)) > 0 && string(bytes.TrimSpace(entry.Spec.Raw)) != "null" {
-		if cfg == nil {
-			return nil, Terminalf(ReasonInvalidSpec, "plugin %s: takes no spec", d.Kind())
-		}
-		if err := rejectHostOnly(cfg, entry.Spec.Raw); err != nil {
-			return nil, Terminal(ReasonInvalidSpec, fmt.Errorf("plugin %s: spec: %w", d.Kind(), err))
-		}
-		if err := strictInto(cfg, entry.Spec.Raw); err != nil {
-			return nil, Terminal(ReasonInvalidSpec, fmt.Errorf("plugin %s: spec: %w", d.Kind(), err))
+	// Problems of the merged config are the Profile's when it has a spec:
+	// the host's defaults alone were validated when the host started.
+	at := "plugin " + d.Kind()
+	if i >= 0 {
+		at = EntryPath(i, d.Kind()) + ".spec"
+	}
+	if i >= 0 && p.Spec.Plugins[i].Spec != nil {
+		raw := bytes.TrimSpace(p.Spec.Plugins[i].Spec.Raw)
+		if len(raw) > 0 && string(raw) != "null" {
+			if cfg == nil {
+				return nil, Terminalf(ReasonInvalidSpec, "%s: plugin %s takes no spec", at, d.Kind())
+			}
+			if err := decodeSpec(cfg, raw); err != nil {
+				return nil, Terminal(ReasonInvalidSpec, prefixed(at, err))
+			}
 		}
 	}
 	if err := validate(cfg); err != nil {
-		return nil, Terminal(ReasonInvalidSpec, fmt.Errorf("plugin %s: %w", d.Kind(), err))
+		return nil, Terminal(ReasonInvalidSpec, prefixed(at, err))
 	}
 	return cfg, nil
+}
+
+// decodeSpec strictly decodes a Profile's spec over cfg, refusing host-only
+// fields and anything that is not a JSON object.
+func decodeSpec(cfg any, raw []byte) error {
+	if what := jsonKind(raw); what != "an object" {
+		return fmt.Errorf("must be an object, got %s", what)
+	}
+	if err := rejectHostOnly(cfg, raw); err != nil {
+		return err
+	}
+	return strictInto(cfg, raw)
+}
+
+// jsonKind names the kind of JSON value data holds, by its first byte.
+func jsonKind(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch c := data[0]; {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	}
+	return "something that is not JSON"
 }
 
 func (d Definition) newConfig(defaults []byte) (any, error) {
@@ -103,7 +162,7 @@ func (d Definition) newConfig(defaults []byte) (any, error) {
 		return cfg, nil
 	}
 	if err := strictInto(cfg, defaults); err != nil {
-		return nil, fmt.Errorf("plugin %s: host defaults: %w", d.Kind(), err)
+		return nil, prefixed(fmt.Sprintf("plugin %s: host defaults", d.Kind()), err)
 	}
 	return cfg, nil
 }
@@ -116,11 +175,12 @@ func validate(cfg any) error {
 }
 
 // strictInto decodes data over the values already in v. Maps merge key by
-// key; lists and scalars are replaced.
+// key; lists and scalars are replaced. Each unknown or duplicate field is one
+// line of the error, in order.
 func strictInto(v any, data []byte) error {
 	strict, err := sigsjson.UnmarshalStrict(data, v)
 	if err != nil {
-		return describeJSONError(err)
+		return describeJSONError(v, data, err)
 	}
 	if len(strict) > 0 {
 		msgs := make([]string, len(strict))
@@ -128,17 +188,120 @@ func strictInto(v any, data []byte) error {
 			msgs[i] = e.Error()
 		}
 		slices.Sort(msgs)
-		return errors.New(strings.Join(msgs, "; "))
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			errs[i] = errors.New(m)
+		}
+		return errors.Join(errs...)
 	}
 	return nil
 }
 
-func describeJSONError(err error) error {
+// describeJSONError says what is wrong with data, which failed to decode into
+// v, in terms of its fields: a value whose type is wrong, or that its type
+// refuses (a quantity that does not parse), is named by its path.
+func describeJSONError(v any, data []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		return fmt.Errorf("field %q: cannot use %s as %s", te.Field, te.Value, te.Type)
 	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		if strings.Contains(se.Error(), "exceeded max depth") {
+			return errors.New("nested too deeply")
+		}
+		return fmt.Errorf("not valid JSON at byte %d: %v", se.Offset, se)
+	}
+	if path, ferr := locate(reflect.TypeOf(v), data, ""); path != "" {
+		return fmt.Errorf("field %q: %w", path, ferr)
+	}
 	return err
+}
+
+// maxShownValue bounds how much of a refused value an error repeats.
+const maxShownValue = 64
+
+// locate finds the first field of data that does not decode into a value of
+// type t and returns its path (hard.cpu, apps[0].port) and why. It runs only
+// after decoding failed without naming a field, so its cost does not matter.
+func locate(t reflect.Type, data []byte, path string) (string, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	ptr := reflect.PointerTo(t)
+	custom := ptr.Implements(reflect.TypeFor[json.Unmarshaler]())
+	switch {
+	case !custom && t.Kind() == reflect.Struct:
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(data, &fields) != nil {
+			return decodeOne(t, data, path)
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if raw, ok := fields[name]; ok {
+				if p, err := locate(f.Type, raw, join(path, name)); p != "" {
+					return p, err
+				}
+			}
+		}
+	case !custom && t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		var entries map[string]json.RawMessage
+		if json.Unmarshal(data, &entries) != nil {
+			return decodeOne(t, data, path)
+		}
+		for _, k := range slices.Sorted(maps.Keys(entries)) {
+			if p, err := locate(t.Elem(), entries[k], join(path, k)); p != "" {
+				return p, err
+			}
+		}
+	case !custom && t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+		var items []json.RawMessage
+		if json.Unmarshal(data, &items) != nil {
+			return decodeOne(t, data, path)
+		}
+		for i, raw := range items {
+			if p, err := locate(t.Elem(), raw, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p, err
+			}
+		}
+	default:
+		return decodeOne(t, data, path)
+	}
+	return "", nil
+}
+
+// decodeOne decodes one value and returns path and the problem when it fails.
+func decodeOne(t reflect.Type, data []byte, path string) (string, error) {
+	err := json.Unmarshal(data, reflect.New(t).Interface())
+	if err == nil || path == "" {
+		return "", nil
+	}
+	shown := string(data)
+	if len(shown) > maxShownValue {
+		shown = shown[:maxShownValue] + "..."
+	}
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		return path, fmt.Errorf("cannot use %s as %s", te.Value, t)
+	case errors.Is(err, resource.ErrFormatWrong), errors.Is(err, resource.ErrNumeric), errors.Is(err, resource.ErrSuffix):
+		return path, fmt.Errorf("%s is not a quantity", shown)
+	}
+	return path, fmt.Errorf("%s: %w", shown, err)
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 // rejectHostOnly fails when data sets a top-level field that cfg tags as host-only.
@@ -152,7 +315,7 @@ func rejectHostOnly(cfg any, data []byte) error {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return describeJSONError(err)
+		return describeJSONError(cfg, data, err)
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)

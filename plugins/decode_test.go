@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -20,6 +21,7 @@ type testConfig struct {
 	Nested struct {
 		Deep []string `json:"deep,omitempty"`
 	} `json:"nested,omitempty"`
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 func (c *testConfig) Validate() error {
@@ -65,12 +67,17 @@ func TestDecode(t *testing.T) {
 			want:     &testConfig{Owner: "host", Size: 3, Tags: map[string]string{"a": "builtin", "b": "host", "c": "profile"}},
 		},
 		{reason: "a null spec is no spec", profile: profileWith(demo(`null`)), want: &testConfig{Owner: "builtin", Size: 1, Tags: map[string]string{"a": "builtin"}}},
-		{reason: "an unknown nested field", profile: profileWith(demo(`{"nested":{"deeep":[]}}`)), wantErr: `plugin demo: spec: unknown field "nested.deeep"`, wantReason: plugins.ReasonInvalidSpec},
-		{reason: "a mistyped field", profile: profileWith(demo(`{"size":"big"}`)), wantErr: `plugin demo: spec: field "size": cannot use string as int`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "an unknown nested field", profile: profileWith(demo(`{"nested":{"deeep":[]}}`)), wantErr: `spec.plugins[0] (demo).spec: unknown field "nested.deeep"`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a mistyped field", profile: profileWith(demo(`{"size":"big"}`)), wantErr: `spec.plugins[0] (demo).spec: field "size": cannot use string as int`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a duplicated field", profile: profileWith(demo(`{"size":1,"size":2}`)), wantErr: `duplicate field "size"`, wantReason: plugins.ReasonInvalidSpec},
-		{reason: "a host-only field from a Profile", profile: profileWith(demo(`{"owner":"me"}`)), wantErr: `plugin demo: spec: field "owner" is set by the host only`, wantReason: plugins.ReasonInvalidSpec},
-		{reason: "validation runs last", profile: profileWith(demo(`{"size":11}`)), wantErr: "plugin demo: size must be at most 10", wantReason: plugins.ReasonInvalidSpec},
-		{reason: "two entries of one kind", profile: profileWith(demo(`{}`), demo(`{}`)), wantErr: `lists kind "demo" more than once`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a host-only field from a Profile", profile: profileWith(demo(`{"owner":"me"}`)), wantErr: `spec.plugins[0] (demo).spec: field "owner" is set by the host only`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "validation runs last", profile: profileWith(demo(`{"size":11}`)), wantErr: "spec.plugins[0] (demo).spec: size must be at most 10", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "two entries of one kind", profile: profileWith(demo(`{}`), demo(`{}`)), wantErr: `spec.plugins[1] (demo): kind "demo" is listed more than once (also at spec.plugins[0])`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "an array is not a spec", profile: profileWith(demo(`[1,2]`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got an array", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a string is not a spec", profile: profileWith(demo(`"size: 3"`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got a string", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a value its type refuses is named by its path", profile: profileWith(demo(`{"limits":{"cpu":"lots"}}`)), wantErr: `spec.plugins[0] (demo).spec: field "limits.cpu": "lots" is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "deep nesting", profile: profileWith(demo(`{"nested":{"deep":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`)), wantErr: "spec.plugins[0] (demo).spec: nested too deeply", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "every unknown field is a line of its own", profile: profileWith(demo(`{"a":1,"b":2}`)), wantErr: "spec.plugins[0] (demo).spec: unknown field \"a\"\nspec.plugins[0] (demo).spec: unknown field \"b\"", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "bad host defaults are the host's fault", defaults: `{"colour":"red"}`, profile: profileWith(), wantErr: `plugin demo: host defaults: unknown field "colour"`, wantReason: plugins.ReasonInvalidConfig},
 	}
 	for _, tt := range tests {
@@ -98,7 +105,7 @@ func TestDecode(t *testing.T) {
 func TestDecodeWithoutConfig(t *testing.T) {
 	def := plugins.Definition{Plugin: plugins.Funcs{KindName: "bare"}}
 	p := profileWith(kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: "bare"}, Spec: &runtime.RawExtension{Raw: []byte(`{"x":1}`)}})
-	if _, err := def.Decode(nil, p); err == nil || !strings.Contains(err.Error(), "plugin bare: takes no spec") {
+	if _, err := def.Decode(nil, p); err == nil || !strings.Contains(err.Error(), "spec.plugins[0] (bare).spec: plugin bare takes no spec") {
 		t.Errorf("Decode error = %v, want a plugin that takes no spec to refuse one", err)
 	}
 }

@@ -24,6 +24,12 @@
 // counted by plugin, system and result; a failure is an [OutsideError], retried
 // with backoff, whose reason names the system.
 //
+// Messages speak the Profile's language: a problem in a Profile's spec names
+// its entry and field as the author wrote them (spec.plugins[0] (quotas).spec:
+// unknown field "hardd"), one problem per line, and [FailureMessage] bounds
+// what reaches a condition, an Event or an admission response to the first
+// few problems and a count of the rest.
+//
 // Two hosts run plugins: the standalone controller-runtime reconciler and the
 // upstream profile-controller adapter, both in package reconcilers.
 package plugins

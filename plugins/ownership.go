@@ -75,14 +75,15 @@ func OwnerReference(p *kubeflowv1.Profile) *metav1ac.OwnerReferenceApplyConfigur
 func Namespace(p *kubeflowv1.Profile) string { return p.Name }
 
 // protected lists the names of the upstream controller's objects; no plugin
-// may write an object with one of them.
+// but core may write an object with one of them.
 var protected = []string{
 	"namespaceAdmin", "default-editor", "default-viewer",
 	"ns-owner-access-istio", "kf-resource-quota",
 }
 
 // IsUpstreamName reports whether name belongs to the upstream profile
-// controller, which profilekit never writes.
+// controller. Only the core plugin, which replaces that controller, writes
+// objects of these names (see Definition.Upstream).
 func IsUpstreamName(name string) bool {
 	for _, n := range protected {
 		if n == name {

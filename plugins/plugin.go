@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +24,7 @@ import (
 // to that), never modifies or deletes an object without them, and never touches
 // the upstream controller's own objects (namespaceAdmin, default-editor,
 // default-viewer, ns-owner-access-istio, kf-resource-quota, the namespace owner
-// annotation). Invalid input is returned as a TerminalError so that it is
+// annotation), which only the core plugin makes. Invalid input is returned as a TerminalError so that it is
 // reported, not retried.
 type Plugin interface {
 	// Kind is the name a Profile uses in spec.plugins[].kind.
@@ -198,6 +199,28 @@ type Watch struct {
 	// created, changed or deleted; none when it does not concern a Profile.
 	// It runs for both the old and the new object of an update.
 	Profiles func(ctx context.Context, obj client.Object) []string
+	// Scopes, when set, restricts the watch to the scopes it returns for the
+	// host's config (the decoded host defaults, as NewConfig's type): the
+	// host caches only objects of the kind inside them, one informer per
+	// scope, never the kind cluster-wide. No scope means no watch at all.
+	// Request.Watched serves the kind from these scopes only.
+	Scopes func(hostConfig any) []Scope
+	// Carries, when set, is asked instead of Profiles: for every Profile the
+	// plugin applies to, with the Profile's decoded config, whether obj
+	// concerns it. Only the Profiles it names are reconciled. Profiles whose
+	// config does not decode are left out (their condition already says so).
+	Carries func(obj client.Object, p *kubeflowv1.Profile, cfg any) bool
+}
+
+// Scope is one namespace, and optionally a name or a label selector in it,
+// that a scoped Watch caches.
+type Scope struct {
+	// Namespace holds the watched objects. Required.
+	Namespace string
+	// Name, when set, restricts the scope to the object of that name.
+	Name string
+	// Labels, when set, restricts the scope to objects whose labels match.
+	Labels labels.Selector
 }
 
 // Kind returns the kind of the definition's plugin.

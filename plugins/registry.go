@@ -2,10 +2,8 @@ package plugins
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Registry holds plugin definitions by kind. It is built once and read-only
@@ -14,8 +12,15 @@ type Registry struct {
 	defs map[string]Definition
 }
 
-// NewRegistry returns a registry of defs. A kind that is empty, not a DNS
-// label, or given twice is an error.
+// kindPattern is what a plugin kind may be: letters, digits and dashes,
+// starting with a letter, at most 63 characters. Upstream's CamelCase kinds
+// (WorkloadIdentity, AwsIamForServiceAccount) fit, and so does every use of a
+// kind: a label value, the name part of the finalizer profilekit.dev/<kind>,
+// a field manager.
+var kindPattern = regexp.MustCompile(`^[A-Za-z]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$`)
+
+// NewRegistry returns a registry of defs. A kind that is empty, not of
+// letters, digits and dashes, or given twice is an error.
 func NewRegistry(defs ...Definition) (*Registry, error) {
 	r := &Registry{defs: make(map[string]Definition, len(defs))}
 	for _, d := range defs {
@@ -23,8 +28,8 @@ func NewRegistry(defs ...Definition) (*Registry, error) {
 			return nil, fmt.Errorf("plugin definition without a plugin")
 		}
 		kind := d.Kind()
-		if errs := validation.IsDNS1123Label(kind); len(errs) > 0 {
-			return nil, fmt.Errorf("plugin kind %q: %s", kind, strings.Join(errs, "; "))
+		if !kindPattern.MatchString(kind) {
+			return nil, fmt.Errorf("plugin kind %q: want letters, digits and dashes, starting with a letter and ending with a letter or digit, at most 63 characters", kind)
 		}
 		if d.Upstream && kind != CoreKind {
 			return nil, fmt.Errorf("plugin kind %q: only the %s plugin may write the upstream controller's objects", kind, CoreKind)

@@ -43,15 +43,15 @@ type watchCache struct {
 // for it to sync, before any controller starts.
 func (w watchCache) GetCache() cache.Cache { return w.Cache }
 
-// newWatchCache returns an unfiltered cache that reaches the API server
-// through the manager's client configuration, without managed fields.
-func newWatchCache(mgr manager.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient:       mgr.GetHTTPClient(),
-		Scheme:           mgr.GetScheme(),
-		Mapper:           mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields(),
-	})
+// newWatchCache returns a cache that reaches the API server through the
+// manager's client configuration, without managed fields: unfiltered, or
+// restricted by opts' namespaces and selectors.
+func newWatchCache(mgr manager.Manager, opts cache.Options) (cache.Cache, error) {
+	opts.HTTPClient = mgr.GetHTTPClient()
+	opts.Scheme = mgr.GetScheme()
+	opts.Mapper = mgr.GetRESTMapper()
+	opts.DefaultTransform = cache.TransformStripManagedFields()
+	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("cache for watched kinds: %w", err)
 	}

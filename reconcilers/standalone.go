@@ -49,6 +49,7 @@ type Reconciler struct {
 	selector      labels.Selector
 	shard         labels.Selector
 	resync        time.Duration
+	timeout       time.Duration
 	retention     plugins.Retention
 	concurrency   int
 
@@ -56,6 +57,10 @@ type Reconciler struct {
 
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
+
+	// namespaceGate, when set, says which Profiles' namespaces the core
+	// plugin makes; the plugin waits for those (see WithNamespaceGate).
+	namespaceGate func(*kubeflowv1.Profile) bool
 
 	// watched caches the definition's Watches; nil when it has none.
 	watched client.Reader
@@ -97,6 +102,13 @@ func WithResync(d time.Duration) Option {
 	return func(r *Reconciler) { r.resync = d }
 }
 
+// WithRequestTimeout bounds each request a reconcile sends to the API server
+// (DefaultRequestTimeout unless set), so that no input, however large, holds
+// a worker: a request that runs out of time fails and is retried with backoff.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(r *Reconciler) { r.timeout = d }
+}
+
 // WithRetention sets what Revoke does with user data.
 func WithRetention(ret plugins.Retention) Option {
 	return func(r *Reconciler) { r.retention = ret }
@@ -120,6 +132,17 @@ func WithStatusWriter(w *StatusWriter) Option {
 	return func(r *Reconciler) { r.status = w }
 }
 
+// WithNamespaceGate makes the plugin wait, for each Profile that makes
+// true, until the core plugin has made the Profile's namespace: until then
+// the plugin sends nothing and reports nothing, and the namespace's creation
+// wakes it. Without it a plugin racing core would fail into a namespace that
+// does not exist yet, retry with backoff and report each failure. Hosts set
+// it on every plugin but core when core runs, with core's enablement as
+// covers.
+func WithNamespaceGate(covers func(*kubeflowv1.Profile) bool) Option {
+	return func(r *Reconciler) { r.namespaceGate = covers }
+}
+
 // WithEventRecorder replaces the manager's event recorder.
 func WithEventRecorder(rec events.EventRecorder) Option {
 	return func(r *Reconciler) { r.recorder = rec }
@@ -136,6 +159,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		selector:    labels.Everything(),
 		shard:       labels.Everything(),
 		resync:      DefaultResync,
+		timeout:     DefaultRequestTimeout,
 		retention:   plugins.RetentionRetain,
 		concurrency: 4,
 	}
@@ -145,6 +169,11 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(r.Name())
 	}
+	if r.timeout <= 0 {
+		return nil, fmt.Errorf("plugin %s: request timeout must be positive, got %s", def.Kind(), r.timeout)
+	}
+	r.client = WithTimeout(r.client, r.timeout)
+	r.apiReader = readerWithTimeout{r.apiReader, r.timeout}
 	cfg, err := def.DecodeHostDefaults(r.defaults)
 	if err != nil {
 		return nil, err
@@ -178,17 +207,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
 	if len(r.def.Watches) > 0 {
-		c, err := newWatchCache(mgr)
-		if err != nil {
+		if err := r.setupWatches(mgr, b); err != nil {
 			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
 		}
-		r.watched = c
-		for _, w := range r.def.Watches {
-			if w.Object == nil || w.Profiles == nil {
-				return fmt.Errorf("plugin %s: a watch needs an object and a map to Profiles", r.def.Kind())
-			}
-			b = b.WatchesRawSource(source.Kind(c, w.Object, handler.EnqueueRequestsFromMapFunc(byName(w.Profiles))))
-		}
+	}
+	if r.namespaceGate != nil && !r.def.Upstream {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	if r.def.Runner != nil {
 		src, err := r.runner(mgr)
@@ -311,6 +335,7 @@ func toProfile(kind string) handler.MapFunc {
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -358,6 +383,9 @@ func (r *Reconciler) requeue() reconcile.Result {
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
+		return reconcile.Result{}, err
+	}
 	cfg, err := r.def.Decode(r.defaults, p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
@@ -384,6 +412,24 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	return r.requeue(), nil
 }
 
+// namespaceReady reports whether the plugin may write into the Profile's
+// namespace: always without a namespace gate, else once the core plugin's
+// namespace for the Profile is in the cache and not being deleted.
+func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) (bool, error) {
+	if r.namespaceGate == nil || r.def.Upstream || !r.namespaceGate(p) {
+		return true, nil
+	}
+	var ns corev1.Namespace
+	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, &ns)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read namespace %s: %w", plugins.Namespace(p), err)
+	}
+	return plugins.IsOwnedBy(ns.Labels, plugins.CoreKind, p.Name) && ns.DeletionTimestamp.IsZero(), nil
+}
+
 // failed reports err in the plugin's condition. A terminal error is logged and
 // waits for the next change or resync; any other error is returned so that the
 // controller retries it with backoff. The Warning Event is recorded when the
@@ -392,10 +438,12 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err error, fallback string) (reconcile.Result, error) {
 	reason := plugins.ReasonOf(err, fallback)
 	failuresTotal.WithLabelValues(r.def.Kind(), reason).Inc()
-	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.ConditionMessage(reason, err.Error())}
+	// A spec with thousands of problems must not make a condition or an
+	// Event larger than the API server takes: both are bounded.
+	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.FailureMessage(err, fallback)}
 	changed, serr := r.setCondition(ctx, p, cond)
 	if changed {
-		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), err.Error())
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
 	}
 	if !plugins.IsTerminal(err) {
 		return reconcile.Result{}, errors.Join(err, serr)
@@ -456,10 +504,10 @@ func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg a
 	observeResult(r.def.Kind(), res)
 	if err != nil {
 		failuresTotal.WithLabelValues(r.def.Kind(), plugins.ReasonRevokeFailed).Inc()
-		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonRevokeFailed, "Revoke", "%s: %s", r.def.Kind(), err.Error())
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonRevokeFailed, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
 		return fmt.Errorf("revoke %s: %w", r.def.Kind(), err)
 	}
-	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), res.Summary())
+	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
 	return nil
 }
 

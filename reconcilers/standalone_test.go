@@ -158,7 +158,7 @@ func TestInvalidSpecIsReportedAndNothingIsDeleted(t *testing.T) {
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
 		p.Spec.Plugins = []kubeflowv1.Plugin{entry(quotas.Kind, `{"hard":{"pods":"3"},"caps":{"pods":"100"}}`)}
 	})
-	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionFalse, `InvalidSpec: plugin quotas: spec: field "caps" is set by the host only`)
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionFalse, `InvalidSpec: spec.plugins[0] (quotas).spec: field "caps" is set by the host only`)
 	if ok, msg := exists(t, rq); !ok {
 		t.Errorf("the quota was deleted because of a bad spec: %s", msg)
 	}

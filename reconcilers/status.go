@@ -50,8 +50,8 @@ func NewStatusWriter(mgr ctrl.Manager, delay time.Duration) (*StatusWriter, erro
 		delay = DefaultStatusDelay
 	}
 	w := &StatusWriter{
-		client:  mgr.GetClient(),
-		reader:  mgr.GetAPIReader(),
+		client:  WithTimeout(mgr.GetClient(), DefaultRequestTimeout),
+		reader:  readerWithTimeout{mgr.GetAPIReader(), DefaultRequestTimeout},
 		delay:   delay,
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilekit-status"}),
 		pending: map[string]map[string]*kubeflowv1.ProfileCondition{},

@@ -27,6 +27,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/rbac"
 )
 
@@ -107,6 +108,7 @@ func TestDeployOverlays(t *testing.T) {
 	}{
 		{overlay: "plain", source: "config/host.yaml"},
 		{overlay: "istio", source: "config/istio.yaml", istio: true},
+		{overlay: "argocd-apps", source: "config/argocd-apps.yaml", istio: true},
 		{overlay: "storage", source: "config/statcan-storage.yaml"},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
@@ -164,6 +166,11 @@ func TestDeployOverlays(t *testing.T) {
 				def, _ := reg.Get(kind)
 				for _, gvk := range def.Owns {
 					res := resource(gvk)
+					if gvk == apps.ApplicationKind {
+						// Applications are granted in the Argo CD namespace only.
+						checkApplicationRole(t, objs, cr.Rules)
+						continue
+					}
 					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
 						need = append(need, struct{ group, resource, verb string }{gvk.Group, res, v})
 					}
@@ -213,6 +220,29 @@ func TestDeployOverlays(t *testing.T) {
 				t.Errorf("leader election Role in namespace %q", role.Namespace)
 			}
 		})
+	}
+}
+
+// checkApplicationRole checks that a Role in the Argo CD namespace, bound
+// to the host's service account, grants Applications, and that the
+// ClusterRole does not.
+func checkApplicationRole(t *testing.T, objs []*unstructured.Unstructured, cluster []rbacv1.PolicyRule) {
+	t.Helper()
+	role := one[rbacv1.Role](t, objs, "Role", "profilekit-argocd")
+	if role.Namespace != apps.DefaultArgoCDNamespace {
+		t.Errorf("Application Role in namespace %q", role.Namespace)
+	}
+	for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
+		if !allows(role.Rules, apps.ApplicationKind.Group, "applications", v) {
+			t.Errorf("Role %s lacks %s on applications", role.Name, v)
+		}
+		if allows(cluster, apps.ApplicationKind.Group, "applications", v) {
+			t.Errorf("ClusterRole grants %s on applications in every namespace", v)
+		}
+	}
+	rb := one[rbacv1.RoleBinding](t, objs, "RoleBinding", "profilekit-argocd")
+	if rb.Namespace != role.Namespace || rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "profilekit" {
+		t.Errorf("RoleBinding %+v does not bind the Role to the host", rb)
 	}
 }
 

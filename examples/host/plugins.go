@@ -1,17 +1,24 @@
 package main
 
 import (
+	"github.com/profilekit/profilekit/gitea"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/authpolicy"
+	"github.com/profilekit/profilekit/plugins/azureidentity"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
+	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/limitrange"
 	"github.com/profilekit/profilekit/plugins/network"
 	"github.com/profilekit/profilekit/plugins/notebook"
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
+	"github.com/profilekit/profilekit/plugins/replicate"
+	"github.com/profilekit/profilekit/plugins/volumes"
+	"github.com/profilekit/profilekit/plugins/workloadidentity"
 )
 
 // definitions lists the plugins this binary is built with, in one place: a
@@ -19,6 +26,7 @@ import (
 // here does nothing until its section in the configuration file enables it.
 func definitions() []plugins.Definition {
 	return []plugins.Definition{
+		apps.Definition(),
 		authpolicy.Definition(),
 		// blobcsi polls its grants sources beside its controller and
 		// reconciles only the Profiles whose grants change.
@@ -27,14 +35,24 @@ func definitions() []plugins.Definition {
 		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
 		// defaults, under the configuration file's.
 		core.Definition(),
+		// The cloud identity plugins call AWS IAM, Google IAM and Azure with
+		// the platform's default credential chains, set up on first use.
+		azureidentity.Definition(azureidentity.DefaultCredentials()),
 		egress.Definition(),
 		// expose reads ISTIO_GATEWAY, ISTIO_HOSTS and CLUSTER_DOMAIN as its
 		// defaults, under the configuration file's.
 		expose.Definition(),
+		irsa.Definition(irsa.DefaultIAM()),
+		gitea.Definition(),
 		limitrange.Definition(),
 		network.Definition(),
 		notebook.Definition(),
 		quotas.Definition(),
 		rbac.Definition(),
+		replicate.Definition(),
+		// volumes also runs a sweeper of released volumes when its
+		// defaults set retainFor.
+		volumes.Definition(),
+		workloadidentity.Definition(workloadidentity.DefaultIAM()),
 	}
 }

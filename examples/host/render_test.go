@@ -85,17 +85,17 @@ func TestRenderInvalid(t *testing.T) {
 		{
 			reason:  "an unknown field in a plugin spec names the Profile, the plugin and the field",
 			profile: "testdata/invalid-spec.yaml",
-			want:    []string{`profile bad-spec: plugin quotas: spec: unknown field "hardd"`},
+			want:    []string{`profile bad-spec: QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: unknown field "hardd"`},
 		},
 		{
 			reason:  "a value above the host's cap names the Profile, the plugin and the field",
 			profile: "testdata/invalid-cap.yaml",
-			want:    []string{"profile over-cap: plugin quotas: hard[limits.cpu]: limits.cpu 128 is above the cap 64"},
+			want:    []string{"profile over-cap: QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: hard[limits.cpu]: limits.cpu 128 is above the cap 64"},
 		},
 		{
 			reason:  "a bad override label names the Profile, the plugin and the label",
 			profile: "testdata/invalid-label.yaml",
-			want:    []string{`profile bad-label: plugin quotas: label quotas.profilekit.dev/limits.cpu="lots": not a quantity`},
+			want:    []string{`profile bad-label: QuotasReady would be False: InvalidLabel: label quotas.profilekit.dev/limits.cpu="lots": not a quantity`},
 		},
 	}
 	for _, tc := range cases {
@@ -118,7 +118,7 @@ func TestRenderInvalid(t *testing.T) {
 
 func TestRenderInvalidExitCode(t *testing.T) {
 	code, out, stderr := execMain(t, "render", "--config", hostConfig, "-f", "testdata/invalid-spec.yaml")
-	if code != 1 || out != "" || !strings.Contains(stderr, `profilekit: profile bad-spec: plugin quotas: spec: unknown field "hardd"`) {
+	if code != 1 || out != "" || !strings.Contains(stderr, `profilekit: profile bad-spec: QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: unknown field "hardd"`) {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, out, stderr)
 	}
 }
@@ -186,8 +186,8 @@ metadata: {name: elsewhere, labels: {shard: b}}
 	for _, tc := range []struct {
 		reason, doc, want string
 	}{
-		{"not a Profile", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `document 1: want apiVersion kubeflow.org/v1, kind Profile, got "v1", "ConfigMap"`},
-		{"an older API version", "apiVersion: kubeflow.org/v1beta1\nkind: Profile\nmetadata: {name: x}\n", `got "kubeflow.org/v1beta1", "Profile"`},
+		{"not a Profile (Secrets and ConfigMaps are sources)", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", `document 1: want apiVersion kubeflow.org/v1 or kubeflow.org/v1beta1, kind Profile, got "v1", "Pod"`},
+		{"a version the API server does not serve", "apiVersion: kubeflow.org/v2\nkind: Profile\nmetadata: {name: x}\n", `got "kubeflow.org/v2", "Profile"`},
 		{"an unknown field", "apiVersion: kubeflow.org/v1\nkind: Profile\nmetadata: {name: x}\nspec: {ownr: {}}\n", `unknown field "spec.ownr"`},
 		{"no name", "apiVersion: kubeflow.org/v1\nkind: Profile\n", "document 1: Profile has no metadata.name"},
 	} {

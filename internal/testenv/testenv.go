@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -61,6 +62,11 @@ type Options struct {
 	// ControllerManagerControllers), so that owner references, namespace
 	// deletion and service-account tokens work as in a cluster.
 	ControllerManager bool
+	// ArgoCD installs the real Argo CD CRDs (see ArgoCDCRDs).
+	ArgoCD bool
+	// Webhooks are registered with the API server, pointed at a local
+	// serving address and CA (see Env.Webhook).
+	Webhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
 }
 
 // RepoRoot returns the root of the profilekit source tree.
@@ -112,12 +118,20 @@ func Start(opts Options) (*Env, error) {
 		}
 		opts.CRDPaths = append(opts.CRDPaths, crds)
 	}
+	if opts.ArgoCD {
+		dir, err := ArgoCDCRDs()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDPaths = append(opts.CRDPaths, dir)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "api", "kubeflow", "crd")}, opts.CRDPaths...),
 		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: opts.Webhooks},
 	}
 	cfg, err := env.Start()
 	if err != nil {

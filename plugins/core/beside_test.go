@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/reconcilers"
 )
@@ -51,6 +53,38 @@ func TestBesideUpstream(t *testing.T) {
 		}
 		if u.GetResourceVersion() != o.GetResourceVersion() {
 			t.Errorf("upstream's %T %s was written", o, o.GetName())
+		}
+	}
+}
+
+// TestPluginsWaitForCoreNamespace runs core and another plugin together on a
+// Profile alone: the other plugin waits for core's namespace instead of
+// failing into it, so it reports no failure and sends no failed request.
+func TestPluginsWaitForCoreNamespace(t *testing.T) {
+	run := "gate-" + rand.String(4)
+	name := "gate-" + rand.String(5)
+	sel := labels.SelectorFromSet(labels.Set{labelTest: run})
+	coreDefaults, _ := json.Marshal(map[string]any{})
+	quotaDefaults, _ := json.Marshal(map[string]any{"hard": map[string]string{"limits.cpu": "4"}})
+	all := func(*kubeflowv1.Profile) bool { return true }
+	h := testhost.Start(t, env,
+		testhost.Plugin{Def: core.Definition(), Options: []reconcilers.Option{reconcilers.WithDefaults(coreDefaults), reconcilers.WithEnabledForAll(sel)}},
+		testhost.Plugin{Def: quotas.Definition(), Options: []reconcilers.Option{reconcilers.WithDefaults(quotaDefaults), reconcilers.WithEnabledForAll(sel), reconcilers.WithNamespaceGate(all)}},
+	)
+	newProfile(t, name, run, "alice@example.org", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "1 objects in sync")
+
+	if quotaApplies := h.Counter.Mutating("/resourcequotas/"); len(quotaApplies) != 1 {
+		t.Errorf("quota requests = %v, want one apply", quotaApplies)
+	}
+	var evs eventsv1.EventList
+	if err := env.Client.List(context.Background(), &evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning {
+			t.Errorf("warning Event %s: %s", e.Reason, e.Note)
 		}
 	}
 }

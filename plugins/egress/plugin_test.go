@@ -229,7 +229,7 @@ func TestSpecEnabledGatesWithoutLabel(t *testing.T) {
 			t.Fatal(err)
 		}
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse,
-			`InvalidSpec: plugin egress: hosts[0]: host "evil.example.net" is not among the allowed hosts [*.example.com]`)
+			`InvalidSpec: spec.plugins[0] (egress).spec: hosts[0]: host "evil.example.net" is not among the allowed hosts [*.example.com]`)
 		time.Sleep(time.Second)
 		after, n := read(t, name)
 		if n != 4 || after.se.ResourceVersion != before.se.ResourceVersion {

@@ -48,6 +48,10 @@ func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
 			if alias, ok := cfg.Aliases[name]; ok {
 				res = alias
 			}
+			if why := checkName(res); why != "" {
+				errs = append(errs, fmt.Errorf("label %s=%q: %s: %s", key, raw, res, why))
+				continue
+			}
 			hard[res] = value{q: q, source: fmt.Sprintf("label %s=%q", key, raw)}
 		}
 	}
@@ -70,6 +74,9 @@ func check(hard sourced, caps corev1.ResourceList) []error {
 		v := hard[name]
 		if v.q.Sign() < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s is negative", v.source, name))
+		}
+		if why := checkValue(name, v.q); why != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", v.source, why))
 		}
 		if limit, ok := caps[name]; ok && v.q.Cmp(limit) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %s %s is above the cap %s", v.source, name, v.q.String(), limit.String()))

@@ -54,6 +54,7 @@ func TestHard(t *testing.T) {
 		},
 		{reason: "not a quantity", labels: map[string]string{"quotas.example.org/limits.cpu": "lots"}, wantErr: []string{`label quotas.example.org/limits.cpu="lots": not a quantity`}},
 		{reason: "above the cap", labels: map[string]string{"quotas.example.org/gpu": "3"}, wantErr: []string{`label quotas.example.org/gpu="3": requests.nvidia.com/gpu 3 is above the cap 2`}},
+		{reason: "a label for a resource a quota cannot limit", labels: map[string]string{"quotas.example.org/storage": "1Gi"}, wantErr: []string{`label quotas.example.org/storage="1Gi": storage: not a resource a quota can limit`}},
 		{reason: "requests above limits", labels: map[string]string{"quotas.example.org/requests.cpu": "6"}, wantErr: []string{`label quotas.example.org/requests.cpu="6": requests.cpu 6 is above limits.cpu 4 (hard[limits.cpu])`}},
 		{
 			reason:  "every problem is reported at once",
@@ -99,6 +100,12 @@ func TestValidate(t *testing.T) {
 		{reason: "upstream's name is refused", mutate: func(c *quotas.Config) { c.Name = "kf-resource-quota" }, wantErr: "belongs to the upstream profile controller"},
 		{reason: "a hard limit above its cap", mutate: func(c *quotas.Config) { c.Hard = list("pods", "20"); c.Caps = list("pods", "10") }, wantErr: "hard[pods]: pods 20 is above the cap 10"},
 		{reason: "an alias with a slash", mutate: func(c *quotas.Config) { c.Aliases["a/b"] = "x" }, wantErr: "aliases[a/b]"},
+		{reason: "a hard key that is not a resource name", mutate: func(c *quotas.Config) { c.Hard = list("bad_name!", "1") }, wantErr: "hard[bad_name!]: not a resource name"},
+		{reason: "a hard key without a domain that quotas do not know", mutate: func(c *quotas.Config) { c.Hard = list("storage", "1Gi") }, wantErr: "hard[storage]: not a resource a quota can limit"},
+		{reason: "names with a domain, counts and huge pages are taken", mutate: func(c *quotas.Config) {
+			c.Hard = list("requests.nvidia.com/gpu", "1", "count/deployments.apps", "3", "hugepages-2Mi", "1Gi", "requests.storage", "1Ti")
+		}},
+		{reason: "a count that is not a whole number", mutate: func(c *quotas.Config) { c.Hard = list("pods", "1500m") }, wantErr: "hard[pods]: pods 1500m is not a whole number"},
 		{reason: "a bad label prefix", mutate: func(c *quotas.Config) { c.LabelPrefix = "Not_A_Domain" }, wantErr: `labelPrefix "Not_A_Domain"`},
 	}
 	for _, tt := range tests {

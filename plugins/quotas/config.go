@@ -70,9 +70,21 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("caps[%s]=%s is negative", name, q.String()))
 		}
 	}
+	for _, name := range sortedKeys(c.Caps) {
+		if why := checkName(name); why != "" {
+			errs = append(errs, fmt.Errorf("caps[%s]: %s", name, why))
+		}
+	}
+	// A name the API server refuses is reported here, before any request:
+	// otherwise a spec with thousands of them becomes one huge apply that
+	// the API server refuses slowly.
 	hard := make(sourced, len(c.Hard))
-	for name, q := range c.Hard {
-		hard[name] = value{q: q, source: fmt.Sprintf("hard[%s]", name)}
+	for _, name := range sortedKeys(c.Hard) {
+		if why := checkName(name); why != "" {
+			errs = append(errs, fmt.Errorf("hard[%s]: %s", name, why))
+			continue
+		}
+		hard[name] = value{q: c.Hard[name], source: fmt.Sprintf("hard[%s]", name)}
 	}
 	errs = append(errs, check(hard, c.Caps)...)
 	return errors.Join(errs...)

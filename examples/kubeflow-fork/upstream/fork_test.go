@@ -38,7 +38,7 @@ func TestForkDrivesPlugins(t *testing.T) {
 		Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{
 			{TypeMeta: metav1.TypeMeta{Kind: quotas.Kind, APIVersion: "kubeflow.org/v1alpha1"}, Spec: &runtime.RawExtension{Raw: []byte(`{"hard":{"limits.cpu":"4"}}`)}},
 			{TypeMeta: metav1.TypeMeta{Kind: limitrange.Kind}, Spec: &runtime.RawExtension{Raw: []byte(`{"container":{"max":{"cpu":"2"}}}`)}},
-			{TypeMeta: metav1.TypeMeta{Kind: "WorkloadIdentity"}, Spec: &runtime.RawExtension{Raw: []byte(`{"gcpServiceAccount":"x"}`)}},
+			{TypeMeta: metav1.TypeMeta{Kind: "NotBuiltIn"}, Spec: &runtime.RawExtension{Raw: []byte(`{"x":"y"}`)}},
 		}},
 	}
 	if err := env.Client.Create(ctx, ours); err != nil {
@@ -137,7 +137,7 @@ func TestForkRejectsBadSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ps[0].ApplyPlugin(r, profile)
-	if err == nil || err.Error() != `plugin quotas: spec: unknown field "hrad"` {
+	if err == nil || err.Error() != `spec.plugins[0] (quotas).spec: unknown field "hrad"` {
 		t.Errorf("ApplyPlugin error = %v, want the unknown field named", err)
 	}
 }

@@ -16,9 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/examples/kubeflow-fork/upstream/profilev1"
-	"github.com/profilekit/profilekit/plugins/limitrange" // fork: the plugins it wants
-	"github.com/profilekit/profilekit/plugins/quotas"     // fork
-	"github.com/profilekit/profilekit/reconcilers"        // fork
+	"github.com/profilekit/profilekit/plugins/azureidentity"    // fork
+	"github.com/profilekit/profilekit/plugins/irsa"             // fork
+	"github.com/profilekit/profilekit/plugins/limitrange"       // fork: the plugins it wants
+	"github.com/profilekit/profilekit/plugins/quotas"           // fork
+	"github.com/profilekit/profilekit/plugins/workloadidentity" // fork
+	"github.com/profilekit/profilekit/reconcilers"              // fork
 )
 
 // Plugin is upstream's plugin interface.
@@ -38,6 +41,14 @@ type ProfileReconciler struct {
 	UserIdPrefix               string
 	WorkloadIdentity           string
 	DefaultNamespaceLabelsPath string
+
+	// fork: the cloud IAM clients of the identity plugins, such as
+	// irsa.DefaultIAM(); tests put mocks here.
+	AWSIAM           irsa.IAM
+	GCPIAM           workloadidentity.IAM
+	AzureCredentials azureidentity.Credentials
+	// fork: host defaults of the Azure plugin (the cluster's OIDC issuer).
+	AzureDefaults []byte
 }
 
 // fork: profilekit's adapter, instantiated with the fork's own types.
@@ -55,6 +66,19 @@ func (r *ProfileReconciler) GetPluginSpec(profile *profilev1.Profile) ([]Plugin,
 			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition())
 		case limitrange.Kind: // fork
 			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](limitrange.Definition())
+		case workloadidentity.Kind: // fork: upstream's kind and spec, unchanged
+			var opts []reconcilers.AdapterOption
+			if r.WorkloadIdentity != "" {
+				// Upstream's -workload-identity flag becomes the host default.
+				defaults, _ := json.Marshal(map[string]string{"gcpServiceAccount": r.WorkloadIdentity})
+				opts = append(opts, reconcilers.AdapterDefaults(defaults))
+			}
+			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](workloadidentity.Definition(r.GCPIAM), opts...)
+		case irsa.Kind: // fork: upstream's kind and spec, unchanged
+			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](irsa.Definition(r.AWSIAM))
+		case azureidentity.Kind: // fork
+			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](azureidentity.Definition(r.AzureCredentials),
+				reconcilers.AdapterDefaults(r.AzureDefaults))
 		default:
 			r.Log.Info("unknown plugin kind", "kind", p.Kind)
 			continue

@@ -104,7 +104,17 @@ func (b *bench) drift(ctx context.Context, d *desired) error {
 	}
 	fmt.Fprintf(b.Out, "\n== drift: delete or hand-edit %d owned objects and time their repair\n", k)
 	rng := rand.New(rand.NewPCG(b.Seed, b.Seed^0x9e3779b97f4a7c15))
-	picks := rng.Perm(len(d.objects))[:k]
+	// A namespace deleted here would never finish deleting (no namespace
+	// controller runs), and would take everything in it along: pick the
+	// objects inside namespaces only.
+	var candidates []int
+	for _, i := range rng.Perm(len(d.objects)) {
+		if d.objects[i].Object.GetNamespace() != "" {
+			candidates = append(candidates, i)
+		}
+	}
+	k = min(k, len(candidates))
+	picks := candidates[:k]
 	type victim struct {
 		key    objectKey
 		delete bool

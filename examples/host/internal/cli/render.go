@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/render"
@@ -23,8 +24,10 @@ func newRenderCommand(app App) *cobra.Command {
 configured by --config would, and prints the objects it would apply as YAML
 documents: Profiles in input order, then plugins by kind, then each plugin's
 own order. Nothing is read from or written to a cluster; each plugin sees a
-client that holds only its Profile. Owner references carry no uid, since the
-Profile has none yet.
+client that holds only its Profile and the v1 Secrets and ConfigMaps given
+with -f (the sources the replicate plugin copies). A Secret's values are
+never printed: each shows as its size. Owner references carry no uid, since
+the Profile has none yet.
 
 A Profile whose plugin spec or labels are invalid makes render print nothing
 on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
@@ -40,18 +43,20 @@ on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
 				return fmt.Errorf("-f is required: a file of Profiles, or - for stdin")
 			}
 			var profiles []*kubeflowv1.Profile
+			var objects []client.Object
 			for _, f := range files {
-				ps, err := readProfiles(cmd.InOrStdin(), f)
+				ps, objs, err := readInput(cmd.InOrStdin(), f)
 				if err != nil {
 					return err
 				}
 				profiles = append(profiles, ps...)
+				objects = append(objects, objs...)
 			}
 			scheme, err := server.NewScheme()
 			if err != nil {
 				return err
 			}
-			out, err := render.New(cfg, reg, scheme).Render(cmd.Context(), profiles)
+			out, err := render.New(cfg, reg, scheme).WithObjects(objects...).Render(cmd.Context(), profiles)
 			for _, n := range out.Notes {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", n)
 			}
@@ -69,18 +74,18 @@ on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "host configuration file (required)")
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file of Profile YAML documents, or - for stdin; repeatable")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file of Profile YAML documents (and Secrets and ConfigMaps the plugins read), or - for stdin; repeatable")
 	return cmd
 }
 
-func readProfiles(stdin io.Reader, name string) ([]*kubeflowv1.Profile, error) {
+func readInput(stdin io.Reader, name string) ([]*kubeflowv1.Profile, []client.Object, error) {
 	if name == "-" {
-		return render.ReadProfiles(stdin, "stdin")
+		return render.ReadInput(stdin, "stdin")
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("read profiles: %w", err)
+		return nil, nil, fmt.Errorf("read profiles: %w", err)
 	}
 	defer f.Close()
-	return render.ReadProfiles(f, name)
+	return render.ReadInput(f, name)
 }

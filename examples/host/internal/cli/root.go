@@ -65,6 +65,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 
   profilekit run --config host.yaml              run the controllers against a cluster
   profilekit render --config host.yaml -f p.yaml show what they would write, offline
+  profilekit validate --config host.yaml -f p.yaml check Profiles as admission would
   profilekit demo                                run everything on a local control plane`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -78,6 +79,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 	root.AddCommand(
 		newRunCommand(app, g),
 		newRenderCommand(app),
+		newValidateCommand(app),
 		newDemoCommand(app, g),
 		newVersionCommand(app),
 		newBenchCommand(app, g),

@@ -130,6 +130,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stop()
 
+	if err := d.createSources(ctx); err != nil {
+		return err
+	}
 	d.title("1. Create the sample Profiles")
 	for _, p := range profiles {
 		if err := d.create(ctx, p); err != nil {
@@ -151,6 +154,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := d.repairDrift(ctx, profiles[0].Name); err != nil {
+		return err
+	}
+	if err := d.rotateSource(ctx, profiles); err != nil {
 		return err
 	}
 	if err := d.optOut(ctx, profiles); err != nil {
@@ -941,6 +947,14 @@ func describe(u *unstructured.Unstructured) string {
 	case "DestinationRule":
 		host, _, _ := unstructured.NestedString(u.Object, "spec", "host")
 		return "host " + host
+	case "Secret":
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		typ, _, _ := unstructured.NestedString(u.Object, "type")
+		keys := slices.Sorted(maps.Keys(data))
+		return fmt.Sprintf("type %s, keys %s (values not shown)", typ, strings.Join(keys, ","))
+	case "ConfigMap":
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		return "keys " + strings.Join(slices.Sorted(maps.Keys(data)), ",")
 	case "PodDefault":
 		desc, _, _ := unstructured.NestedString(u.Object, "spec", "desc")
 		return desc

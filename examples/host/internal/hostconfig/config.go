@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/reconcilers"
 )
@@ -45,6 +46,8 @@ type Config struct {
 	// Plugins holds one section per plugin, keyed by plugin kind. A plugin
 	// without a section does not run.
 	Plugins map[string]Plugin `json:"plugins,omitempty"`
+	// Webhook configures the validating admission webhook for Profiles.
+	Webhook Webhook `json:"webhook,omitempty"`
 }
 
 // Client holds the Kubernetes client's rate limits.
@@ -53,6 +56,9 @@ type Client struct {
 	QPS float32 `json:"qps,omitempty"`
 	// Burst is the short-term request rate. Default 200.
 	Burst int `json:"burst,omitempty"`
+	// RequestTimeout bounds each request a reconcile sends, so that no
+	// Profile can hold a worker. Default 15s.
+	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
 }
 
 // LeaderElection configures the Lease that keeps one active replica.
@@ -170,6 +176,14 @@ func (c *Config) Enabled() []string {
 	return kinds
 }
 
+// Timeout returns the request timeout, or the default.
+func (c Client) Timeout() time.Duration {
+	if c.RequestTimeout == nil {
+		return reconcilers.DefaultRequestTimeout
+	}
+	return c.RequestTimeout.Duration
+}
+
 // SelectorOrNil returns the section's selector, nil when it has none.
 func (p Plugin) SelectorOrNil() labels.Selector {
 	if p.Selector == nil {
@@ -205,6 +219,7 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	p := c.Plugins[kind]
 	opts := []reconcilers.Option{
 		reconcilers.WithResync(c.Resync()),
+		reconcilers.WithRequestTimeout(c.Client.Timeout()),
 		reconcilers.WithRetention(p.Retention),
 		reconcilers.WithConcurrency(p.Concurrency),
 	}
@@ -224,6 +239,13 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	}
 	if p.Enabled == EnabledAll {
 		opts = append(opts, reconcilers.WithEnabledForAll(p.SelectorOrNil()))
+	}
+	// With core, the host makes the namespaces: the other plugins wait for
+	// the Profiles' namespaces that core serves instead of failing into them.
+	if core, on := c.Section(plugins.CoreKind); on && kind != plugins.CoreKind {
+		opts = append(opts, reconcilers.WithNamespaceGate(func(pr *kubeflowv1.Profile) bool {
+			return core.Applies(plugins.Listed(pr, plugins.CoreKind), pr.Labels)
+		}))
 	}
 	return opts
 }

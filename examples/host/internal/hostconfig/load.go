@@ -61,6 +61,7 @@ type rawConfig struct {
 	Client         Client                     `json:"client,omitempty"`
 	LeaderElection LeaderElection             `json:"leaderElection,omitempty"`
 	Plugins        map[string]json.RawMessage `json:"plugins,omitempty"`
+	Webhook        Webhook                    `json:"webhook,omitempty"`
 }
 
 type rawPlugin struct {
@@ -153,8 +154,10 @@ func (p *parser) parse(data []byte, reg *plugins.Registry) *Config {
 		Client:         raw.Client,
 		LeaderElection: raw.LeaderElection,
 		Plugins:        map[string]Plugin{},
+		Webhook:        raw.Webhook,
 	}
 	p.host(&raw, cfg)
+	p.webhook(&cfg.Webhook)
 	for _, kind := range sortedKeys(raw.Plugins) {
 		if sec, ok := p.plugin(kind, raw.Plugins[kind], reg); ok {
 			cfg.Plugins[kind] = sec
@@ -198,6 +201,9 @@ func (p *parser) host(raw *rawConfig, cfg *Config) {
 		if float32(c.Burst) < c.QPS {
 			p.failf("client.burst", "%d is below client.qps %g; the client could never reach its rate", c.Burst, c.QPS)
 		}
+	}
+	if t := cfg.Client.RequestTimeout; t != nil && t.Duration <= 0 {
+		p.failf("client.requestTimeout", "must be positive, got %s", t.Duration)
 	}
 	le := &cfg.LeaderElection
 	if le.ID == "" {

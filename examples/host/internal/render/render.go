@@ -12,20 +12,30 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoac "k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	kubeflowv1beta1 "github.com/profilekit/profilekit/api/kubeflow/v1beta1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/replicate"
 )
 
 // Object is one rendered object and where it came from.
@@ -53,34 +63,98 @@ type Renderer struct {
 	cfg    *hostconfig.Config
 	reg    *plugins.Registry
 	scheme *runtime.Scheme
+	// objects are the cluster's objects that plugins read, such as the
+	// sources the replicate plugin copies.
+	objects []client.Object
+	// converters type the fake client's server-side applies. Made once: a
+	// fake client makes its own for every build otherwise, which is most of
+	// a check's cost, and the admission webhook checks on every request.
+	converters []managedfields.TypeConverter
+	mapper     meta.RESTMapper
 }
 
 // New returns a Renderer for the plugins in reg, configured by cfg. The
 // scheme holds the kinds the fake client serves.
 func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme) *Renderer {
-	return &Renderer{cfg: cfg, reg: reg, scheme: scheme}
+	builtIn := runtime.NewScheme()
+	// client-go's kinds only, so that the typed converter refuses the
+	// others and the deduced one serves them.
+	_ = clientgoscheme.AddToScheme(builtIn)
+	return &Renderer{
+		cfg: cfg, reg: reg, scheme: scheme,
+		converters: []managedfields.TypeConverter{clientgoac.NewTypeConverter(builtIn), managedfields.NewDeducedTypeConverter()},
+		mapper:     meta.NewDefaultRESTMapper(nil),
+	}
+}
+
+// Outcome is what one plugin would do for one Profile.
+type Outcome struct {
+	// Kind is the plugin's kind, Condition the type of its condition.
+	Kind, Condition string
+	// Objects are what the plugin would apply, when Err is nil.
+	Objects []*unstructured.Unstructured
+	// Err is why the plugin would fail: what its condition would report.
+	Err error
+}
+
+// Message is what a Profile's author reads for a failed outcome: the
+// condition's type and the message the host would set on it, bounded.
+func (o Outcome) Message() string {
+	return o.Condition + " would be False: " + plugins.FailureMessage(o.Err, plugins.ReasonApplyFailed)
+}
+
+// Refused reports whether the outcome fails on the Profile's own input: a
+// terminal InvalidSpec or InvalidLabel error, which no retry can fix. Other
+// failures (a host misconfiguration, a plugin that cannot run offline) are
+// not the Profile's to fix.
+func (o Outcome) Refused() bool {
+	if o.Err == nil || !plugins.IsTerminal(o.Err) {
+		return false
+	}
+	switch plugins.ReasonOf(o.Err, "") {
+	case plugins.ReasonInvalidSpec, plugins.ReasonInvalidLabel:
+		return true
+	}
+	return false
+}
+
+// WithObjects lets the plugins read objs, as if they were in the cluster.
+func (r *Renderer) WithObjects(objs ...client.Object) *Renderer {
+	r.objects = append(r.objects, objs...)
+	return r
 }
 
 // Render runs every plugin that applies to each Profile. Errors of different
-// Profiles and plugins are joined, each naming the Profile and the plugin; the
-// objects of the ones that succeeded are returned with them.
+// Profiles and plugins are joined, each naming the Profile, the plugin's
+// condition and the message it would carry; the objects of the ones that
+// succeeded are returned with them.
 func (r *Renderer) Render(ctx context.Context, profiles []*kubeflowv1.Profile) (Output, error) {
 	var out Output
 	var errs []error
 	for _, p := range profiles {
-		objs, notes, err := r.profile(ctx, p)
-		out.Objects = append(out.Objects, objs...)
+		outcomes, notes := r.Check(ctx, p)
 		out.Notes = append(out.Notes, notes...)
-		if err != nil {
-			errs = append(errs, err)
+		for _, o := range outcomes {
+			if o.Err != nil {
+				errs = append(errs, fmt.Errorf("profile %s: %s", p.Name, o.Message()))
+				continue
+			}
+			for _, u := range o.Objects {
+				out.Objects = append(out.Objects, Object{Profile: p.Name, Plugin: o.Kind, Object: Redact(u)})
+			}
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object, []string, error) {
+// Check runs every plugin that applies to p, by kind, as the host would: it
+// decodes the host's defaults and the Profile's spec, then runs Apply with a
+// recording Applier, so that every check a plugin makes of the spec and the
+// labels runs, and nothing is written. Offline rendering and the admission
+// webhook both call it, so that both report exactly what the condition would.
+func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome, []string) {
 	if !r.cfg.InShard(p.Labels) {
-		return nil, []string{fmt.Sprintf("profile %s: outside this host's shard, nothing rendered", p.Name)}, nil
+		return nil, []string{fmt.Sprintf("profile %s: outside this host's shard, nothing rendered", p.Name)}
 	}
 	var notes []string
 	for _, entry := range p.Spec.Plugins {
@@ -88,8 +162,7 @@ func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object
 			notes = append(notes, fmt.Sprintf("profile %s: lists plugin %s, which this host does not run", p.Name, entry.Kind))
 		}
 	}
-	var objs []Object
-	var errs []error
+	var outcomes []Outcome
 	for _, kind := range r.cfg.Enabled() {
 		sec, _ := r.cfg.Section(kind)
 		if !sec.Applies(plugins.Listed(p, kind), p.Labels) {
@@ -97,35 +170,43 @@ func (r *Renderer) profile(ctx context.Context, p *kubeflowv1.Profile) ([]Object
 		}
 		def, ok := r.reg.Get(kind)
 		if !ok {
-			errs = append(errs, fmt.Errorf("profile %s: plugin %s: not built into this host", p.Name, kind))
+			outcomes = append(outcomes, Outcome{Kind: kind, Condition: plugins.ConditionTypeFor(kind), Err: fmt.Errorf("plugin %s: not built into this host", kind)})
 			continue
 		}
-		recorded, skipped, err := r.apply(ctx, def, sec, p)
+		objs, skipped, err := r.apply(ctx, def, sec, p)
+		if plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
+			// The cluster holds the sources; render has only what -f gave.
+			notes = append(notes, fmt.Sprintf("profile %s: %v; give the sources with -f to render their copies", p.Name, err))
+			err = nil
+		}
+		outcomes = append(outcomes, Outcome{Kind: kind, Condition: def.Condition(), Objects: objs, Err: err})
 		if err != nil {
-			errs = append(errs, err)
 			continue
 		}
 		for _, call := range skipped {
 			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: skipped outside call %s (render calls no outside system)", p.Name, kind, call))
 		}
-		for _, u := range recorded {
-			objs = append(objs, Object{Profile: p.Name, Plugin: kind, Object: u})
-		}
 	}
-	return objs, notes, errors.Join(errs...)
+	return outcomes, notes
 }
 
 // apply runs one plugin offline and returns the objects it would write and
 // the outside calls it would make.
 func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, []string, error) {
-	// Decode's errors already name the plugin and the field.
+	// Decode's errors already name the plugin's entry and the field.
 	cfg, err := def.Decode(sec.Defaults, p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("profile %s: %w", p.Name, err)
+		return nil, nil, err
+	}
+	objs := []client.Object{p.DeepCopy()}
+	for _, o := range r.objects {
+		objs = append(objs, o.DeepCopyObject().(client.Object))
 	}
 	c := fake.NewClientBuilder().
 		WithScheme(r.scheme).
-		WithObjects(p.DeepCopy()).
+		WithTypeConverters(r.converters...).
+		WithRESTMapper(r.mapper).
+		WithObjects(objs...).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
 	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, def.ApplierOptions()...)
@@ -139,41 +220,110 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		Retention: sec.Retention,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("profile %s: plugin %s: %w", p.Name, def.Kind(), err)
+		return rec.Recorded(), outside.Skipped(), err
 	}
 	return rec.Recorded(), outside.Skipped(), nil
 }
 
-// ReadProfiles reads the kubeflow.org/v1 Profiles in a stream of YAML or JSON
-// documents; name names the stream in errors. Unknown fields are errors, as
-// the API server's strict field validation would make them.
+// Redact returns u with a Secret's values replaced by their sizes, so that
+// no value is ever printed; other objects are returned as they are.
+func Redact(u *unstructured.Unstructured) *unstructured.Unstructured {
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return u
+	}
+	out := u.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok, _ := unstructured.NestedStringMap(out.Object, field)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			n := len(v)
+			if field == "data" {
+				if b, err := base64.StdEncoding.DecodeString(v); err == nil {
+					n = len(b)
+				}
+			}
+			m[k] = fmt.Sprintf("(redacted, %d bytes)", n)
+		}
+		_ = unstructured.SetNestedStringMap(out.Object, m, field)
+	}
+	return out
+}
+
+// ReadProfiles reads the Profiles in a stream of YAML or JSON documents; name
+// names the stream in errors. Both served versions, kubeflow.org/v1 and
+// kubeflow.org/v1beta1, are read (they have the same fields) and returned as
+// v1. Unknown fields are errors, as the API server's strict field validation
+// would make them.
 func ReadProfiles(in io.Reader, name string) ([]*kubeflowv1.Profile, error) {
+	ps, objs, err := ReadInput(in, name)
+	if err == nil && len(objs) > 0 {
+		err = fmt.Errorf("%s: %s %s: want only Profiles", name, objs[0].GetObjectKind().GroupVersionKind().Kind, objs[0].GetName())
+	}
+	return ps, err
+}
+
+// ReadInput reads Profiles as ReadProfiles does, and v1 Secrets and
+// ConfigMaps, which stand for cluster objects that plugins read (the
+// replicate plugin's sources).
+func ReadInput(in io.Reader, name string) ([]*kubeflowv1.Profile, []client.Object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
 	var out []*kubeflowv1.Profile
+	var objs []client.Object
 	for i := 1; ; i++ {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
 			continue
 		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &tm); err == nil && tm.APIVersion == "v1" && (tm.Kind == "Secret" || tm.Kind == "ConfigMap") {
+			var obj client.Object = &corev1.Secret{}
+			if tm.Kind == "ConfigMap" {
+				obj = &corev1.ConfigMap{}
+			}
+			if err := decodeStrict(doc, obj); err != nil {
+				return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			}
+			if s, ok := obj.(*corev1.Secret); ok {
+				// The API server folds stringData into data.
+				for k, v := range s.StringData {
+					if s.Data == nil {
+						s.Data = map[string][]byte{}
+					}
+					s.Data[k] = []byte(v)
+				}
+				s.StringData = nil
+			}
+			objs = append(objs, obj)
+			continue
+		}
 		var p kubeflowv1.Profile
 		if err := decodeStrict(doc, &p); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
-		if p.APIVersion != kubeflowv1.GroupVersion.String() || p.Kind != "Profile" {
-			return nil, fmt.Errorf("%s: document %d: want apiVersion %s, kind Profile, got %q, %q", name, i, kubeflowv1.GroupVersion, p.APIVersion, p.Kind)
+		if !IsProfile(p.APIVersion, p.Kind) {
+			return nil, nil, fmt.Errorf("%s: document %d: want apiVersion %s or %s, kind Profile, got %q, %q", name, i, kubeflowv1.GroupVersion, kubeflowv1beta1.GroupVersion, p.APIVersion, p.Kind)
 		}
+		p.APIVersion = kubeflowv1.GroupVersion.String()
 		if p.Name == "" {
-			return nil, fmt.Errorf("%s: document %d: Profile has no metadata.name", name, i)
+			return nil, nil, fmt.Errorf("%s: document %d: Profile has no metadata.name", name, i)
 		}
 		out = append(out, &p)
 	}
-	return out, nil
+	return out, objs, nil
+}
+
+// IsProfile reports whether apiVersion and kind name a Profile in a version
+// the API server serves.
+func IsProfile(apiVersion, kind string) bool {
+	return kind == "Profile" && (apiVersion == kubeflowv1.GroupVersion.String() || apiVersion == kubeflowv1beta1.GroupVersion.String())
 }
 
 // decodeStrict decodes a YAML document, failing on unknown and duplicate

@@ -25,8 +25,10 @@ import (
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
 
 	"github.com/profilekit/profilekit/api/kubeflow"
+	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/volumes"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -72,7 +74,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,
-		Cache:                         reconcilers.CacheOptions(cfg.Shard()),
+		Cache:                         withApplicationNamespaces(reconcilers.CacheOptions(cfg.Shard()), cfg, reg),
 		Client:                        reconcilers.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
@@ -80,6 +82,13 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		LeaderElectionID:              cfg.LeaderElection.ID,
 		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+	}
+	var selfSigned *admission.SelfSigned
+	if cfg.Webhook.Enabled {
+		mopts.WebhookServer, selfSigned, err = webhookServer(rc, cfg, s)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if opts.SkipNameValidation {
 		skip := true
@@ -108,6 +117,16 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("plugin %s: set up controller: %w", kind, err)
+		}
+		if kind == volumes.Kind {
+			if err := addSweeper(mgr, cfg, def); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cfg.Webhook.Enabled {
+		if err := addWebhook(mgr, cfg, reg, s, selfSigned); err != nil {
+			return nil, err
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

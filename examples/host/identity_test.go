@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Rendering a Profile with the cloud identity plugins shows the annotation
+// each would apply to default-editor, and says which cloud calls it skipped.
+func TestRenderCloudIdentity(t *testing.T) {
+	code, out, stderr := runMain(t.Context(), "render", "--config", "config/cloud-identity.yaml", "-f", "testdata/cloud-identity.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"iam.gke.io/gcp-service-account: kf-user@proj-123.iam.gserviceaccount.com",
+		"eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/team-role",
+		"azure.workload.identity/client-id: 11111111-1111-1111-1111-111111111111",
+		"name: default-editor",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{
+		"plugin AwsIamForServiceAccount: skipped outside call AWSIAM role/team-role",
+		"plugin WorkloadIdentity: skipped outside call GCPIAM gsa/kf-user@proj-123.iam.gserviceaccount.com",
+		"plugin AzureWorkloadIdentity: skipped outside call AzureIdentity credential/00000000-0000-0000-0000-000000000000/kubeflow/team-a/profilekit-team-cloud-default-editor",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("render notes lack %q:\n%s", want, stderr)
+		}
+	}
+}

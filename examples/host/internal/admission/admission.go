@@ -1,0 +1,159 @@
+// Package admission is the validating admission webhook for Profiles that
+// `profilekit run` serves when its configuration enables it.
+//
+// For every plugin the host runs and the Profile enables, the webhook does
+// what offline rendering does (render.Renderer.Check): it decodes the host's
+// defaults and the Profile's spec, and runs the plugin's Apply against a
+// recording Applier, so that every check a plugin makes of its spec and of
+// the Profile's override labels runs, and nothing is written. A Profile that a
+// plugin refuses (a terminal InvalidSpec or InvalidLabel error) is denied with
+// the message that plugin's condition would carry. Kinds the host does not run
+// are allowed, with a warning, since the upstream controller ignores them too.
+//
+// An UPDATE is judged by what it changes: one that leaves the plugin specs
+// and the labels as they were is allowed at once, and a plugin's refusal
+// denies an UPDATE only when the old Profile did not already draw the same
+// refusal. A Profile that a new host configuration made invalid can so still
+// be edited (its owner, its other plugins) and deleted.
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/render"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Validator decides on Profiles. It is safe for concurrent use.
+type Validator struct {
+	cfg      *hostconfig.Config
+	renderer *render.Renderer
+}
+
+var _ admission.Handler = (*Validator)(nil)
+
+// New returns a Validator for the plugins in reg as cfg runs them; scheme
+// holds the kinds the plugins read offline.
+func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme) *Validator {
+	return &Validator{cfg: cfg, renderer: render.New(cfg, reg, scheme)}
+}
+
+// Webhook returns the Validator as an HTTP handler for the webhook server.
+func (v *Validator) Webhook() *admission.Webhook {
+	return &admission.Webhook{Handler: v}
+}
+
+// Handle decides on one admission request for a Profile.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Kind.Group != kubeflowv1.GroupVersion.Group || req.Kind.Kind != "Profile" {
+		return admission.Allowed("not a Profile")
+	}
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update:
+	default:
+		return admission.Allowed("")
+	}
+	p, err := decode(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var old *kubeflowv1.Profile
+	if req.Operation == admissionv1.Update {
+		if old, err = decode(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if sameInputs(old, p) {
+			return admission.Allowed("plugin specs and labels unchanged")
+		}
+	}
+	denied, warnings := v.Decide(ctx, old, p)
+	if len(denied) > 0 {
+		return admission.Denied(strings.Join(denied, "\n")).WithWarnings(warnings...)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// Decide returns why p is refused (one line per refusing plugin, the
+// condition's type and message; none when it is admitted) and the warnings
+// for its author. old is the Profile before an UPDATE, nil for a CREATE: a
+// refusal that old drew already does not count against the UPDATE.
+func (v *Validator) Decide(ctx context.Context, old, p *kubeflowv1.Profile) (denied, warnings []string) {
+	outcomes, _ := v.renderer.Check(ctx, p)
+	var before map[string]string
+	for _, o := range outcomes {
+		switch {
+		case o.Err == nil:
+			continue
+		case !o.Refused():
+			// Not the Profile's fault, nor something admission should block.
+			warnings = append(warnings, fmt.Sprintf("%s: not checked: %s", o.Condition, plugins.BoundMessage(o.Err.Error())))
+			continue
+		}
+		msg := o.Message()
+		if old != nil {
+			if before == nil {
+				before = v.refusals(ctx, old)
+			}
+			if before[o.Kind] == msg {
+				warnings = append(warnings, o.Condition+" stays False; this change does not alter why")
+				continue
+			}
+		}
+		denied = append(denied, msg)
+	}
+	if v.cfg.Webhook.WarnsUnknownPlugins() {
+		for i, e := range p.Spec.Plugins {
+			if _, on := v.cfg.Section(e.Kind); !on {
+				warnings = append(warnings, fmt.Sprintf("%s: this host runs no such plugin; it is ignored", plugins.EntryPath(i, e.Kind)))
+			}
+		}
+	}
+	return denied, warnings
+}
+
+// refusals returns the message of every plugin that refuses p, by kind.
+func (v *Validator) refusals(ctx context.Context, p *kubeflowv1.Profile) map[string]string {
+	outcomes, _ := v.renderer.Check(ctx, p)
+	out := map[string]string{}
+	for _, o := range outcomes {
+		if o.Refused() {
+			out[o.Kind] = o.Message()
+		}
+	}
+	return out
+}
+
+// sameInputs reports whether an UPDATE leaves everything a plugin reads from
+// a Profile's author as it was: the plugin entries and the labels.
+func sameInputs(old, p *kubeflowv1.Profile) bool {
+	return maps.Equal(old.Labels, p.Labels) &&
+		slices.EqualFunc(old.Spec.Plugins, p.Spec.Plugins, func(a, b kubeflowv1.Plugin) bool {
+			return a.Kind == b.Kind && a.APIVersion == b.APIVersion && equality.Semantic.DeepEqual(a.Spec, b.Spec)
+		})
+}
+
+// decode reads a Profile of either served version; both have the same fields.
+func decode(raw []byte) (*kubeflowv1.Profile, error) {
+	var p kubeflowv1.Profile
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("decode Profile: %w", err)
+	}
+	if !render.IsProfile(p.APIVersion, p.Kind) {
+		return nil, fmt.Errorf("decode Profile: unexpected apiVersion %q, kind %q", p.APIVersion, p.Kind)
+	}
+	p.APIVersion = kubeflowv1.GroupVersion.String()
+	return &p, nil
+}

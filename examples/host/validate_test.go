@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		reason   string
+		profile  string
+		wantCode int
+		wantOut  []string
+		wantErr  []string
+	}{
+		{
+			reason: "an unknown field is denied with the condition's message", profile: "testdata/invalid-spec.yaml", wantCode: 1,
+			wantOut: []string{"profile bad-spec: denied", `QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: unknown field "hardd"`},
+		},
+		{
+			reason: "a value above the cap is denied", profile: "testdata/invalid-cap.yaml", wantCode: 1,
+			wantOut: []string{"profile over-cap: denied", "QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: hard[limits.cpu]: limits.cpu 128 is above the cap 64"},
+		},
+		{
+			reason: "a bad override label is denied", profile: "testdata/invalid-label.yaml", wantCode: 1,
+			wantOut: []string{"profile bad-label: denied", `QuotasReady would be False: InvalidLabel: label quotas.profilekit.dev/limits.cpu="lots": not a quantity`},
+		},
+		{
+			reason: "an unknown plugin is admitted with a warning", profile: "testdata/unknown-plugin.yaml",
+			wantOut: []string{"profile lists-unknown: admitted"},
+			wantErr: []string{"warning: profile lists-unknown: spec.plugins[0] (sparkles): this host runs no such plugin; it is ignored"},
+		},
+		{reason: "a sample Profile is admitted", profile: "../profiles/team-a.yaml", wantOut: []string{"profile team-a: admitted"}},
+		{reason: "a v1beta1 Profile is read as the API server reads it", profile: "testdata/v1beta1-profile.yaml", wantOut: []string{"profile legacy-team: admitted"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			code, out, stderr := runMain(t.Context(), "validate", "--config", hostConfig, "-f", tc.profile)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderV1beta1(t *testing.T) {
+	code, out, stderr := runMain(t.Context(), "render", "--config", hostConfig, "-f", "testdata/v1beta1-profile.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{"kind: ResourceQuota", "namespace: legacy-team", "apiVersion: kubeflow.org/v1\n    blockOwnerDeletion: true"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output does not contain %q:\n%s", w, out)
+		}
+	}
+}
+
+// HostileSpecs are quotas specs built to hurt: the wrong JSON type, 50,000
+// keys the API server would refuse, a value nested 5,000 levels deep. Each
+// must be refused with a bounded message that names the field.
+var HostileSpecs = []struct {
+	Name, Spec string
+	Want       []string
+}{
+	{"array", `[1,2,3]`, []string{"spec.plugins[0] (quotas).spec: must be an object, got an array"}},
+	{"string", `"hard: {cpu: 1}"`, []string{"spec.plugins[0] (quotas).spec: must be an object, got a string"}},
+	{"invalid-keys", invalidKeys(50000), []string{"spec.plugins[0] (quotas).spec: hard[bad_00000]: not a resource a quota can limit", "(and 49995 more problems)"}},
+	{"deep-nesting", `{"hard":{"cpu":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}}`, []string{`spec.plugins[0] (quotas).spec: field "hard.cpu": {"a":{"a":`, "is not a quantity"}},
+}
+
+func invalidKeys(n int) string {
+	hard := make(map[string]string, n)
+	for i := range n {
+		hard[fmt.Sprintf("bad_%05d", i)] = "1"
+	}
+	b, _ := json.Marshal(map[string]any{"hard": hard})
+	return string(b)
+}
+
+func hostileProfile(name, spec string) string {
+	return fmt.Sprintf(`{"apiVersion":"kubeflow.org/v1","kind":"Profile","metadata":{"name":%q},"spec":{"owner":{"kind":"User","name":"eve@example.org"},"plugins":[{"kind":"quotas","spec":%s}]}}`, name, spec)
+}
+
+func TestValidateHostileSpecs(t *testing.T) {
+	for _, h := range HostileSpecs {
+		t.Run(h.Name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "profile.json")
+			if err := os.WriteFile(f, []byte(hostileProfile("hostile-"+h.Name, h.Spec)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, stderr := runMain(t.Context(), "validate", "--config", hostConfig, "-f", f)
+			if code != 1 || !strings.Contains(out, "denied") {
+				t.Fatalf("exit %d, want 1 and a denial; stdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+			for _, w := range h.Want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, out)
+				}
+			}
+			if len(out) > plugins.MaxMessageBytes+200 {
+				t.Errorf("%d bytes of output, want it bounded:\n%s", len(out), out)
+			}
+		})
+	}
+}

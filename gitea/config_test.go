@@ -1,0 +1,65 @@
+package gitea_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/profilekit/profilekit/gitea"
+	"github.com/profilekit/profilekit/plugins/apps"
+)
+
+func TestValidate(t *testing.T) {
+	valid := func() *gitea.Config {
+		c := gitea.ConfigFromEnv(func(string) (string, bool) { return "", false })
+		c.RootURL = "https://kf.example.org"
+		c.Instances = []gitea.Instance{{
+			Name:   "unclassified",
+			Source: apps.Source{RepoURL: "https://dl.gitea.com/charts/", Chart: "gitea"},
+			Database: gitea.Database{
+				Host:     "pg.example.net",
+				AdminDSN: gitea.SecretKey{Namespace: "profilekit-system", Name: "pg-admin"},
+				CA:       &gitea.SecretKey{Namespace: "profilekit-system", Name: "pg-ca"},
+			},
+		}}
+		return c
+	}
+	tests := []struct {
+		reason  string
+		mutate  func(c *gitea.Config)
+		wantErr string
+	}{
+		{reason: "the defaults with a server, DSN and CA pass", mutate: func(*gitea.Config) {}},
+		{reason: "verify-full needs a CA", mutate: func(c *gitea.Config) { c.Instances[0].Database.CA = nil },
+			wantErr: "instances[unclassified].database: ca: required with sslMode verify-full"},
+		{reason: "plain text only by name, other modes are refused", mutate: func(c *gitea.Config) { c.Instances[0].Database.SSLMode = "prefer" },
+			wantErr: `sslMode "prefer": want verify-full or disable`},
+		{reason: "plain text when the host says so needs no CA", mutate: func(c *gitea.Config) {
+			c.Instances[0].Database.SSLMode = gitea.SSLDisable
+			c.Instances[0].Database.CA = nil
+		}},
+		{reason: "a locale that is not a plain name is refused before it reaches SQL", mutate: func(c *gitea.Config) { c.Instances[0].Database.LCCollate = "en_US'; DROP" },
+			wantErr: `lcCollate "en_US'; DROP"`},
+		{reason: "two instances on one server need different name prefixes", mutate: func(c *gitea.Config) {
+			b := c.Instances[0]
+			b.Name = "protected-b"
+			c.Instances = append(c.Instances, b)
+		}, wantErr: "role and database names would collide"},
+		{reason: "a root URL is required, Gitea's ROOT_URL comes from it", mutate: func(c *gitea.Config) { c.RootURL = "" },
+			wantErr: "rootURL: required"},
+		{reason: "enable names a declared instance", mutate: func(c *gitea.Config) { c.Enable = []string{"secret"} },
+			wantErr: `enable[0] "secret": no such instance`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			c := valid()
+			tc.mutate(c)
+			got := ""
+			if err := c.Validate(); err != nil {
+				got = err.Error()
+			}
+			if (tc.wantErr == "") != (got == "") || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("Validate() = %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+// Package gitea gives each Profile that wants one a Gitea of its own, per
+// classified instance the host declares (for example unclassified and
+// protected-b, each with its own database server, path prefix, opt-in label
+// and NetworkPolicy). Plugin kind gitea.
+//
+// For each instance a Profile enables (by spec, enable: [name], or by the
+// instance's opt-in label set to true) the plugin makes:
+//
+//   - on the instance's PostgreSQL server, with pgx: one role (LOGIN, no
+//     other rights) and one database owned by it, named from the namespace
+//     (namePrefix + namespace; longer than 63 bytes, the first 54 bytes, a
+//     dash and 8 hex digits of a hash, so that two namespaces never share a
+//     name). Every name is a quoted identifier and every value a parameter
+//     or quoted literal. New databases get encoding UTF8, locale C and
+//     template template0 unless configured, which every PostgreSQL accepts
+//     whatever locales its machine has; public access to them is revoked;
+//   - the Secret gitea-<instance>-db in the Profile's namespace, with PGHOST,
+//     PGPORT, PGDATABASE, PGUSER, PGPASSWORD and PGSSLMODE. The password is
+//     generated once, written to the Secret before the role, and sent to
+//     the server only as a SCRAM-SHA-256 verifier. It is never rotated
+//     silently: when a role exists and its Secret is gone the condition says
+//     so (reason PasswordLost), and a new password is set only when the
+//     host's rotateLostPassword allows it;
+//   - the Gitea Application through the apps plugin's builder: the host's
+//     chart and values, with the plugin's values over them (the database,
+//     the password from the Secret by reference, ROOT_URL = rootURL +
+//     /<prefix>/<namespace>/, and no admin account: the chart gets no default
+//     credentials, and the first user, the Profile's owner signing in through
+//     the Kubeflow gateway, becomes Gitea's admin);
+//   - one VirtualService built by the expose plugin's route builder: a
+//     request to /<prefix>/?ns=<namespace>, the dashboard's link, is
+//     redirected to /<prefix>/<namespace>/, which routes to the Gitea
+//     Service in the namespace. No route matches the Referer header;
+//   - a NetworkPolicy that admits the ingress gateway's pods, and nothing
+//     else, to the Gitea pods (selectors from configuration);
+//   - an Istio ServiceEntry for a database host outside the cluster.
+//
+// The administrator's DSN and the server's CA come from Secrets the host
+// names (labelled app.kubernetes.io/managed-by=profilekit so that the host's
+// cache holds them), never from flags; neither they nor any password reach
+// a log or a condition. Connections verify the server's certificate and
+// name against that CA (verify-full) unless the host sets sslMode: disable;
+// a certificate that does not verify fails the connection, never falls back.
+//
+// Outside calls go through the shared outside-state record: a pass with
+// nothing changed sends no SQL at all. A database error is a retried error
+// on GiteaReady (reason PostgreSQLError) and nothing is deleted; an invalid
+// configuration is terminal (InvalidSpec or InvalidConfig, naming the field).
+//
+// An instance the Profile no longer wants, and Revoke, remove the app, route,
+// policy and ServiceEntry, and wait for Argo CD to remove what the
+// Application deployed before the Profile's finalizer goes. The database,
+// the role and the Secret with its password stay (retention Retain; a
+// deleted Profile's Secret goes with its namespace); with retention Delete
+// the role's connections are terminated and database and role dropped.
+//
+// Host configuration:
+//
+//	gitea:
+//	  enabled: all
+//	  defaults:
+//	    rootURL: https://kubeflow.example.org
+//	    instances:
+//	    - name: unclassified
+//	      optInLabel: gitea.example.org/unclassified
+//	      source: {repoURL: https://dl.gitea.com/charts/, chart: gitea, targetRevision: 12.1.0}
+//	      database:
+//	        host: gitea-unclassified.postgres.database.example.net
+//	        adminDSN: {namespace: profilekit-system, name: gitea-unclassified-admin}
+//	        ca: {namespace: profilekit-system, name: gitea-unclassified-ca}
+//	    - name: protected-b
+//	      optInLabel: gitea.example.org/protected-b
+//	      source: {repoURL: https://dl.gitea.com/charts/, chart: gitea, targetRevision: 12.1.0}
+//	      database:
+//	        host: gitea-protected-b.postgres.database.example.net
+//	        adminDSN: {namespace: profilekit-system, name: gitea-protected-b-admin}
+//	        ca: {namespace: profilekit-system, name: gitea-protected-b-ca}
+//
+// A Profile that wants the unclassified Gitea:
+//
+//	apiVersion: kubeflow.org/v1
+//	kind: Profile
+//	metadata:
+//	  name: team-a
+//	  labels:
+//	    gitea.example.org/unclassified: "true"
+//	spec:
+//	  owner: {kind: User, name: alice@example.org}
+package gitea

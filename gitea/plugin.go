@@ -1,0 +1,371 @@
+package gitea
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apps"
+	"github.com/profilekit/profilekit/plugins/egress"
+)
+
+// SystemPostgreSQL names PostgreSQL among outside systems.
+const SystemPostgreSQL = "PostgreSQL"
+
+// ReasonPasswordLost is the condition reason when a role exists but the
+// Secret with its password is gone.
+const ReasonPasswordLost = "PasswordLost"
+
+// OfflinePassword stands for a password in offline rendering, which never
+// generates one.
+const OfflinePassword = "<generated on first apply>"
+
+// Owns lists the kinds the plugin writes.
+var Owns = append([]schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("Secret"),
+	egress.ServiceEntryKind,
+}, apps.Owns...)
+
+// Plugin provisions a Gitea per Profile and instance: a PostgreSQL role and
+// database, the database Secret, the Argo CD Application, the route, the
+// NetworkPolicy and, for an external database, a ServiceEntry.
+type Plugin struct {
+	// Tracer, when set, sees every SQL statement (tests count them).
+	Tracer pgx.QueryTracer
+}
+
+var _ plugins.Plugin = Plugin{}
+
+// Definition returns the gitea plugin.
+func Definition() plugins.Definition { return Plugin{}.Definition() }
+
+// Definition returns the plugin p with its config and owned kinds.
+func (p Plugin) Definition() plugins.Definition {
+	return plugins.Definition{
+		Plugin:    p,
+		NewConfig: func() any { return NewConfig() },
+		Owns:      Owns,
+		// Databases and Applications live outside the Profile's namespace.
+		OutsideState: true,
+	}
+}
+
+// Kind returns "gitea".
+func (Plugin) Kind() string { return Kind }
+
+type work struct {
+	in          Instance
+	server      Server
+	password    string
+	setPassword bool
+}
+
+// Apply provisions the instances the Profile wants. Secrets are written
+// before the role they hold the password of, and a role whose Secret is
+// lost is reported, not given a new password, unless the host allows it.
+// An instance the Profile no longer wants loses its app; its database and
+// Secret stay unless retention is Delete.
+func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	o, err := outsideOf(req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	ns := plugins.Namespace(req.Profile)
+	acfg := cfg.appsConfig(req.Profile)
+	on, invalid, err := apps.Wanted(ctx, req.Client, acfg, req.Profile)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	wanted := map[string]bool{}
+	for _, a := range on {
+		wanted[a.Name] = true
+	}
+
+	recorded, err := recordedSet(ctx, o, req.Retention)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	var res plugins.Result
+	var objs []runtime.ApplyConfiguration
+	var todo []work
+	var errs []error
+	for _, in := range cfg.instances() {
+		spec := in.Spec(ns)
+		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !wanted[AppName(in.Name)] {
+			if !hasSecret && !recorded[stateKey(in)] {
+				continue
+			}
+			if req.Retention != plugins.RetentionDelete {
+				if !hasSecret {
+					continue
+				}
+				// The database stays, and so does its password.
+				objs = append(objs, in.secret(ns, pw))
+				continue
+			}
+			srv, err := p.server(ctx, req.Client, in, o.Offline())
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
+				ch, err := srv.Drop(ctx, spec)
+				res.Changes = append(res.Changes, ch...)
+				return err
+			}); err != nil {
+				errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
+				continue
+			}
+			if err := o.Forget(ctx, stateKey(in)); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		w := work{in: in, password: pw}
+		if !o.Offline() {
+			if w.server, err = p.server(ctx, req.Client, in, false); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if !hasSecret {
+			if o.Offline() {
+				w.password = OfflinePassword
+			} else {
+				var roleExists bool
+				if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
+					var err error
+					roleExists, err = w.server.RoleExists(ctx, spec.Role)
+					return err
+				}); err != nil {
+					errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
+					continue
+				}
+				if roleExists && !in.Database.RotateLostPassword {
+					errs = append(errs, plugins.Terminalf(ReasonPasswordLost,
+						"instance %s: role %s exists but Secret %s/%s with its password is gone; restore the Secret, or set rotateLostPassword to give the role a new password",
+						in.Name, spec.Role, ns, SecretName(in.Name)))
+					continue
+				}
+				if w.password, err = NewPassword(); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				w.setPassword = roleExists
+			}
+		}
+		objs = append(objs, in.secret(ns, w.password))
+		if in.Database.serviceEntry(cfg.Routing.ClusterDomain) {
+			objs = append(objs, plugins.Encoded(in.serviceEntry(ns)))
+		}
+		todo = append(todo, w)
+	}
+	if len(errs) > 0 {
+		// Nothing is written or deleted until every instance can be served.
+		return res, errors.Join(append(errs, invalid...)...)
+	}
+	d, err := apps.Build(acfg, req.Profile, on)
+	if err != nil {
+		return res, err
+	}
+	objs = append(objs, d.Objects()...)
+	synced, err := req.Objects.Sync(ctx, objs...)
+	res.Merge(synced)
+	if err != nil {
+		return res, errors.Join(append([]error{err}, invalid...)...)
+	}
+	for _, w := range todo {
+		spec := w.in.Spec(ns)
+		desired := struct {
+			Server   string       `json:"server"`
+			Database DatabaseSpec `json:"database"`
+			Password string       `json:"passwordSHA256"`
+		}{w.in.Database.Host, spec, digest(w.password)}
+		_, err := o.Ensure(ctx, SystemPostgreSQL, stateKey(w.in), desired, func(ctx context.Context) error {
+			ch, err := w.server.Ensure(ctx, spec, w.password, w.setPassword)
+			res.Changes = append(res.Changes, ch...)
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", w.in.Name, err))
+		}
+	}
+	return res, errors.Join(append(errs, invalid...)...)
+}
+
+// Revoke removes the apps, routes, policies and ServiceEntries, and waits
+// until Argo CD has removed what the Applications deployed. Databases,
+// roles and their Secrets stay, unless retention is Delete: then the
+// connections are terminated and database and role dropped first. A Profile
+// being deleted loses its Secrets with its namespace.
+func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	o, err := outsideOf(req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	ns := plugins.Namespace(req.Profile)
+	recorded, err := recordedSet(ctx, o, req.Retention)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	var res plugins.Result
+	var keep []runtime.ApplyConfiguration
+	var errs []error
+	for _, in := range cfg.instances() {
+		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !hasSecret && !recorded[stateKey(in)] {
+			continue
+		}
+		if req.Retention != plugins.RetentionDelete {
+			if hasSecret {
+				keep = append(keep, in.secret(ns, pw))
+			}
+			continue
+		}
+		srv, err := p.server(ctx, req.Client, in, o.Offline())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
+			ch, err := srv.Drop(ctx, in.Spec(ns))
+			res.Changes = append(res.Changes, ch...)
+			return err
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
+			continue
+		}
+		if err := o.Forget(ctx, stateKey(in)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return res, errors.Join(errs...)
+	}
+	var out plugins.Result
+	if req.Profile.DeletionTimestamp.IsZero() && len(keep) > 0 {
+		out, err = req.Objects.Sync(ctx, keep...)
+	} else {
+		out, err = req.Objects.DeleteAll(ctx)
+	}
+	res.Merge(out)
+	if err != nil {
+		return res, err
+	}
+	return res, apps.WaitGone(ctx, req.Client, Kind, req.Profile.Name)
+}
+
+func outsideOf(req plugins.Request) (*plugins.Outside, error) {
+	if req.Outside == nil {
+		return nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
+	}
+	return req.Outside, nil
+}
+
+// recordedSet returns the outside state the record says Apply made true,
+// which only retention Delete needs (to drop what lost its Secret).
+func recordedSet(ctx context.Context, o *plugins.Outside, ret plugins.Retention) (map[string]bool, error) {
+	if o.Offline() || ret != plugins.RetentionDelete {
+		return nil, nil
+	}
+	keys, err := o.Recorded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out, nil
+}
+
+func stateKey(in Instance) string { return "database/" + in.Name }
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// ownSecret reads the password from our Secret in the Profile's namespace.
+// A Secret of that name that is not ours is a conflict.
+func ownSecret(ctx context.Context, r client.Reader, p *kubeflowv1.Profile, name string) (string, bool, error) {
+	var s corev1.Secret
+	err := r.Get(ctx, client.ObjectKey{Namespace: plugins.Namespace(p), Name: name}, &s)
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read Secret %s/%s: %w", plugins.Namespace(p), name, err)
+	}
+	if !plugins.IsOwnedBy(s.Labels, Kind, p.Name) {
+		return "", false, plugins.Terminalf(plugins.ReasonConflict, "Secret %s/%s exists and is not managed by plugin %s for profile %s; left untouched", s.Namespace, name, Kind, p.Name)
+	}
+	pw := string(s.Data[KeyPassword])
+	return pw, pw != "", nil
+}
+
+// server returns the administrator's view of the instance's database
+// server, reading the DSN and CA from their Secrets. Offline it reads
+// nothing.
+func (p Plugin) server(ctx context.Context, r client.Reader, in Instance, offline bool) (Server, error) {
+	if offline {
+		return Server{}, nil
+	}
+	dsn, err := secretValue(ctx, r, in.Database.AdminDSN)
+	if err != nil {
+		return Server{}, err
+	}
+	c := Connector{DSN: string(dsn), SSLMode: in.Database.SSLMode, Tracer: p.Tracer}
+	if in.Database.SSLMode == SSLVerifyFull {
+		if c.CA, err = secretValue(ctx, r, *in.Database.CA); err != nil {
+			return Server{}, err
+		}
+	}
+	return Server{Connector: c}, nil
+}
+
+// secretValue reads one key of a host Secret. A missing Secret or key is a
+// retried error: the host may create it later.
+func secretValue(ctx context.Context, r client.Reader, k SecretKey) ([]byte, error) {
+	var s corev1.Secret
+	err := r.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("Secret %s/%s not found (it must carry the label %s=%s for the host to see it)", k.Namespace, k.Name, plugins.LabelManagedBy, plugins.ManagedByValue)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Secret %s/%s: %w", k.Namespace, k.Name, err)
+	}
+	v, ok := s.Data[k.Key]
+	if !ok || len(v) == 0 {
+		return nil, fmt.Errorf("Secret %s/%s has no key %q", k.Namespace, k.Name, k.Key)
+	}
+	return v, nil
+}

@@ -1,0 +1,43 @@
+// Package azureidentity lets a Profile's workloads on AKS act as a
+// user-assigned managed identity through Azure workload identity.
+//
+//	spec:
+//	  plugins:
+//	  - kind: AzureWorkloadIdentity
+//	    spec:
+//	      identity: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubeflow/providers/Microsoft.ManagedIdentity/userAssignedIdentities/team-a
+//	      clientId: 11111111-1111-1111-1111-111111111111
+//
+// The plugin puts the annotation azure.workload.identity/client-id (and
+// azure.workload.identity/tenant-id when the host sets tenantId) on the
+// Profile's workload service accounts (default-editor unless the host lists
+// others), which the core plugin or the upstream controller makes: it never
+// creates, updates or deletes one, and owns its annotation keys through
+// server-side apply under its field manager (profilekit-AzureWorkloadIdentity),
+// so that other annotations stay. Pods still opt in with the label
+// azure.workload.identity/use: "true", as the webhook requires.
+//
+// Unless annotateOnly, it puts one federated identity credential per service
+// account on the identity, named profilekit-<namespace>-<name>, with the
+// cluster's OIDC issuer (host configuration), the subject
+// system:serviceaccount:<namespace>:<name> and the audience
+// api://AzureADTokenExchange. Azure is called only when what the plugin wants
+// changed since it last made it true (or on the host's re-verify period, or
+// the Profile's profilekit.dev/reverify annotation). Revoke removes our
+// annotations and deletes our credentials only; the identity's other
+// credentials stay.
+//
+// Host configuration:
+//
+//	AzureWorkloadIdentity:
+//	  enabled: listed
+//	  defaults:
+//	    issuer: https://westeurope.oic.prod-aks.azure.com/00000000-0000-0000-0000-000000000000/11111111-1111-1111-1111-111111111111/
+//	    tenantId: 00000000-0000-0000-0000-000000000000
+//	    serviceAccounts: [default-editor]
+//
+// The host calls Azure with the SDK's default credential chain (workload
+// identity, managed identity or the environment); it needs
+// Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials
+// read, write and delete on the identities Profiles name.
+package azureidentity

@@ -1,0 +1,123 @@
+package azureidentity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
+)
+
+//go:generate mockgen -typed -source=msi.go -destination=iammock/msi.go -package=iammock
+
+// Credential is a federated identity credential of a managed identity: a
+// token of Issuer for Subject with one of Audiences may act as the identity.
+type Credential struct {
+	Issuer    string
+	Subject   string
+	Audiences []string
+}
+
+// Credentials is the part of the Azure managed identity API the plugin
+// calls: federated identity credentials, by identity and name, put and
+// deleted.
+type Credentials interface {
+	// Put creates or replaces the named credential.
+	Put(ctx context.Context, id IdentityRef, name string, c Credential) error
+	// Delete deletes the named credential; one that does not exist is done.
+	Delete(ctx context.Context, id IdentityRef, name string) error
+}
+
+// NewCredentials returns the Credentials of the Azure SDK, authenticated by
+// cred (such as azidentity.NewDefaultAzureCredential, which takes workload
+// identity, managed identity or the environment). A client per subscription
+// is made on first use.
+func NewCredentials(cred azcore.TokenCredential) Credentials { return &sdkCredentials{cred: cred} }
+
+type sdkCredentials struct {
+	cred azcore.TokenCredential
+}
+
+func (s *sdkCredentials) client(sub string) (*armmsi.FederatedIdentityCredentialsClient, error) {
+	// The client holds no connection of its own; making one per call is cheap.
+	return armmsi.NewFederatedIdentityCredentialsClient(sub, s.cred, nil)
+}
+
+func notFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+func (s *sdkCredentials) Put(ctx context.Context, id IdentityRef, name string, cr Credential) error {
+	c, err := s.client(id.Subscription)
+	if err != nil {
+		return err
+	}
+	_, err = c.CreateOrUpdate(ctx, id.ResourceGroup, id.Name, name, armmsi.FederatedIdentityCredential{
+		Properties: &armmsi.FederatedIdentityCredentialProperties{
+			Issuer:    to.Ptr(cr.Issuer),
+			Subject:   to.Ptr(cr.Subject),
+			Audiences: to.SliceOfPtrs(cr.Audiences...),
+		},
+	}, nil)
+	return err
+}
+
+func (s *sdkCredentials) Delete(ctx context.Context, id IdentityRef, name string) error {
+	c, err := s.client(id.Subscription)
+	if err != nil {
+		return err
+	}
+	_, err = c.Delete(ctx, id.ResourceGroup, id.Name, name, nil)
+	if notFound(err) {
+		return nil
+	}
+	return err
+}
+
+// DefaultCredentials returns the Credentials of the Azure SDK with the
+// default credential chain, made on first use so that a host that never
+// serves this plugin needs no Azure configuration.
+func DefaultCredentials() Credentials {
+	return &lazyCredentials{}
+}
+
+type lazyCredentials struct {
+	mu sync.Mutex
+	c  Credentials
+}
+
+func (l *lazyCredentials) get() (Credentials, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c != nil {
+		return l.c, nil
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("Azure credential: %w", err)
+	}
+	l.c = NewCredentials(cred)
+	return l.c, nil
+}
+
+func (l *lazyCredentials) Put(ctx context.Context, id IdentityRef, name string, cr Credential) error {
+	c, err := l.get()
+	if err != nil {
+		return err
+	}
+	return c.Put(ctx, id, name, cr)
+}
+
+func (l *lazyCredentials) Delete(ctx context.Context, id IdentityRef, name string) error {
+	c, err := l.get()
+	if err != nil {
+		return err
+	}
+	return c.Delete(ctx, id, name)
+}

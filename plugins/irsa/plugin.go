@@ -1,0 +1,202 @@
+package irsa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
+)
+
+// System names AWS IAM in outside-call metrics and condition reasons.
+const System = "AWSIAM"
+
+// ReasonTrustPolicyTooLarge is a trust policy that would pass IAM's size limit.
+const ReasonTrustPolicyTooLarge = "TrustPolicyTooLarge"
+
+// keyPrefix starts the outside-state key of a role's trust policy.
+const keyPrefix = "role/"
+
+// Plugin annotates the Profile's service accounts with an IAM role and lets
+// them assume it.
+type Plugin struct {
+	iam IAM
+}
+
+var _ plugins.Plugin = Plugin{}
+
+// Definition returns the plugin, which calls IAM through c.
+func Definition(c IAM) plugins.Definition {
+	return plugins.Definition{
+		Plugin:       Plugin{iam: c},
+		NewConfig:    func() any { return NewConfig() },
+		OutsideState: true,
+		Watches:      []plugins.Watch{serviceaccounts.Watch()},
+	}
+}
+
+// Kind returns "AwsIamForServiceAccount".
+func (Plugin) Kind() string { return Kind }
+
+// Apply annotates the service accounts and, unless annotateOnly, adds their
+// subjects to the role's trust policy (only when that is not what was last
+// made true). A role the Profile no longer names loses our subjects.
+func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	if cfg.AwsIAMRole == "" {
+		return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: awsIamRole: required", Kind)
+	}
+	role, err := RoleName(cfg.AwsIAMRole)
+	if err != nil {
+		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationRoleARN: cfg.AwsIAMRole})
+	errs := []error{annErr}
+	if cfg.AnnotateOnly {
+		return res, errors.Join(errs...)
+	}
+	c, err := p.trust(ctx, req, cfg, role)
+	res.Add(c)
+	errs = append(errs, err)
+	stale, err := p.untrustAll(ctx, req, cfg, role)
+	res.Merge(stale)
+	return res, errors.Join(append(errs, err)...)
+}
+
+// Revoke removes our annotation and our subjects from every role we added
+// them to.
+func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	res, annErr := serviceaccounts.Unannotate(ctx, req, cfg.ServiceAccounts, AnnotationRoleARN)
+	removed, err := p.untrustAll(ctx, req, cfg, "")
+	res.Merge(removed)
+	return res, errors.Join(annErr, err)
+}
+
+func (c *Config) edit(namespace string) TrustEdit {
+	e := TrustEdit{Provider: c.OIDCProvider, Audience: c.Audience, MaxSize: c.MaxPolicySize, Wildcard: c.Subjects == SubjectsWildcard}
+	for _, sa := range c.ServiceAccounts {
+		if e.Wildcard {
+			e.Subjects = append(e.Subjects, serviceaccounts.Subject("*", sa))
+		} else {
+			e.Subjects = append(e.Subjects, serviceaccounts.Subject(namespace, sa))
+		}
+	}
+	return e
+}
+
+// trust makes the role trust the Profile's service accounts.
+func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, role string) (plugins.Change, error) {
+	change := plugins.Change{Kind: "IAMRoleTrustPolicy", Name: role, Action: plugins.Unchanged}
+	edit := cfg.edit(plugins.Namespace(req.Profile))
+	desired := struct {
+		Role string
+		Edit TrustEdit
+	}{cfg.AwsIAMRole, edit}
+	_, err := req.Outside.Ensure(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
+		doc, err := p.iam.TrustPolicy(ctx, role)
+		if errors.Is(err, ErrNoRole) {
+			return plugins.Terminalf(plugins.ReasonInvalidSpec, "awsIamRole %q: %v", cfg.AwsIAMRole, err)
+		}
+		if err != nil {
+			return err
+		}
+		if edit.Provider == "" {
+			if edit.Provider, err = ProviderFromPolicy(doc); err != nil {
+				return plugins.Terminalf(plugins.ReasonInvalidConfig, "role %s: %v", role, err)
+			}
+		}
+		out, changed, err := AddSubjects(doc, edit)
+		var se *SizeError
+		if errors.As(err, &se) {
+			return plugins.Terminalf(ReasonTrustPolicyTooLarge, "role %s: %v", role, err)
+		}
+		if err != nil {
+			return plugins.Terminalf(plugins.ReasonInvalidConfig, "role %s: %v", role, err)
+		}
+		if !changed {
+			return nil
+		}
+		if err := p.iam.SetTrustPolicy(ctx, role, out); err != nil {
+			return err
+		}
+		change.Action = plugins.Configured
+		return nil
+	})
+	return change, err
+}
+
+// untrustAll removes the Profile's subjects from each role recorded as made
+// true, except keep, and forgets it.
+func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config, keep string) (plugins.Result, error) {
+	var res plugins.Result
+	keys, err := req.Outside.Recorded(ctx)
+	if err != nil {
+		return res, err
+	}
+	slices.Sort(keys)
+	var errs []error
+	for _, k := range keys {
+		role, ok := strings.CutPrefix(k, keyPrefix)
+		if !ok || role == keep {
+			continue
+		}
+		c, err := p.untrust(ctx, req, cfg, role)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if c.Action != "" {
+			res.Add(c)
+		}
+		errs = append(errs, req.Outside.Forget(ctx, k))
+	}
+	return res, errors.Join(errs...)
+}
+
+// untrust removes the Profile's subjects from the role's trust policy. The
+// wildcard form's statements serve every Profile and stay.
+func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, role string) (plugins.Change, error) {
+	change := plugins.Change{Kind: "IAMRoleTrustPolicy", Name: role}
+	edit := cfg.edit(plugins.Namespace(req.Profile))
+	if edit.Wildcard {
+		return change, nil
+	}
+	err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
+		doc, err := p.iam.TrustPolicy(ctx, role)
+		if errors.Is(err, ErrNoRole) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if edit.Provider == "" {
+			if edit.Provider, err = ProviderFromPolicy(doc); err != nil {
+				// No provider statement, so none of our subjects either.
+				return nil
+			}
+		}
+		out, changed, err := RemoveSubjects(doc, edit)
+		if err != nil {
+			return fmt.Errorf("role %s: %w", role, err)
+		}
+		if !changed {
+			return nil
+		}
+		if err := p.iam.SetTrustPolicy(ctx, role, out); err != nil {
+			return err
+		}
+		change.Action = plugins.Deleted
+		return nil
+	})
+	return change, err
+}

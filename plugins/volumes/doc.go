@@ -1,0 +1,75 @@
+// Package volumes gives every Profile its personal volumes and keeps the data
+// when the Profile goes, to give it back when the Profile returns.
+//
+// The host offers volume templates (a StorageClass, a size, access modes,
+// labels such as the one that makes notebooks mount the volume, and an
+// optional cap up to which a Profile may ask for more). A Profile chooses
+// among them; the host's choice is the default. For each chosen template the
+// plugin writes a PersistentVolumeClaim in the Profile's namespace, with our
+// labels and the owner's name in the volumes.profilekit.dev/owner
+// annotation. A larger size on a live claim is an expansion when the
+// StorageClass allows it; otherwise the claim keeps its size and
+// VolumesReady=False (reason ExpansionNotAllowed) says why.
+//
+// Once a claim is bound, the plugin applies to its PersistentVolume, under
+// its own field manager and nothing else, persistentVolumeReclaimPolicy:
+// Retain and labels that name the Profile, the template and a hash of the
+// owner (volumes.profilekit.dev/owner; the name itself is an annotation), so
+// that the volume can be found again. The volume is cluster-scoped, so the
+// plugin keeps a finalizer on the Profile.
+//
+// When the Profile is deleted or the plugin revoked, the claim goes (with
+// the namespace, or deleted by Revoke) and the volume stays Released, marked
+// with when it was let go (the volumes.profilekit.dev/released-at label in
+// Unix seconds, and an annotation in RFC 3339). When a Profile of the same
+// name and the same owner comes back (or, with match: Owner, any Profile of
+// that owner), the plugin points the retained volume's claimRef at the new
+// claim, without the old claim's uid, and writes the claim with volumeName,
+// so that it binds to the same volume: a claim never gets a new, empty
+// volume while a retained one waits for it. A volume retained for another
+// owner is never given, relabelled or touched.
+//
+// Retention: Retain (the host's default for user data) keeps released volumes
+// until an administrator deletes them, or, with retainFor, until the
+// Sweeper deletes those released longer ago than that: it logs the volumes
+// past retention first (sweepDryRun: true stops there), deletes at most
+// maxDeletesPerSweep per sweep, oldest first, after giving each the reclaim
+// policy Delete so that its provisioner also deletes the storage. Retention
+// Delete restores the StorageClass's own reclaim policy, so that the volume
+// goes with its claim.
+//
+// Host configuration (StatCan style: one home volume per Profile that
+// notebooks mount, up to 100Gi on request):
+//
+//	volumes:
+//	  enabled: all
+//	  retention: Retain
+//	  defaults:
+//	    templates:
+//	    - name: home
+//	      claimName: workspace
+//	      storageClassName: standard
+//	      size: 16Gi
+//	      maxSize: 100Gi
+//	      labels: {notebooks.example.org/automount: "true"}
+//	    volumes:
+//	    - template: home
+//	    retainFor: 720h
+//	    sweepDryRun: true
+//	    maxDeletesPerSweep: 10
+//
+// A Profile that asks for a larger home volume:
+//
+//	apiVersion: kubeflow.org/v1
+//	kind: Profile
+//	metadata:
+//	  name: team-a
+//	spec:
+//	  owner: {kind: User, name: alice@example.org}
+//	  plugins:
+//	  - kind: volumes
+//	    spec:
+//	      volumes:
+//	      - template: home
+//	        size: 50Gi
+package volumes

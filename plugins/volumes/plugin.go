@@ -1,0 +1,356 @@
+package volumes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// ReasonExpansionNotAllowed is the condition's reason when a Profile asks for
+// a larger volume than its StorageClass can grow to.
+const ReasonExpansionNotAllowed = "ExpansionNotAllowed"
+
+// Plugin gives each Profile its volumes and keeps them past the Profile.
+type Plugin struct {
+	// Now returns the time that marks released volumes. Default time.Now.
+	Now func() time.Time
+}
+
+var _ plugins.Plugin = Plugin{}
+
+var claimGVK = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+
+// Definition returns the volumes plugin. It owns claims in the Profile's
+// namespace, keeps state outside it (the cluster-scoped volumes, so a
+// finalizer lets it mark them released), and watches every volume and
+// StorageClass: a volume binding to one of its claims wakes the Profile.
+func Definition() plugins.Definition {
+	return plugins.Definition{
+		Plugin:       Plugin{},
+		NewConfig:    func() any { return NewConfig() },
+		Owns:         []schema.GroupVersionKind{claimGVK},
+		OutsideState: true,
+		Watches: []plugins.Watch{
+			{Object: &corev1.PersistentVolume{}, Profiles: volumeProfiles},
+			{Object: &storagev1.StorageClass{}, Profiles: func(context.Context, client.Object) []string { return nil }},
+		},
+	}
+}
+
+// volumeProfiles maps a volume to the Profile it is labelled for and to the
+// Profile whose namespace holds its claim.
+func volumeProfiles(_ context.Context, o client.Object) []string {
+	pv, ok := o.(*corev1.PersistentVolume)
+	if !ok {
+		return nil
+	}
+	var names []string
+	if l := pv.Labels; l[plugins.LabelManagedBy] == plugins.ManagedByValue && l[plugins.LabelPlugin] == Kind && l[plugins.LabelProfile] != "" {
+		names = append(names, l[plugins.LabelProfile])
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace != "" && !slices.Contains(names, ref.Namespace) {
+		names = append(names, ref.Namespace)
+	}
+	return names
+}
+
+// Kind returns "volumes".
+func (Plugin) Kind() string { return Kind }
+
+func (p Plugin) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// reader reads volumes and StorageClasses: from the host's cache of every
+// one of them when it keeps one, else through the client.
+func reader(req plugins.Request) client.Reader {
+	if req.Watched != nil {
+		return req.Watched
+	}
+	return req.Client
+}
+
+// bound is a claim of ours and the volume it is bound to.
+type bound struct {
+	pv *corev1.PersistentVolume
+	t  Template
+	sc *storagev1.StorageClass
+}
+
+// Apply writes the Profile's claims, binding each to the volume retained for
+// it when there is one, and marks the volumes bound to them as the
+// Profile's, with the reclaim policy the retention asks for.
+func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	prof := req.Profile
+	ns := plugins.Namespace(prof)
+	offline := req.Outside != nil && req.Outside.Offline()
+	r := reader(req)
+
+	var pvs []corev1.PersistentVolume
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	if !offline {
+		var list corev1.PersistentVolumeList
+		if err := r.List(ctx, &list); err != nil {
+			return plugins.Result{}, fmt.Errorf("list persistent volumes: %w", err)
+		}
+		pvs = list.Items
+		var cl corev1.PersistentVolumeClaimList
+		if err := req.Client.List(ctx, &cl, client.InNamespace(ns),
+			client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(Kind, prof.Name)}); err != nil {
+			return plugins.Result{}, fmt.Errorf("list claims: %w", err)
+		}
+		for i := range cl.Items {
+			// A claim of an earlier Profile of the same name, which a cache
+			// may still hold, says nothing about this one's volumes.
+			if ownedByUID(&cl.Items[i], prof.UID) {
+				claims[cl.Items[i].Name] = &cl.Items[i]
+			}
+		}
+	}
+
+	var res plugins.Result
+	var errs []error
+	var desired []runtime.ApplyConfiguration
+	var keep []*corev1.PersistentVolume
+	var bounds []bound
+	for _, v := range cfg.Volumes {
+		t, _ := cfg.Template(v.Template) // Validate checked it
+		var sc *storagev1.StorageClass
+		if !offline {
+			if sc, err = storageClass(ctx, r, t.StorageClassName); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		live := claims[t.ClaimName]
+		var liveSize *resource.Quantity
+		if live != nil {
+			if q, ok := live.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+				liveSize = &q
+			}
+		}
+		size, msg := ClaimSize(t, v, liveSize, sc)
+		if msg != "" {
+			errs = append(errs, plugins.Terminal(ReasonExpansionNotAllowed, errors.New(msg)))
+		}
+		volumeName := ""
+		switch {
+		case live != nil && live.Spec.VolumeName != "":
+			volumeName = live.Spec.VolumeName
+			pv := find(pvs, volumeName)
+			if pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != live.UID {
+				break
+			}
+			keep = append(keep, pv)
+			if o, ok := pv.Labels[LabelOwner]; ok && o != OwnerHash(prof.Spec.Owner.Name) {
+				// Never relabel a volume retained for someone else.
+				errs = append(errs, plugins.Terminalf(plugins.ReasonConflict, "claim %s/%s is bound to volume %s, which is labelled for another owner; left as it is", ns, live.Name, pv.Name))
+				break
+			}
+			bounds = append(bounds, bound{pv: pv, t: t, sc: sc})
+		default:
+			seek := Seeker{Profile: prof.Name, Owner: prof.Spec.Owner.Name, Match: cfg.Match, Template: t.Name}
+			pv := seek.Retained(pvs, ns, t.ClaimName)
+			if pv == nil {
+				break
+			}
+			keep = append(keep, pv)
+			uid := ""
+			if live != nil {
+				uid = string(live.UID)
+			}
+			state := State(Kind, prof, t, Reclaim(req.Retention, sc), time.Time{})
+			changes, err := reserve(ctx, req.Client, pv, state, ns, t.ClaimName, uid)
+			res.Merge(changes)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			volumeName = pv.Name
+		}
+		desired = append(desired, Claim(prof, t, size, volumeName))
+	}
+
+	synced, err := req.Objects.Sync(ctx, desired...)
+	res.Merge(synced)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	for _, b := range bounds {
+		state := State(Kind, prof, b.t, Reclaim(req.Retention, b.sc), time.Time{})
+		c, err := applyState(ctx, req.Client, b.pv, state)
+		res.Merge(c)
+		errs = append(errs, err)
+	}
+	// Volumes of this Profile whose claim it no longer wants are let go.
+	for i := range pvs {
+		pv := &pvs[i]
+		if !ofProfile(pv, prof) || slices.Contains(keep, pv) || pv.Status.Phase != corev1.VolumeReleased {
+			continue
+		}
+		c, err := p.release(ctx, req, cfg, pv)
+		res.Merge(c)
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// Revoke marks the Profile's volumes released, with the reclaim policy the
+// retention asks for, and deletes its claims: the volumes stay (Released)
+// unless retention is Delete.
+func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	var res plugins.Result
+	var errs []error
+	if req.Outside == nil || !req.Outside.Offline() {
+		var list corev1.PersistentVolumeList
+		if err := reader(req).List(ctx, &list); err != nil {
+			return plugins.Result{}, fmt.Errorf("list persistent volumes: %w", err)
+		}
+		for i := range list.Items {
+			pv := &list.Items[i]
+			if !ofProfile(pv, req.Profile) {
+				continue
+			}
+			c, err := p.release(ctx, req, cfg, pv)
+			res.Merge(c)
+			errs = append(errs, err)
+		}
+	}
+	deleted, err := req.Objects.DeleteAll(ctx)
+	res.Merge(deleted)
+	errs = append(errs, err)
+	return res, errors.Join(errs...)
+}
+
+// release marks pv as let go by the Profile, keeping the first mark.
+func (p Plugin) release(ctx context.Context, req plugins.Request, cfg *Config, pv *corev1.PersistentVolume) (plugins.Result, error) {
+	t, ok := cfg.Template(pv.Labels[LabelTemplate])
+	if !ok {
+		// A template the host no longer offers: keep what the volume says.
+		t = Template{Name: pv.Labels[LabelTemplate], StorageClassName: pv.Spec.StorageClassName}
+	}
+	sc, err := storageClass(ctx, reader(req), pv.Spec.StorageClassName)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	state := State(Kind, req.Profile, t, Reclaim(req.Retention, sc), time.Time{}).Released(pv, p.now())
+	return applyState(ctx, req.Client, pv, state)
+}
+
+// ownedByUID reports whether o has an owner reference to the Profile with uid.
+func ownedByUID(o client.Object, uid types.UID) bool {
+	return slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid })
+}
+
+// ofProfile reports whether pv is labelled for Profile p and its owner: a
+// Profile of the same name and another owner has no claim on it.
+func ofProfile(pv *corev1.PersistentVolume, p *kubeflowv1.Profile) bool {
+	owner := p.Spec.Owner.Name
+	return plugins.IsOwnedBy(pv.Labels, Kind, p.Name) &&
+		pv.Labels[LabelOwner] == OwnerHash(owner) && pv.Annotations[AnnotationOwner] == owner
+}
+
+// applyState makes state true on pv, sending nothing when it already holds.
+func applyState(ctx context.Context, w client.Writer, pv *corev1.PersistentVolume, state VolumeState) (plugins.Result, error) {
+	var res plugins.Result
+	if state.Holds(pv) {
+		return res, nil
+	}
+	if err := plugins.ApplyFields(ctx, w, Kind, pv.UID, state.Apply(pv.Name)); err != nil {
+		return res, err
+	}
+	res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})
+	return res, nil
+}
+
+// reserve gives a retained volume to the claim ns/claim: it marks it as the
+// Profile's again (no longer released) and points its claimRef at the claim,
+// without the earlier claim's uid, so that only that claim can bind it.
+func reserve(ctx context.Context, w client.Writer, pv *corev1.PersistentVolume, state VolumeState, ns, claim, claimUID string) (plugins.Result, error) {
+	res, err := applyState(ctx, w, pv, state)
+	if err != nil || Reserved(pv, ns, claim, claimUID) {
+		return res, err
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pv.UID},
+		"spec": map[string]any{"claimRef": map[string]any{
+			"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+			"namespace": ns, "name": claim, "uid": nil, "resourceVersion": nil,
+		}},
+	})
+	if err != nil {
+		return res, err
+	}
+	target := &corev1.PersistentVolume{}
+	target.Name = pv.Name
+	if err := w.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(plugins.FieldManagerFor(Kind))); err != nil {
+		return res, fmt.Errorf("reserve persistent volume %s for claim %s/%s: %w", pv.Name, ns, claim, err)
+	}
+	log.FromContext(ctx).Info("retained volume given back", "volume", pv.Name, "claim", types.NamespacedName{Namespace: ns, Name: claim})
+	res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})
+	return res, nil
+}
+
+func find(pvs []corev1.PersistentVolume, name string) *corev1.PersistentVolume {
+	for i := range pvs {
+		if pvs[i].Name == name {
+			return &pvs[i]
+		}
+	}
+	return nil
+}
+
+// storageClass reads the named StorageClass, or the cluster's default when
+// name is empty. It returns nil, without error, when there is none: the
+// claim then waits, as it would without us.
+func storageClass(ctx context.Context, r client.Reader, name string) (*storagev1.StorageClass, error) {
+	if name != "" {
+		var sc storagev1.StorageClass
+		err := r.Get(ctx, client.ObjectKey{Name: name}, &sc)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read StorageClass %s: %w", name, err)
+		}
+		return &sc, nil
+	}
+	var list storagev1.StorageClassList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list StorageClasses: %w", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}

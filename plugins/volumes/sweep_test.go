@@ -1,0 +1,161 @@
+package volumes_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/volumes"
+)
+
+// releasedVolume makes a volume of ours that was released at releasedAt, the
+// way the plugin leaves one: Retain, marked, its claim gone. reserved makes
+// its claimRef name a returning claim, without a uid.
+func releasedVolume(t *testing.T, name string, releasedAt time.Time, reserved bool) {
+	t.Helper()
+	ctx := context.Background()
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "gone-" + name, Name: "workspace", UID: types.UID("0000-" + name)}
+	if reserved {
+		ref.UID = ""
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: volumes.Kind, plugins.LabelProfile: "gone",
+				volumes.LabelTemplate: "home", volumes.LabelOwner: volumes.OwnerHash("alice@example.org"),
+				volumes.LabelReleasedAt: strconv.FormatInt(releasedAt.Unix(), 10),
+			},
+			Annotations: map[string]string{volumes.AnnotationOwner: "alice@example.org"},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      ref,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: fakeDriver, VolumeHandle: "handle-" + name,
+			}},
+		},
+	}
+	if err := env.Client.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	if reserved {
+		return
+	}
+	// kube-controller-manager's binder finds the claim gone and releases it.
+	waitVolume(t, name, 30*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		return pv.Status.Phase == corev1.VolumeReleased, fmt.Sprintf("volume %s is %s", pv.Name, pv.Status.Phase)
+	})
+}
+
+func only(names []string, ours []string) []string {
+	var out []string
+	for _, n := range names {
+		if slices.Contains(ours, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestSweepDeletesExpiredVolumes releases volumes at different times and
+// sweeps with retainFor 1h: the dry run reports the expired ones and deletes
+// nothing; the sweep deletes the oldest up to the cap and leaves the fresh
+// one, the one reserved for a returning Profile, and the deferred one.
+func TestSweepDeletesExpiredVolumes(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	id := rand.String(5)
+	oldest, older, old := "sweep-oldest-"+id, "sweep-older-"+id, "sweep-old-"+id
+	fresh, reserved := "sweep-fresh-"+id, "sweep-reserved-"+id
+	releasedVolume(t, oldest, now.Add(-72*time.Hour), false)
+	releasedVolume(t, older, now.Add(-48*time.Hour), false)
+	releasedVolume(t, old, now.Add(-2*time.Hour), false)
+	releasedVolume(t, fresh, now.Add(-10*time.Minute), false)
+	releasedVolume(t, reserved, now.Add(-72*time.Hour), true)
+	ours := []string{oldest, older, old, fresh, reserved}
+
+	cfg := volumes.NewConfig()
+	cfg.RetainFor = metav1.Duration{Duration: time.Hour}
+	cfg.MaxDeletesPerSweep = 2
+	cfg.SweepDryRun = true
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := volumes.Sweeper{Client: env.Client, Config: cfg, Now: func() time.Time { return now }}
+
+	rep, err := s.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dry run: expired %v, deleted %v", only(rep.Expired, ours), rep.Deleted)
+	if diff := cmp.Diff([]string{oldest, older, old}, only(rep.Expired, ours)); diff != "" {
+		t.Errorf("dry run's expired volumes (-want +got):\n%s", diff)
+	}
+	if len(rep.Deleted) != 0 || !rep.DryRun {
+		t.Errorf("dry run deleted %v", rep.Deleted)
+	}
+	for _, n := range ours {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: n}, &corev1.PersistentVolume{}); err != nil {
+			t.Errorf("volume %s after the dry run: %v", n, err)
+		}
+	}
+
+	cfg.SweepDryRun = false
+	rep, err = s.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sweep: expired %v, deleted %v, deferred %v", only(rep.Expired, ours), only(rep.Deleted, ours), only(rep.Deferred, ours))
+	if diff := cmp.Diff([]string{oldest, older}, only(rep.Deleted, ours)); diff != "" {
+		t.Errorf("deleted volumes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{old}, only(rep.Deferred, ours)); diff != "" {
+		t.Errorf("deferred volumes (-want +got):\n%s", diff)
+	}
+	// kube-controller-manager's pv-protection controller lets a volume go
+	// once nothing uses it.
+	for _, n := range []string{oldest, older} {
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			err := env.Client.Get(ctx, client.ObjectKey{Name: n}, &corev1.PersistentVolume{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("expired volume %s still there: %v", n, err)
+		})
+	}
+	for _, n := range []string{old, fresh, reserved} {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: n}, &corev1.PersistentVolume{}); err != nil {
+			t.Errorf("volume %s deleted: %v", n, err)
+		}
+	}
+
+	rep, err = s.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{old}, only(rep.Deleted, ours)); diff != "" {
+		t.Errorf("next sweep deleted (-want +got):\n%s", diff)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKey{Name: old}, &corev1.PersistentVolume{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("volume %s: %v", old, err)
+	})
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: fresh}, &corev1.PersistentVolume{}); err != nil {
+		t.Errorf("fresh volume %s: %v", fresh, err)
+	}
+}

@@ -1,0 +1,50 @@
+// Package workloadidentity lets a Profile's workloads on GKE act as a Google
+// service account through workload identity, and accepts the upstream
+// controller's plugin entry unchanged:
+//
+//	spec:
+//	  plugins:
+//	  - kind: WorkloadIdentity
+//	    spec:
+//	      gcpServiceAccount: team-a@my-project.iam.gserviceaccount.com
+//
+// The plugin puts the annotation iam.gke.io/gcp-service-account on the
+// Profile's workload service accounts (default-editor unless the host lists
+// others), which the core plugin or the upstream controller makes: it never
+// creates, updates or deletes one, and owns its single annotation key through
+// server-side apply under its field manager (profilekit-WorkloadIdentity), so
+// that other annotations stay. While a service account does not exist yet,
+// the condition says so and the plugin tries again.
+//
+// It grants roles/iam.workloadIdentityUser to
+// serviceAccount:<pool>[<namespace>/<name>] on the Google service account,
+// reading the IAM policy and writing it back with the etag it was read with;
+// a write that lost to a concurrent change is redone on a fresh read. The
+// pool is <project of the Google service account>.svc.id.goog unless the host
+// sets workloadPool (a cluster in another project). Other bindings,
+// conditional bindings and audit configs are kept. Google IAM is called only
+// when what the plugin wants changed since it last made it true (or on the
+// host's re-verify period, or the Profile's profilekit.dev/reverify
+// annotation), so a resync makes no call.
+//
+// A value that is not a Google service account email (a short one included)
+// is an InvalidSpec condition naming it; nothing is called and nothing
+// panics. Revoke removes our member, drops a binding left empty, and removes
+// our annotation. A Google service account the Profile stops naming loses our
+// member too.
+//
+// The upstream controller's -workload-identity flag gives every Profile one
+// Google service account; the host does the same with a default and
+// enabled: all:
+//
+//	WorkloadIdentity:
+//	  enabled: all
+//	  defaults:
+//	    gcpServiceAccount: kubeflow-user@my-project.iam.gserviceaccount.com
+//	    serviceAccounts: [default-editor]
+//	    workloadPool: my-project.svc.id.goog
+//
+// The host calls IAM with application default credentials (on GKE, its own
+// workload identity); it needs iam.serviceAccounts.getIamPolicy and
+// setIamPolicy on the Google service accounts Profiles name.
+package workloadidentity
