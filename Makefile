@@ -1,8 +1,11 @@
 # profilekit: build, generate and test.
 #
-# make test builds everything the tests need on a fresh machine: kube-apiserver
-# and etcd from source (cached under bin/), controller-gen, and checks that the
-# generated files are current.
+# make test builds or installs everything the tests need on a fresh machine,
+# cached under bin/: kube-apiserver, etcd and kube-controller-manager from
+# source, OPA from source, Azurite from npm, the Argo CD CRDs from the Argo CD
+# module, the PostgreSQL server package when it is missing, controller-gen and
+# mockgen; it checks that the generated files are current, then runs every
+# test with the race detector.
 
 SHELL := /usr/bin/env bash -o pipefail
 export GOTOOLCHAIN ?= local
@@ -86,6 +89,7 @@ postgres-server: ## Install the PostgreSQL server package the tests start privat
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-$(PG_VERSION); \
 	fi
+
 .PHONY: test-servers
 test-servers: $(OPA) $(AZURITE) ## Build OPA and install Azurite next to kube-apiserver for the storage tests.
 

@@ -176,7 +176,7 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 		objs, skipped, err := r.apply(ctx, def, sec, p)
 		if plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
 			// The cluster holds the sources; render has only what -f gave.
-			notes = append(notes, fmt.Sprintf("profile %s: %v; give the sources with -f to render their copies", p.Name, err))
+			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: %v; give the sources with -f to render their copies", p.Name, kind, err))
 			err = nil
 		}
 		outcomes = append(outcomes, Outcome{Kind: kind, Condition: def.Condition(), Objects: objs, Err: err})
