@@ -93,6 +93,12 @@ postgres-server: ## Install the PostgreSQL server package the tests start privat
 .PHONY: test-servers
 test-servers: $(OPA) $(AZURITE) ## Build OPA and install Azurite next to kube-apiserver for the storage tests.
 
+STORAGE_PROFILES ?= 1000
+
+.PHONY: bench-storage
+bench-storage: envtest-assets test-servers ## Converge STORAGE_PROFILES Profiles with blobcsi (3 instances, 50 shared buckets) against Azurite and OPA.
+	PROFILEKIT_SCALE_PROFILES=$(STORAGE_PROFILES) go test -count=1 -run '^TestScale$$' -v -timeout 60m ./plugins/blobcsi/
+
 $(OPA):
 	@mkdir -p $(ASSETS)
 	@echo "building opa v$(OPA_VERSION) (a few minutes on a fresh machine)"

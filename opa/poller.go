@@ -39,9 +39,10 @@ func (p *Poller) Interval() time.Duration { return p.interval }
 // Poll asks once and takes the answer under the source rules. It returns
 // the namespaces to notify.
 func (p *Poller) Poll(ctx context.Context) []string {
-	qctx, cancel := context.WithTimeout(ctx, p.interval)
-	defer cancel()
-	raw, err := p.client.Query(qctx, p.path, p.input)
+	// The client's own timeout bounds the query, not the interval: a
+	// short interval on a busy server must not turn slow answers into
+	// outages.
+	raw, err := p.client.Query(ctx, p.path, p.input)
 	if err != nil {
 		reason := ReasonUnreachable
 		if errors.Is(err, ErrUndefined) {

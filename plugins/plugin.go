@@ -141,9 +141,10 @@ type Definition struct {
 	Watches []Watch
 	// Runner, when set, runs beside the plugin's controller for as long as
 	// the host runs (and is leader), for inputs that live outside the
-	// cluster, such as a poller of a policy server. It tells the host which
-	// Profiles to reconcile through Runtime.Enqueue, so that only those are
-	// reconciled. Hosts that run no manager (offline rendering, the
+	// cluster, such as a poller of a policy server or a file the host
+	// mounts. It tells the host which Profiles to reconcile through
+	// Runtime.Enqueue, so that only those are reconciled, or through
+	// Runtime.EnqueueAll when a change concerns every Profile. Hosts that run no manager (offline rendering, the
 	// upstream adapter) do not run it; the plugin must then say what it
 	// could not know. It returns when ctx ends.
 	Runner func(ctx context.Context, rt Runtime) error
@@ -168,6 +169,8 @@ type Runtime struct {
 	Reader client.Reader
 	// Enqueue asks for the named Profiles to be reconciled.
 	Enqueue func(profiles ...string)
+	// EnqueueAll asks for every Profile the host serves to be reconciled.
+	EnqueueAll func()
 }
 
 // ApplierOptions returns the options an Applier for the definition's plugin

@@ -221,13 +221,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		b = b.WatchesRawSource(src)
 	}
-	if n, ok := r.def.Plugin.(plugins.Notifier); ok {
-		src, err := r.notifySource(mgr, n)
-		if err != nil {
-			return err
-		}
-		b = b.WatchesRawSource(src)
-	}
 	return b.Complete(r)
 }
 
@@ -244,6 +237,8 @@ func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 				events <- event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}
 			}
 		},
+		// A Profile without a name stands for all of them.
+		EnqueueAll: func() { events <- event.GenericEvent{Object: &kubeflowv1.Profile{}} },
 	}
 	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if err := r.def.Runner(ctx, rt); err != nil {
@@ -254,32 +249,19 @@ func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return source.Channel(events, &handler.EnqueueRequestForObject{}), nil
-}
-
-// notifySource runs a Notifier with the manager and turns each change it
-// reports into a reconcile of every Profile in the shard.
-func (r *Reconciler) notifySource(mgr ctrl.Manager, n plugins.Notifier) (source.Source, error) {
-	events := make(chan event.GenericEvent)
-	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return n.Notify(ctx, r.hostConfig, func() {
-			select {
-			case events <- event.GenericEvent{Object: &kubeflowv1.Profile{}}:
-			case <-ctx.Done():
-			}
-		})
-	}))
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: start notifier: %w", r.def.Kind(), err)
-	}
-	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(r.everyProfile)), nil
+	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() == "" {
+			return r.everyProfile(ctx, o)
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	})), nil
 }
 
 // everyProfile returns a request for each cached Profile in the shard.
 func (r *Reconciler) everyProfile(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list kubeflowv1.ProfileList
 	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}); err != nil {
-		log.FromContext(ctx).Error(err, "list profiles after a change the plugin was notified of", "plugin", r.def.Kind())
+		log.FromContext(ctx).Error(err, "list profiles after a change every Profile depends on", "plugin", r.def.Kind())
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

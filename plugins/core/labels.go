@@ -145,16 +145,18 @@ func appliedLabels(entries []metav1.ManagedFieldsEntry, manager string) []string
 	return keys
 }
 
-// pollEvery is how often Notify reads the labels file besides watching it,
+// pollEvery is how often watchLabels reads the labels file besides watching it,
 // for file systems and mounts whose changes raise no event.
 const pollEvery = 10 * time.Second
 
-// Notify watches the namespace labels file named in the host config and calls
-// changed when its contents change (a ConfigMap mount swaps a symlink, so the
-// folder is watched, and the contents compared). Without a file it waits for
-// ctx to end.
-func (Plugin) Notify(ctx context.Context, config any, changed func()) error {
-	cfg, ok := config.(*Config)
+// watchLabels, the plugin's Runner, watches the namespace labels file named
+// in the host config and has every Profile reconciled when its contents
+// change (a ConfigMap mount swaps a symlink, so the folder is watched, and the
+// contents compared). Without a file it waits for ctx to end. Trouble with
+// the file is reported through Apply's errors, never by stopping the host.
+func watchLabels(ctx context.Context, rt plugins.Runtime) error {
+	changed := rt.EnqueueAll
+	cfg, ok := rt.Config.(*Config)
 	if !ok || cfg.NamespaceLabelsPath == "" {
 		<-ctx.Done()
 		return nil

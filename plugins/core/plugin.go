@@ -22,10 +22,7 @@ import (
 // Plugin makes what the upstream profile controller makes for a Profile.
 type Plugin struct{}
 
-var (
-	_ plugins.Plugin   = Plugin{}
-	_ plugins.Notifier = Plugin{}
-)
+var _ plugins.Plugin = Plugin{}
 
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
@@ -46,7 +43,9 @@ func Definition() plugins.Definition {
 			rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 			securityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy"),
 		},
-		Watches:  []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
+		Watches: []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
+		// The labels file is an input from outside the cluster.
+		Runner:   watchLabels,
 		Upstream: true,
 	}
 }

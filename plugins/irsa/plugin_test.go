@@ -203,7 +203,7 @@ func TestBadRoleIsReportedAndOthersAreServed(t *testing.T) {
 	testhost.CreateServiceAccount(t, env.Client, good, "default-editor", nil)
 	testhost.CreateServiceAccount(t, env.Client, bad, "default-editor", map[string]string{"keep": "me"})
 
-	testhost.WaitCondition(t, env.Client, bad, condType, plugins.ConditionFalse, `awsIamRole "team-role": not an IAM role ARN`)
+	testhost.WaitCondition(t, env.Client, bad, condType, plugins.ConditionFalse, `InvalidSpec: spec.plugins[0] (AwsIamForServiceAccount).spec: awsIamRole "team-role": not an IAM role ARN`)
 	testhost.WaitCondition(t, env.Client, good, condType, plugins.ConditionTrue, "")
 	sa := testhost.WaitServiceAccount(t, env.Client, bad, "default-editor", func(*corev1.ServiceAccount) (bool, string) { return true, "" })
 	if keys := slices.Sorted(maps.Keys(sa.Annotations)); !slices.Equal(keys, []string{"keep"}) {

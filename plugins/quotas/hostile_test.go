@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -37,7 +38,21 @@ func TestManyInvalidResourceNames(t *testing.T) {
 	h.Counter.Reset()
 	start := time.Now()
 	testhost.NewProfile(t, env.Client, name, nil, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: quotas.Kind}, Spec: &runtime.RawExtension{Raw: raw}})
-	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "(and 49995 more problems)")
+	// Decoding 50,000 quantities takes a while under the race detector, so
+	// this waits longer than testhost.WaitCondition does.
+	var cond kubeflowv1.ProfileCondition
+	testhost.Eventually(t, 90*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		c := plugins.FindCondition(p.Status.Conditions, condType)
+		if c == nil || c.Status != plugins.ConditionFalse || !strings.Contains(c.Message, "(and 49995 more problems)") {
+			return false, fmt.Sprintf("conditions %+v", p.Status.Conditions)
+		}
+		cond = *c
+		return true, ""
+	})
 	t.Logf("condition after %s (%d bytes):\n%s", time.Since(start).Round(time.Millisecond), len(cond.Message), cond.Message)
 	if !strings.HasPrefix(cond.Message, "InvalidSpec: spec.plugins[0] (quotas).spec: hard[bad_00000]: not a resource a quota can limit") {
 		t.Errorf("condition message does not name the field and value first:\n%s", cond.Message)

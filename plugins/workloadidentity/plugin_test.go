@@ -169,7 +169,7 @@ func TestMalformedAccountIsAConditionNotAPanic(t *testing.T) {
 		name := "wi-bad-" + rand.String(5)
 		testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+value+`"}`))
 		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
-		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, `gcpServiceAccount "`+value+`": not a Google service account email`)
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, `InvalidSpec: spec.plugins[0] (WorkloadIdentity).spec: gcpServiceAccount "`+value+`": not a Google service account email`)
 	}
 	ctrl.Finish()
 }
