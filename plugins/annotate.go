@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Foreign names an object that a plugin does not own but on which it owns
@@ -154,13 +153,8 @@ func foreignApply(obj Foreign, uid string, annotations map[string]string) *unstr
 	return u
 }
 
+// applyForeign applies obj's identity and annotations, the plugin's whole
+// configuration of it, through ApplyFields: carrying uid, it never creates.
 func (a *Applier) applyForeign(ctx context.Context, obj Foreign, uid string, annotations map[string]string) error {
-	u := foreignApply(obj, uid, annotations)
-	err := a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
-	if err != nil {
-		return fmt.Errorf("apply annotations to %s: %w", obj, err)
-	}
-	log.FromContext(ctx).V(1).Info("applied annotations", "kind", obj.GVK.Kind, "namespace", obj.Namespace, "name", obj.Name, "keys", len(annotations))
-	return nil
+	return ApplyFields(ctx, a.writer, a.kind, types.UID(uid), Encoded(foreignApply(obj, "", annotations).Object))
 }
