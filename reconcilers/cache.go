@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -66,4 +68,19 @@ func newWatchCache(mgr manager.Manager, opts cache.Options) (cache.Cache, error)
 // through the cache too, so that a resync reads nothing from the API server.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}
+
+// RateLimited returns a copy of cfg whose clients all draw from one token
+// bucket of qps requests per second with burst: client-go otherwise gives
+// every client built from a config, one per API group and version, a
+// limiter of its own, so that a host writing to ten groups would send up to
+// ten times the rate it was given. A qps of 0 or less leaves cfg's limits.
+func RateLimited(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	rc := rest.CopyConfig(cfg)
+	if qps <= 0 {
+		return rc
+	}
+	rc.QPS, rc.Burst = qps, max(burst, 1)
+	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(rc.QPS, rc.Burst)
+	return rc
 }
