@@ -2,7 +2,10 @@ package reconcilers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -19,18 +22,48 @@ import (
 // cached in full (or only those in the shard). A cluster's unrelated Secrets,
 // ConfigMaps and RoleBindings never reach memory. The kinds a plugin watches
 // without writing them (Definition.Watches) get a cache of their own.
+//
+// Cached objects keep only profilekit's own managed-fields entries, the only
+// ones the Applier reads, and Profiles none: managed fields are most of a
+// small object's size. A status update sent from a cached Profile leaves
+// the stored managed fields as they are, as the API server does for any
+// write without them.
 func CacheOptions(shard labels.Selector) cache.Options {
 	// A nil selector would take the default (our label), which no Profile has.
-	profiles := cache.ByObject{Label: labels.Everything()}
+	profiles := cache.ByObject{Label: labels.Everything(), Transform: cache.TransformStripManagedFields()}
 	if shard != nil {
 		profiles.Label = shard
 	}
 	return cache.Options{
 		DefaultLabelSelector: plugins.ManagedSelector(),
+		DefaultTransform:     keepOwnManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&kubeflowv1.Profile{}: profiles,
 		},
 	}
+}
+
+// keepOwnManagedFields drops every managed-fields entry but profilekit's
+// plugins' from a cached object.
+func keepOwnManagedFields(in any) (any, error) {
+	obj, ok := in.(metav1.Object)
+	if !ok {
+		return in, nil
+	}
+	entries := obj.GetManagedFields()
+	ours := slices.DeleteFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
+		return !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix)
+	})
+	if len(ours) == 0 {
+		// An empty list would read as "no managed fields": keep one entry
+		// that says none of them is ours.
+		ours = nil
+		if len(entries) > 0 {
+			ours = []metav1.ManagedFieldsEntry{{Manager: "others"}}
+		}
+	}
+	obj.SetManagedFields(slices.Clip(ours))
+	return in, nil
 }
 
 // watchCache is a cache of the kinds a plugin watches but does not write. It
