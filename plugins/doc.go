@@ -87,7 +87,7 @@
 // Outside's NewOutside, Ensure, Call, Forget, Recorded and Flush with
 // OutsideOptions and OutsideError; the ownership helpers (OwnershipLabels,
 // OwnedSelector, ManagedSelector, IsOwnedBy, OwnerReference, Namespace,
-// IsUpstreamName, CoreKind); the placeholders; the condition helpers;
+// IsUpstreamName, CheckObjectName, CoreKind); the placeholders; the condition helpers;
 // FailureMessage and BoundMessage. The names this package writes to clusters
 // are stable in the same way: the ownership labels, AnnotationAppliedHash,
 // AnnotationReverify, LabelRole, the finalizer profilekit.dev/<kind>, the

@@ -171,3 +171,23 @@ func ExampleDefinition_Decode() {
 	// InvalidSpec: spec.plugins[0] (viewers).spec: groups[0] is empty (terminal: true)
 	// InvalidSpec: spec.plugins[0] (viewers).spec: unknown field "group" (terminal: true)
 }
+
+// CheckObjectName refuses, one problem a line, a name a config may not give
+// an object: one the API server would refuse, or one of the upstream
+// controller's.
+func ExampleCheckObjectName() {
+	for _, name := range []string{"team-quota", "Team_Quota", "kf-resource-quota"} {
+		err := plugins.CheckObjectName(name)
+		if err == nil {
+			fmt.Println(name, "is fine")
+			continue
+		}
+		// Only the start of the API machinery's own explanation.
+		msg, _, _ := strings.Cut(err.Error(), " must ")
+		fmt.Println(msg)
+	}
+	// Output:
+	// team-quota is fine
+	// name "Team_Quota": a lowercase RFC 1123 subdomain
+	// name "kf-resource-quota" belongs to the upstream profile controller
+}

@@ -36,15 +36,8 @@ func TestWelcomeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testhost.Run(t, mgr)
+	ctx := t.Context()
 
 	const name = "welcome-team"
 	c := env.Client

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -44,13 +42,7 @@ func NewConfig() *Config {
 // message's length is checked when it is built, since the placeholders'
 // values are the Profile's.
 func (c *Config) Validate() error {
-	var errs []error
-	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("name %q: %s", c.Name, strings.Join(msgs, "; ")))
-	}
-	if plugins.IsUpstreamName(c.Name) {
-		errs = append(errs, fmt.Errorf("name %q belongs to the upstream profile controller", c.Name))
-	}
+	errs := []error{plugins.CheckObjectName(c.Name)}
 	if c.MaxLength <= 0 {
 		errs = append(errs, fmt.Errorf("maxLength %d: want a positive number of bytes", c.MaxLength))
 	}
