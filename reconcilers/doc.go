@@ -18,6 +18,7 @@
 // In a manager of your own (ExampleNew runs this against a real API server;
 // examples/custom-plugin is a whole program):
 //
+//	cfg = reconcilers.RateLimited(cfg, 50, 100) // one limiter for every API group
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 //		Scheme: scheme, // client-go's kinds and kubeflow.AddToScheme
 //		Cache:  reconcilers.CacheOptions(nil),
@@ -42,14 +43,15 @@
 // New, SetupWithManager, Reconcile, Applies and Name; the Options WithDefaults,
 // WithEnabledForAll, WithShard, WithResync, WithRequestTimeout, WithRetention,
 // WithConcurrency, WithOutside, WithStatusWriter and WithEventRecorder;
-// DefaultResync and DefaultRequestTimeout; CacheOptions and ClientOptions;
-// StatusWriter with NewStatusWriter; Adapter, NewAdapter and its
+// DefaultResync and DefaultRequestTimeout; CacheOptions, ClientOptions and
+// RateLimited; StatusWriter with NewStatusWriter, DefaultStatusDelay,
+// DefaultStatusWait and WithStatusWait; Adapter, NewAdapter and its
 // AdapterOptions; Cluster. So are what a Reconciler writes and exports: the
 // controller name profilekit-<kind>, the Events' reasons, and the metrics
 // profilekit_plugin_objects_total, profilekit_plugin_failures_total and
 // profilekit_plugin_pass_duration_seconds with their labels.
 //
 // Experimental, and free to change in a minor release: WithNamespaceGate,
-// which serves hosts that run the core plugin, StatusWriter's Set and Drop
-// as called from outside a Reconciler, and WithTimeout.
+// which serves hosts that run the core plugin, StatusWriter's Set, Drop and
+// Expect as called from outside a Reconciler, and WithTimeout.
 package reconcilers

@@ -37,6 +37,10 @@ type options struct {
 	// turns them off.
 	MetricsAddr string
 	ProbeAddr   string
+	// QPS and Burst bound the requests to the API server, all API groups
+	// together.
+	QPS   float32
+	Burst int
 	// LeaderElection makes replicas take turns through a Lease in
 	// LeaderElectionNamespace.
 	LeaderElection          bool
@@ -47,16 +51,20 @@ func main() {
 	var (
 		o            options
 		defaultsFile string
+		qps          float64
 	)
 	flag.StringVar(&defaultsFile, "defaults", "", "YAML or JSON file with the welcome plugin's host defaults")
 	flag.BoolVar(&o.EnabledForAll, "all", false, "apply the plugin to every Profile, not only those that list it")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 turns them off")
+	flag.Float64Var(&qps, "kube-api-qps", 100, "requests per second to the API server")
+	flag.IntVar(&o.Burst, "kube-api-burst", 200, "request burst")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "take a Lease before reconciling, so that one replica writes")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the pod's own)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	o.QPS = float32(qps)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	if err := start(defaultsFile, o); err != nil {
@@ -95,6 +103,10 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), kubeflow.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
+	// client-go would give each API group a limiter of its own, and its
+	// default of 5 requests per second makes a first pass over thousands of
+	// Profiles take hours.
+	cfg = reconcilers.RateLimited(cfg, o.QPS, o.Burst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   reconcilers.CacheOptions(nil),
