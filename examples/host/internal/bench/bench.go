@@ -81,6 +81,9 @@ type Options struct {
 	// CPUProfile, when set, is where a CPU profile of this process (the
 	// host and the benchmark's client) during convergence is written.
 	CPUProfile string
+	// HeapProfile, when set, is where a heap profile of this process is
+	// written after the memory readings.
+	HeapProfile string
 	// ResultsDir receives the JSON result; empty writes none.
 	ResultsDir string
 	// Out receives progress and the result table.
