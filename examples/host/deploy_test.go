@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/profilekit/profilekit/api/kubeflow/crd"
@@ -103,12 +101,10 @@ func TestDeployOverlays(t *testing.T) {
 		overlay string
 		// source is the example configuration the overlay's ConfigMap copies.
 		source string
-		// istio says whether the overlay may write Istio kinds.
-		istio bool
 	}{
 		{overlay: "plain", source: "config/host.yaml"},
-		{overlay: "istio", source: "config/istio.yaml", istio: true},
-		{overlay: "argocd-apps", source: "config/argocd-apps.yaml", istio: true},
+		{overlay: "istio", source: "config/istio.yaml"},
+		{overlay: "argocd-apps", source: "config/argocd-apps.yaml"},
 		{overlay: "storage", source: "config/statcan-storage.yaml"},
 		{overlay: "cloud-identity", source: "config/cloud-identity.yaml"},
 	} {
@@ -137,101 +133,8 @@ func TestDeployOverlays(t *testing.T) {
 				t.Errorf("the overlay's host.yaml is not a copy of examples/host/%s; copy it again", tc.source)
 			}
 
-			dep := one[appsv1.Deployment](t, objs, "Deployment", "profilekit")
-			c := dep.Spec.Template.Spec.Containers[0]
-			if !slices.Contains(c.Args, "--config=/etc/profilekit/host.yaml") || !slices.Contains(c.Args, "--leader-elect=true") {
-				t.Errorf("container args %v", c.Args)
-			}
-			if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
-				t.Errorf("probes: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
-			}
-			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 8080 }) {
-				t.Errorf("no metrics port in %v", c.Ports)
-			}
-			vol := dep.Spec.Template.Spec.Volumes[0]
-			if vol.ConfigMap == nil || vol.ConfigMap.Name != cm.Name {
-				t.Errorf("the Deployment mounts %+v, not the generated ConfigMap %s", vol, cm.Name)
-			}
-			if dep.Spec.Template.Spec.ServiceAccountName != "profilekit" {
-				t.Errorf("service account %q", dep.Spec.Template.Spec.ServiceAccountName)
-			}
-
-			cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", "profilekit")
-			need := []struct{ group, resource, verb string }{
-				{"kubeflow.org", "profiles", "get"}, {"kubeflow.org", "profiles", "list"}, {"kubeflow.org", "profiles", "watch"},
-				{"kubeflow.org", "profiles/status", "update"},
-				{"kubeflow.org", "profiles/finalizers", "update"},
-				{"events.k8s.io", "events", "create"}, {"events.k8s.io", "events", "patch"},
-			}
-			for _, kind := range cfg.Enabled() {
-				def, _ := reg.Get(kind)
-				for _, gvk := range def.Owns {
-					res := resource(gvk)
-					if gvk == apps.ApplicationKind {
-						// Applications are granted in the Argo CD namespace only.
-						checkApplicationRole(t, objs, cr.Rules)
-						continue
-					}
-					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
-						need = append(need, struct{ group, resource, verb string }{gvk.Group, res, v})
-					}
-				}
-				for _, w := range def.Watches {
-					gvk, err := apiutil.GVKForObject(w.Object, scheme)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, v := range []string{"get", "list", "watch"} {
-						need = append(need, struct{ group, resource, verb string }{gvk.Group, resource(gvk), v})
-					}
-				}
-				if def.Finalizer() != "" {
-					need = append(need, struct{ group, resource, verb string }{"kubeflow.org", "profiles", "patch"})
-				}
-				if def.OutsideState {
-					// The outside-state record.
-					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
-						need = append(need, struct{ group, resource, verb string }{"", "configmaps", v})
-					}
-				}
-				for _, w := range def.Watches {
-					if gvk, _ := apiutil.GVKForObject(w.Object, scheme); gvk.Kind == "ServiceAccount" {
-						// Cloud identity plugins apply their annotation keys.
-						need = append(need, struct{ group, resource, verb string }{"", "serviceaccounts", "patch"})
-					}
-				}
-			}
-			for _, n := range need {
-				if !allows(cr.Rules, n.group, n.resource, n.verb) {
-					t.Errorf("ClusterRole lacks %s on %s.%s", n.verb, n.resource, n.group)
-				}
-			}
-			for _, r := range cr.Rules {
-				if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
-					t.Errorf("ClusterRole rule %+v uses a wildcard", r)
-				}
-				if slices.Contains(r.Resources, "profiles") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "update" || v == "delete" || v == "create" }) {
-					t.Errorf("ClusterRole lets the host write Profiles themselves: %+v", r)
-				}
-				istio := slices.ContainsFunc(r.APIGroups, func(g string) bool { return strings.HasSuffix(g, "istio.io") })
-				if istio && !tc.istio {
-					t.Errorf("the %s overlay grants Istio kinds: %+v", tc.overlay, r)
-				}
-			}
-
-			if sec, on := cfg.Section("rbac"); on {
-				checkGrants(t, reg, sec, cr.Rules)
-			}
-
-			role := one[rbacv1.Role](t, objs, "Role", "profilekit-leader-election")
-			for _, v := range []string{"get", "create", "update"} {
-				if !allows(role.Rules, "coordination.k8s.io", "leases", v) {
-					t.Errorf("leader election Role lacks %s on leases", v)
-				}
-			}
-			if role.Namespace != "profilekit-system" {
-				t.Errorf("leader election Role in namespace %q", role.Namespace)
-			}
+			checkDeployment(t, objs, cm.Name)
+			checkHostRBAC(t, reg, scheme, cfg, objs)
 		})
 	}
 }
