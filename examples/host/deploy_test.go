@@ -44,7 +44,14 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(&stdout))
+	return decodeObjects(t, dir, stdout.Bytes())
+}
+
+// decodeObjects decodes a stream of YAML documents, such as kubectl
+// kustomize and helm template print.
+func decodeObjects(t *testing.T, what string, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objs []*unstructured.Unstructured
 	for {
 		doc, err := r.Read()
@@ -56,7 +63,7 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 		}
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			t.Fatalf("%s: %v", dir, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
