@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,8 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/profilekit/profilekit/api/kubeflow/crd"
@@ -27,7 +32,7 @@ import (
 )
 
 const (
-	chartDir      = deployDir + "/helm/profilekit"
+	chartDir = deployDir + "/helm/profilekit"
 	// testImage is the repository the chart tests set; the chart has no
 	// default.
 	testImage = "registry.example.org/profilekit"
@@ -270,5 +275,63 @@ config:
 	delete(got.Annotations, "helm.sh/resource-policy")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the chart's CRD differs from api/kubeflow/crd; copy it to files/ again (-want +got):\n%s", diff)
+	}
+}
+
+// TestHelmApply applies what the chart renders, for several sets of values,
+// to the test API server, which validates every object against its schema:
+// the ServiceMonitor and PrometheusRule against the Prometheus Operator's
+// CRDs, the ValidatingAdmissionPolicy's expressions by compiling them. The
+// cert-manager variant of the webhook is left out: no cert-manager CRDs are
+// installed here.
+func TestHelmApply(t *testing.T) {
+	dir, err := testenv.PrometheusOperatorCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	monitoring := []string{"--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.grafanaDashboard.enabled=true"}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"default with monitoring", monitoring},
+		{"istio", []string{"--set-file", "config=config/istio.yaml"}},
+		{"argocd-apps", []string{"--set-file", "config=config/argocd-apps.yaml"}},
+		{"storage", []string{"--set-file", "config=config/statcan-storage.yaml"}},
+		{"cloud-identity", []string{"--set-file", "config=config/cloud-identity.yaml"}},
+		{"self-signed webhook", []string{"--set-file", "config=" + deployDir + "/overlays/webhook-self-signed/host.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := helmTemplate(t, tc.args...)
+			ctx := t.Context()
+			for _, u := range objs {
+				if ns := u.GetNamespace(); ns != "" {
+					err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+					if err != nil && !apierrors.IsAlreadyExists(err) {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, u := range objs {
+				if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("helm-test"), client.ForceOwnership); err != nil {
+					t.Errorf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+				}
+				if u.GetNamespace() == "" && u.GetKind() != "CustomResourceDefinition" {
+					// Cluster-scoped objects go with the test; the Profile CRD
+					// stays for the other tests.
+					t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
+				}
+			}
+			for _, u := range objs {
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(u.GroupVersionKind())
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), got); err != nil {
+					t.Errorf("%s %s/%s is not on the server: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+				}
+			}
+		})
 	}
 }
