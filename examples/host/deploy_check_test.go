@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
@@ -197,4 +200,53 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, configMap 
 		t.Errorf("container security context %+v, want a read-only root file system, no privilege escalation and every capability dropped", sc)
 	}
 	return dep
+}
+
+// hostKinds are the kinds both deploy, besides the Namespace that kustomize
+// makes and Helm leaves to --create-namespace.
+var hostKinds = []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"}
+
+// registryAndScheme returns the registry of the plugins the binary is built
+// with and the host's scheme.
+func registryAndScheme(t *testing.T) (*plugins.Registry, *runtime.Scheme) {
+	t.Helper()
+	reg, err := plugins.NewRegistry(definitions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := server.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, scheme
+}
+
+// checkHostObjects checks that objs hold every kind in kinds and the
+// ConfigMap profilekit-config, whose host.yaml is a copy of the file source
+// and a valid host configuration; it returns the configuration and the
+// ConfigMap's name.
+func checkHostObjects(t *testing.T, reg *plugins.Registry, objs []*unstructured.Unstructured, source string, kinds ...string) (*hostconfig.Config, string) {
+	t.Helper()
+	var got []string
+	for _, u := range objs {
+		got = append(got, u.GetKind())
+	}
+	for _, k := range kinds {
+		if !slices.Contains(got, k) {
+			t.Errorf("no %s in the output (kinds: %v)", k, got)
+		}
+	}
+	cm := one[corev1.ConfigMap](t, objs, "ConfigMap", "profilekit-config")
+	src, err := os.ReadFile(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["host.yaml"] != string(src) {
+		t.Errorf("the ConfigMap's host.yaml is not a copy of examples/host/%s; copy it again:\n%s", source, cmp.Diff(string(src), cm.Data["host.yaml"]))
+	}
+	cfg, err := hostconfig.Parse("ConfigMap "+cm.Name+" host.yaml", []byte(cm.Data["host.yaml"]), reg)
+	if err != nil {
+		t.Fatalf("the ConfigMap does not hold a valid host configuration: %v", err)
+	}
+	return cfg, cm.Name
 }

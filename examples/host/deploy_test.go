@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/profilekit/profilekit/api/kubeflow/crd"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
-	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/rbac"
@@ -96,14 +94,7 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 }
 
 func TestDeployOverlays(t *testing.T) {
-	reg, err := plugins.NewRegistry(definitions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := server.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, scheme := registryAndScheme(t)
 	for _, tc := range []struct {
 		overlay string
 		// source is the example configuration the overlay's ConfigMap copies.
@@ -117,30 +108,8 @@ func TestDeployOverlays(t *testing.T) {
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(t, deployDir+"/overlays/"+tc.overlay)
-			var kinds []string
-			for _, u := range objs {
-				kinds = append(kinds, u.GetKind())
-			}
-			for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
-				if !slices.Contains(kinds, k) {
-					t.Errorf("no %s in the overlay's output (kinds: %v)", k, kinds)
-				}
-			}
-
-			cm := one[corev1.ConfigMap](t, objs, "ConfigMap", "profilekit-config")
-			cfg, err := hostconfig.Parse("ConfigMap "+cm.Name+" host.yaml", []byte(cm.Data["host.yaml"]), reg)
-			if err != nil {
-				t.Fatalf("the ConfigMap does not hold a valid host configuration: %v", err)
-			}
-			src, err := os.ReadFile(tc.source)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cm.Data["host.yaml"] != string(src) {
-				t.Errorf("the overlay's host.yaml is not a copy of examples/host/%s; copy it again", tc.source)
-			}
-
-			checkDeployment(t, objs, cm.Name)
+			cfg, cm := checkHostObjects(t, reg, objs, tc.source, append(hostKinds, "Namespace")...)
+			checkDeployment(t, objs, cm)
 			checkHostRBAC(t, reg, scheme, cfg, objs)
 		})
 	}
@@ -221,12 +190,7 @@ func TestArgoCDApplicationPointsAtAnOverlay(t *testing.T) {
 // rights the writer neither holds nor may bind.
 func checkGrants(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugin, rules []rbacv1.PolicyRule) {
 	t.Helper()
-	def, _ := reg.Get(rbac.Kind)
-	raw, err := def.DecodeHostDefaults(sec.Defaults)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raw.(*rbac.Config)
+	cfg := hostDefaults[rbac.Config](t, reg, rbac.Kind, sec)
 	refs := slices.Clone(cfg.AllowedRoles)
 	for _, b := range cfg.Bindings {
 		refs = append(refs, b.RoleRef)
@@ -249,4 +213,15 @@ func checkGrants(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugin, rul
 	if len(cfg.Roles) > 0 && !allows(rules, rbacv1.GroupName, "roles", "escalate") {
 		t.Error("the rbac configuration writes Roles, and the ClusterRole lacks escalate on roles")
 	}
+}
+
+// hostDefaults decodes the defaults of a plugin's section into its config.
+func hostDefaults[T any](t *testing.T, reg *plugins.Registry, kind string, sec hostconfig.Plugin) *T {
+	t.Helper()
+	def, _ := reg.Get(kind)
+	raw, err := def.DecodeHostDefaults(sec.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(*T)
 }

@@ -25,7 +25,6 @@ import (
 
 	"github.com/profilekit/profilekit/api/kubeflow/crd"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
-	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
@@ -83,14 +82,7 @@ func TestHelmLint(t *testing.T) {
 // overlays' are checked, and more: the ClusterRole grants exactly what the
 // enabled plugins need.
 func TestHelmChart(t *testing.T) {
-	reg, err := plugins.NewRegistry(definitions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := server.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, scheme := registryAndScheme(t)
 	configs, err := filepath.Glob("config/*.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -102,36 +94,17 @@ func TestHelmChart(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			objs := helmTemplate(t, args...)
-			var kinds []string
 			for _, u := range objs {
-				kinds = append(kinds, u.GetKind())
 				if u.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(u.GetName(), "profilekit") {
 					t.Errorf("%s %s is not named after the release", u.GetKind(), u.GetName())
 				}
 			}
-			for _, k := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
-				if !slices.Contains(kinds, k) {
-					t.Errorf("no %s in the chart's output (kinds: %v)", k, kinds)
-				}
-			}
-
-			cm := one[corev1.ConfigMap](t, objs, "ConfigMap", "profilekit-config")
-			want := source
 			if source == "" {
 				// The chart's default, files/host.yaml, is the plain configuration.
-				want = "config/host.yaml"
+				source = "config/host.yaml"
 			}
-			if src, err := os.ReadFile(want); err != nil {
-				t.Fatal(err)
-			} else if cm.Data["host.yaml"] != string(src) {
-				t.Errorf("the ConfigMap's host.yaml is not examples/host/%s:\n%s", want, cmp.Diff(string(src), cm.Data["host.yaml"]))
-			}
-			cfg, err := hostconfig.Parse("ConfigMap "+cm.Name+" host.yaml", []byte(cm.Data["host.yaml"]), reg)
-			if err != nil {
-				t.Fatalf("the ConfigMap does not hold a valid host configuration: %v", err)
-			}
-
-			checkDeployment(t, objs, cm.Name)
+			cfg, cm := checkHostObjects(t, reg, objs, source, hostKinds...)
+			checkDeployment(t, objs, cm)
 			cr, need := checkHostRBAC(t, reg, scheme, cfg, objs)
 			for _, r := range cr.Rules {
 				if len(r.ResourceNames) > 0 {
@@ -164,12 +137,7 @@ func TestHelmChart(t *testing.T) {
 // theirs.
 func checkStorageRoles(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugin, objs []*unstructured.Unstructured) {
 	t.Helper()
-	def, _ := reg.Get(blobcsi.Kind)
-	raw, err := def.DecodeHostDefaults(sec.Defaults)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raw.(*blobcsi.Config)
+	cfg := hostDefaults[blobcsi.Config](t, reg, blobcsi.Kind, sec)
 	role := func(ns string) []rbacv1.PolicyRule {
 		for _, u := range objs {
 			if u.GetKind() == "Role" && u.GetName() == "profilekit-storage" && u.GetNamespace() == ns {

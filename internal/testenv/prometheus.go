@@ -1,11 +1,5 @@
 package testenv
 
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-)
-
 // PrometheusOperatorVersion is the Prometheus Operator release whose CRDs
 // the tests install. Keep it in step with the Makefile.
 const PrometheusOperatorVersion = "0.85.0"
@@ -15,13 +9,6 @@ const PrometheusOperatorVersion = "0.85.0"
 // beside kube-apiserver and etcd. It fails with a message that names make
 // test when they are missing.
 func PrometheusOperatorCRDs() (string, error) {
-	assets, err := AssetsDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(assets, "prometheus-operator-v"+PrometheusOperatorVersion)
-	if _, err := os.Stat(filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml")); err != nil {
-		return "", fmt.Errorf("Prometheus Operator CRDs not found in %s: run `make test` (or `make prometheus-crds`), which copies them from the Prometheus Operator module", dir)
-	}
-	return dir, nil
+	return assetsFolder("prometheus-operator-v"+PrometheusOperatorVersion, "monitoring.coreos.com_servicemonitors.yaml",
+		"Prometheus Operator CRDs", "prometheus-crds", "the Prometheus Operator module")
 }
