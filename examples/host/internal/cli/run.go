@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -72,8 +73,11 @@ in-cluster service account, else ~/.kube/config.`,
 				return err
 			}
 			// Libraries that log through controller-runtime's global logger
-			// (the leader elector, the metrics server) get the same one.
+			// (the metrics server) or through klog (client-go: the leader
+			// elector, reflectors, throttling notices) get the same one, so
+			// that every line has the host's format and level.
 			ctrl.SetLogger(logger)
+			klog.SetLogger(logger)
 			restCfg, err := restConfig(f.kubeconfig)
 			if err != nil {
 				return err

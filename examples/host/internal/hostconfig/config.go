@@ -69,6 +69,36 @@ type LeaderElection struct {
 	ID string `json:"id,omitempty"`
 	// Namespace holds the Lease. Empty means the namespace the host runs in.
 	Namespace string `json:"namespace,omitempty"`
+	// LeaseDuration is how long a replica waits, after the leader stopped
+	// renewing, before it takes the Lease: the longest a crashed leader's
+	// Profiles go unserved. Default 15s.
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+	// RenewDeadline is how long the leader keeps trying to renew before it
+	// gives up leading (and the host exits). Default 10s; below
+	// leaseDuration.
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+	// RetryPeriod is how often replicas try to take or renew the Lease.
+	// Default 2s; below renewDeadline.
+	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
+}
+
+// Defaults of the Lease timings, controller-runtime's own.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Timings returns the Lease duration, renew deadline and retry period, or
+// their defaults.
+func (l LeaderElection) Timings() (lease, renew, retry time.Duration) {
+	or := func(d *metav1.Duration, def time.Duration) time.Duration {
+		if d == nil {
+			return def
+		}
+		return d.Duration
+	}
+	return or(l.LeaseDuration, DefaultLeaseDuration), or(l.RenewDeadline, DefaultRenewDeadline), or(l.RetryPeriod, DefaultRetryPeriod)
 }
 
 // Plugin is one plugin's section.

@@ -220,6 +220,15 @@ func (p *parser) host(raw *rawConfig, cfg *Config) {
 			p.failf("leaderElection.namespace", "%q: %s", le.Namespace, strings.Join(msgs, "; "))
 		}
 	}
+	lease, renew, retry := le.Timings()
+	switch {
+	case lease <= 0 || renew <= 0 || retry <= 0:
+		p.failf("leaderElection", "leaseDuration %s, renewDeadline %s and retryPeriod %s must all be positive", lease, renew, retry)
+	case renew >= lease:
+		p.failf("leaderElection.renewDeadline", "%s is not below leaseDuration %s: a replica could take the Lease while the leader still thinks it leads", renew, lease)
+	case retry >= renew:
+		p.failf("leaderElection.retryPeriod", "%s is not below renewDeadline %s: the leader would give up before its first retry", retry, renew)
+	}
 }
 
 // plugin decodes and validates one plugin section, host defaults included.

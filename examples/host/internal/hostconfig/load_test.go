@@ -120,6 +120,16 @@ func TestParseErrors(t *testing.T) {
 			want:   []string{`host.yaml: leaderElection.id: "kubeflow-profile-controller" is the upstream profile controller's Lease`},
 		},
 		{
+			reason: "a renew deadline that is not below the lease duration",
+			yaml:   "leaderElection: {leaseDuration: 5s, renewDeadline: 5s}\nplugins: {quotas: {}}\n",
+			want:   []string{"host.yaml: leaderElection.renewDeadline: 5s is not below leaseDuration 5s"},
+		},
+		{
+			reason: "a retry period that is not below the renew deadline",
+			yaml:   "leaderElection: {leaseDuration: 6s, renewDeadline: 4s, retryPeriod: 4s}\nplugins: {quotas: {}}\n",
+			want:   []string{"host.yaml: leaderElection.retryPeriod: 4s is not below renewDeadline 4s"},
+		},
+		{
 			reason: "a file that enables nothing would run an idle host",
 			yaml:   "plugins:\n  quotas: {enabled: off}\n",
 			want:   []string{"host.yaml: plugins: no plugin is enabled"},
@@ -179,7 +189,7 @@ func TestParseValid(t *testing.T) {
 resyncPeriod: 2m
 shardSelector: {matchLabels: {shard: a}}
 client: {qps: 300}
-leaderElection: {namespace: profilekit-system}
+leaderElection: {namespace: profilekit-system, leaseDuration: 6s, renewDeadline: 4s, retryPeriod: 1s}
 plugins:
   quotas:
     enabled: all
@@ -205,6 +215,9 @@ plugins:
 	}
 	if cfg.LeaderElection.ID != hostconfig.DefaultLeaderElectionID || cfg.LeaderElection.Namespace != "profilekit-system" {
 		t.Errorf("leader election = %+v", cfg.LeaderElection)
+	}
+	if lease, renew, retry := cfg.LeaderElection.Timings(); lease != 6*time.Second || renew != 4*time.Second || retry != time.Second {
+		t.Errorf("lease timings = %s, %s, %s; want the short lease of the file, 6s, 4s, 1s", lease, renew, retry)
 	}
 	if diff := cmp.Diff([]string{"quotas"}, cfg.Enabled()); diff != "" {
 		t.Errorf("enabled: an unquoted YAML off turns a plugin off (-want +got):\n%s", diff)

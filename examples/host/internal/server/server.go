@@ -81,6 +81,8 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
+	lease, renew, retry := cfg.LeaderElection.Timings()
+	mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &lease, &renew, &retry
 	var selfSigned *admission.SelfSigned
 	if cfg.Webhook.Enabled {
 		mopts.WebhookServer, selfSigned, err = webhookServer(rc, cfg, s)
