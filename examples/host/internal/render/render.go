@@ -351,6 +351,29 @@ func stripComments(doc []byte) []byte {
 	return b.Bytes()
 }
 
+// withoutEmptyUIDs returns u, or a copy of it whose owner references leave
+// out the uid they do not have offline (the Profile has none before it is
+// created), rather than print an empty one.
+func withoutEmptyUIDs(u *unstructured.Unstructured) *unstructured.Unstructured {
+	refs, found, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
+	if !found {
+		return u
+	}
+	changed := false
+	for _, r := range refs {
+		if m, ok := r.(map[string]any); ok && m["uid"] == "" {
+			delete(m, "uid")
+			changed = true
+		}
+	}
+	if !changed {
+		return u
+	}
+	out := u.DeepCopy()
+	_ = unstructured.SetNestedSlice(out.Object, refs, "metadata", "ownerReferences")
+	return out
+}
+
 // WriteYAML writes the objects as YAML documents, each after a comment that
 // names its Profile and plugin.
 func WriteYAML(w io.Writer, objs []Object) error {
@@ -359,7 +382,7 @@ func WriteYAML(w io.Writer, objs []Object) error {
 		if i > 0 {
 			b.WriteString("---\n")
 		}
-		data, err := yaml.Marshal(o.Object.Object)
+		data, err := yaml.Marshal(withoutEmptyUIDs(o.Object).Object)
 		if err != nil {
 			return fmt.Errorf("encode %s %s: %w", o.Object.GetKind(), o.Object.GetName(), err)
 		}
