@@ -31,7 +31,9 @@ var demoConfig []byte
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, app(), os.Args[1:], os.Stdout, os.Stderr)
+	a := app()
+	a.OwnsProcess = true
+	code := cli.Main(ctx, a, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

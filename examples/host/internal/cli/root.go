@@ -33,6 +33,11 @@ type App struct {
 	// not given, and DemoConfigName names it in messages.
 	DemoConfig     []byte
 	DemoConfigName string
+	// OwnsProcess says that the command line is the process's own, not one
+	// of several run in it (as in tests): run then also routes klog, which
+	// is process-wide and must be set before other goroutines log, through
+	// the host's logger.
+	OwnsProcess bool
 }
 
 // Main runs the command line with args (without the program name) and

@@ -77,7 +77,9 @@ in-cluster service account, else ~/.kube/config.`,
 			// elector, reflectors, throttling notices) get the same one, so
 			// that every line has the host's format and level.
 			ctrl.SetLogger(logger)
-			klog.SetLogger(logger)
+			if app.OwnsProcess {
+				klog.SetLogger(logger)
+			}
 			restCfg, err := restConfig(f.kubeconfig)
 			if err != nil {
 				return err
