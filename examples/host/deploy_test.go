@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -148,6 +149,9 @@ func TestDeployOverlays(t *testing.T) {
 			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 8080 }) {
 				t.Errorf("no metrics port in %v", c.Ports)
 			}
+			if c.Image != imageName {
+				t.Errorf("container image %q; the documented images: entry and kustomize edit set image replace %q", c.Image, imageName)
+			}
 			vol := dep.Spec.Template.Spec.Volumes[0]
 			if vol.ConfigMap == nil || vol.ConfigMap.Name != cm.Name {
 				t.Errorf("the Deployment mounts %+v, not the generated ConfigMap %s", vol, cm.Name)
@@ -264,6 +268,32 @@ func checkApplicationRole(t *testing.T, objs []*unstructured.Unstructured, clust
 func resource(gvk schema.GroupVersionKind) string {
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
+}
+
+// imageName is the Deployment's image in the base, which a user's overlay
+// points at the pushed image.
+const imageName = "profilekit"
+
+func TestDeployImageIsSetByAnOverlay(t *testing.T) {
+	// What examples/deploy/README.md tells users to write on top of an
+	// overlay.
+	dir := t.TempDir()
+	plain, err := filepath.Abs(deployDir + "/overlays/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := fmt.Sprintf("resources:\n- %s\nimages:\n- name: %s\n  newName: registry.test/platform/profilekit\n  newTag: v1.2.3\n", rel, imageName)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dep := one[appsv1.Deployment](t, kustomize(t, dir), "Deployment", "profilekit")
+	if got := dep.Spec.Template.Spec.Containers[0].Image; got != "registry.test/platform/profilekit:v1.2.3" {
+		t.Errorf("the overlay's images: entry gives the image %q", got)
+	}
 }
 
 func TestDeployCRDIsCurrent(t *testing.T) {
