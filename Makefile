@@ -4,8 +4,9 @@
 # cached under bin/: kube-apiserver, etcd and kube-controller-manager from
 # source, OPA from source, Azurite from npm, the Argo CD CRDs from the Argo CD
 # module, the PostgreSQL server package when it is missing, controller-gen and
-# mockgen; it checks that the generated files are current, then runs every
-# test with the race detector.
+# mockgen, Helm and the Prometheus Operator CRDs for the chart tests; it
+# checks that the generated files are current, then runs every test with the
+# race detector.
 
 SHELL := /usr/bin/env bash -o pipefail
 export GOTOOLCHAIN ?= local
@@ -34,7 +35,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets test-servers argocd-crds postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds prometheus-crds helm postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -78,6 +79,38 @@ $(ARGOCD_CRDS)/application-crd.yaml:
 	test -n "$$dir" && \
 	cp $$dir/manifests/crds/application-crd.yaml $$dir/manifests/crds/appproject-crd.yaml $$dir/manifests/crds/applicationset-crd.yaml $(ARGOCD_CRDS)/ && \
 	chmod u+w $(ARGOCD_CRDS)/*.yaml
+
+PROMETHEUS_OPERATOR_VERSION := 0.85.0
+PROMETHEUS_CRDS := $(ASSETS)/prometheus-operator-v$(PROMETHEUS_OPERATOR_VERSION)
+
+.PHONY: prometheus-crds
+prometheus-crds: $(PROMETHEUS_CRDS)/monitoring.coreos.com_servicemonitors.yaml ## Copy the ServiceMonitor and PrometheusRule CRDs from the Prometheus Operator Go module into bin/ (YAML only).
+
+$(PROMETHEUS_CRDS)/monitoring.coreos.com_servicemonitors.yaml:
+	@mkdir -p $(PROMETHEUS_CRDS)
+	dir=$$(go mod download -json github.com/prometheus-operator/prometheus-operator@v$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$dir" && \
+	cp $$dir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(PROMETHEUS_CRDS)/ && \
+	chmod u+w $(PROMETHEUS_CRDS)/*.yaml
+
+# Helm for the chart tests (examples/deploy/helm), built from the Go module
+# proxy with the version stamps of a Helm release (Kubernetes 1.37 follows
+# its client-go v0.37); bin/helm points at the versioned binary.
+HELM_VERSION := 3.22.0
+HELM         := $(LOCALBIN)/helm-v$(HELM_VERSION)
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v$(HELM_VERSION) \
+	$(foreach p,pkg/chartutil pkg/lint/rules,-X helm.sh/helm/v3/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/$(p).k8sVersionMinor=37)
+
+.PHONY: helm
+helm: $(HELM) ## Build Helm into bin/helm for the chart tests.
+	@ln -sf $(notdir $(HELM)) $(LOCALBIN)/helm
+
+$(HELM):
+	@mkdir -p $(LOCALBIN)
+	@echo "building helm v$(HELM_VERSION) (a few minutes on a fresh machine)"
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install -trimpath \
+		-ldflags "$(HELM_LDFLAGS)" \
+		helm.sh/helm/v3/cmd/helm@v$(HELM_VERSION) && mv $$tmp/helm $@ && rmdir $$tmp
 
 PG_VERSION := 15
 

@@ -86,4 +86,17 @@
 //	    gitea.example.org/unclassified: "true"
 //	spec:
 //	  owner: {kind: User, name: alice@example.org}
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, Config and the types it holds (Instance, Database, Gateway,
+// SecretKey) with the JSON names, defaults and meaning of their fields, the
+// Secret's name and keys (SecretName, KeyHost and the others), the
+// Application's name (AppName), the database and role names Name gives,
+// which existing databases are found by, ReasonPasswordLost and the system
+// name PostgreSQL, and the condition GiteaReady. Experimental, and free to
+// change in a minor release: Plugin's methods beyond the Plugin interface,
+// Owns, Connector, Server, DatabaseSpec, NewPassword and MaxIdentifier; run
+// the plugin through its Definition, and use these for tests and previews.
 package gitea

@@ -29,4 +29,24 @@
 //
 // examples/opa holds a Rego policy that computes both shapes from data; the
 // tests run it on a real OPA server.
+//
+// A Poller of a gateway's document, as the blobcsi plugin runs one per
+// grantSources entry:
+//
+//	c, err := opa.NewClient("http://opa.gateway:8181")
+//	p, err := opa.NewPoller("unclassified", c, "storage/grants/unclassified", nil,
+//		opa.Options{Interval: 30 * time.Second, MaxDropShare: 0.5})
+//	go p.Run(ctx, func(namespaces []string) { /* reconcile these Profiles */ })
+//	grants := p.State().Grants.For("team-a")
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): the grants
+// document's two shapes as Decode reads them, Grants, Bucket, Access and
+// Mode, the Source interface for callers, State, the Reason constants, the
+// metric names, Client and its options, NewPoller and NewConfigMapSource
+// with Options. Experimental: Changed and Dropped, DecodeList, DecodeGateway
+// and DecodeConfigMap as separate entry points, and the Source interface for
+// implementations outside this module, which may need a new method in a
+// minor release.
 package opa

@@ -61,9 +61,11 @@ type RefreshError struct {
 	Source string
 	// Reason is one of the Reason constants.
 	Reason string
-	Err    error
+	// Err is what went wrong.
+	Err error
 }
 
+// Error says which source failed, why, and how.
 func (e *RefreshError) Error() string {
 	return fmt.Sprintf("grants source %s: %s: %v", e.Source, e.Reason, e.Err)
 }

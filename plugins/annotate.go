@@ -19,7 +19,9 @@ import (
 // their role annotation there. The plugin never creates, updates or deletes
 // such an object, and never writes any other field of it.
 type Foreign struct {
-	GVK       schema.GroupVersionKind
+	// GVK is the object's kind.
+	GVK schema.GroupVersionKind
+	// Namespace and Name identify the object.
 	Namespace string
 	Name      string
 }
@@ -31,9 +33,11 @@ func (f Foreign) String() string { return fmt.Sprintf("%s %s/%s", f.GVK.Kind, f.
 // (yet). It is not terminal: whoever makes the object will, and the plugin
 // tries again.
 type ForeignMissingError struct {
+	// Object is the missing object.
 	Object Foreign
 }
 
+// Error names the missing object and who makes it.
 func (e *ForeignMissingError) Error() string {
 	return fmt.Sprintf("%s does not exist yet; it is made by the core plugin or the upstream controller", e.Object)
 }

@@ -352,7 +352,8 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
 				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
 		}
-		if live.GetAnnotations()[AnnotationAppliedHash] == u.GetAnnotations()[AnnotationAppliedHash] && contains(live.Object, u.Object) &&
+		ours, known := ownFields(live, FieldManagerFor(a.kind))
+		if live.GetAnnotations()[AnnotationAppliedHash] == u.GetAnnotations()[AnnotationAppliedHash] && contains(live.Object, u.Object, ours, known && ours != nil) &&
 			!overtaken(live, u, FieldManagerFor(a.kind)) {
 			change.Action = Unchanged
 			return change, nil

@@ -2,10 +2,17 @@ package plugins
 
 // contains reports whether live holds every value of want. Maps may have
 // more keys; lists match when want's items appear in live in order (the API
-// server or another manager may add items); an empty or zero value in want
-// matches a missing one, because the API server drops them. Numbers compare
-// by value whatever their Go type.
-func contains(live, want any) bool {
+// server or another manager may add items); numbers compare by value
+// whatever their Go type.
+//
+// A zero or empty value in want matches a missing one when the API server
+// dropped it on the way in (an empty list, a false without a pointer): that
+// is when our last apply owns the field, which the set of fields our manager
+// applied (ours, from the managed fields) tells. A zero value removed by hand
+// is no longer ours, so it does not match and is put back. Inside lists, and
+// when ours is unknown (a live object without managed fields), every missing
+// zero value matches.
+func contains(live, want any, ours map[string]any, known bool) bool {
 	switch w := want.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
@@ -13,14 +20,16 @@ func contains(live, want any) bool {
 			return len(w) == 0 && isZero(live)
 		}
 		for k, wv := range w {
+			sub, owned := ours["f:"+k]
 			lv, ok := l[k]
 			if !ok {
-				if isZero(wv) {
+				if isZero(wv) && (!known || owned) {
 					continue
 				}
 				return false
 			}
-			if !contains(lv, wv) {
+			subset, _ := sub.(map[string]any)
+			if !contains(lv, wv, subset, known && owned) {
 				return false
 			}
 		}
@@ -32,7 +41,7 @@ func contains(live, want any) bool {
 		}
 		i := 0
 		for _, wv := range w {
-			for i < len(l) && !contains(l[i], wv) {
+			for i < len(l) && !contains(l[i], wv, nil, false) {
 				i++
 			}
 			if i == len(l) {

@@ -10,6 +10,7 @@ func TestContains(t *testing.T) {
 		reason string
 		live   string
 		want   string
+		ours   string // our managed fields; empty: unknown
 		match  bool
 	}{
 		{reason: "equal objects", live: `{"a":1,"b":"x"}`, want: `{"a":1,"b":"x"}`, match: true},
@@ -26,6 +27,11 @@ func TestContains(t *testing.T) {
 		{reason: "a missing item", live: `{"l":["a"]}`, want: `{"l":["a","b"]}`, match: false},
 		{reason: "an int64 against a float64", live: `{"port":8080}`, want: `{"port":8080.0}`, match: true},
 		{reason: "a string is not a number", live: `{"port":"8080"}`, want: `{"port":8080}`, match: false},
+		{reason: "an empty list the server dropped, ours", live: `{"spec":{}}`, want: `{"spec":{"ingress":[]}}`, ours: `{"f:spec":{"f:ingress":{}}}`, match: true},
+		{reason: "a zero removed by hand is no longer ours", live: `{"outlier":{"interval":"1s"}}`, want: `{"outlier":{"interval":"1s","consecutive5xxErrors":0}}`, ours: `{"f:outlier":{"f:interval":{}}}`, match: false},
+		{reason: "a false removed by hand is no longer ours", live: `{}`, want: `{"automountServiceAccountToken":false}`, ours: `{"f:metadata":{}}`, match: false},
+		{reason: "a zero kept by the server", live: `{"outlier":{"consecutive5xxErrors":0}}`, want: `{"outlier":{"consecutive5xxErrors":0}}`, ours: `{"f:outlier":{"f:consecutive5xxErrors":{}}}`, match: true},
+		{reason: "inside list items ownership is not followed", live: `{"l":[{"n":"a"}]}`, want: `{"l":[{"n":"a","x":0}]}`, ours: `{"f:l":{}}`, match: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
@@ -39,7 +45,13 @@ func TestContains(t *testing.T) {
 			if tt.reason == "an int64 against a float64" {
 				live["port"] = int64(8080)
 			}
-			if got := contains(live, want); got != tt.match {
+			var ours map[string]any
+			if tt.ours != "" {
+				if err := json.Unmarshal([]byte(tt.ours), &ours); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := contains(live, want, ours, ours != nil); got != tt.match {
 				t.Errorf("contains(%s, %s) = %v, want %v", tt.live, tt.want, got, tt.match)
 			}
 		})

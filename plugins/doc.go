@@ -32,4 +32,74 @@
 //
 // Two hosts run plugins: the standalone controller-runtime reconciler and the
 // upstream profile-controller adapter, both in package reconcilers.
+//
+// # Writing a plugin
+//
+// A plugin is a config type, a pure builder and a Definition (the Example
+// of this package is a whole one; examples/custom-plugin runs one in a
+// manager of its own):
+//
+//	type Config struct {
+//		Name    string `json:"name,omitempty" profilekit:"hostonly"` // only the host sets it
+//		Message string `json:"message,omitempty"`                    // a Profile may set it
+//	}
+//
+//	func (c *Config) Validate() error { ... } // runs after every decode
+//
+//	func Definition() plugins.Definition {
+//		return plugins.Definition{
+//			Plugin: plugins.Funcs{
+//				KindName: "welcome",
+//				ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+//					cfg, err := plugins.ConfigOf[Config](req)
+//					if err != nil {
+//						return plugins.Result{}, err
+//					}
+//					return req.Objects.Sync(ctx, build(cfg, req.Profile)) // build reads and writes nothing
+//				},
+//				RevokeFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+//					return req.Objects.DeleteAll(ctx)
+//				},
+//			},
+//			NewConfig: func() any { return &Config{Name: "welcome", Message: "Hello"} },
+//			Owns:      []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
+//		}
+//	}
+//
+// A Profile enables it, and may set what the config lets it set:
+//
+//	spec:
+//	  plugins:
+//	  - kind: welcome
+//	    spec: {message: "Hello team"}
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): the Plugin
+// interface and its contract, Funcs, Request, Result, Change and Action;
+// Definition's fields Plugin, NewConfig, Owns, OutsideState and
+// ConditionType, and its methods Kind, Condition, Finalizer, FieldManager,
+// ApplierOptions, Decode and DecodeHostDefaults; ConfigOf, Validator,
+// HostOnlyTag, Entry, EntryPath and Listed; Registry; the Applier's NewApplier,
+// NewRecorder, Sync, Apply, DeleteAll, Keep and Recorded with the options
+// WithLiveReader, WithScheme and WithAnyNamespace, and Encoded; TerminalError,
+// Terminal, Terminalf, IsTerminal, ReasonOf and the Reason constants;
+// Outside's NewOutside, Ensure, Call, Forget, Recorded and Flush with
+// OutsideOptions and OutsideError; the ownership helpers (OwnershipLabels,
+// OwnedSelector, ManagedSelector, IsOwnedBy, OwnerReference, Namespace,
+// IsUpstreamName, CheckObjectName, CoreKind); the placeholders; the condition helpers;
+// FailureMessage and BoundMessage. The names this package writes to clusters
+// are stable in the same way: the ownership labels, AnnotationAppliedHash,
+// AnnotationReverify, LabelRole, the finalizer profilekit.dev/<kind>, the
+// field manager profilekit-<kind>, the condition <Kind>Ready, the
+// outside-state ConfigMap (StateName), and the metric names.
+//
+// Experimental, and free to change in a minor release: Definition's
+// Watches (Watch, Scope), Runner (Runtime) and Upstream with
+// WithUpstreamObjects and Applier.Adopting, which serve the core plugin
+// alone; Applier.Annotate and Unannotate with Foreign and
+// ForeignMissingError; ApplyFields; NewObject; NewOfflineOutside with
+// Outside.Offline and Outside.Skipped; WithClock. The wording of error and condition messages is not API at all:
+// match on reasons (ReasonOf, the reason that leads a condition's message),
+// never on the text after them.
 package plugins

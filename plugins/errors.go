@@ -26,7 +26,8 @@ const (
 type TerminalError struct {
 	// Reason is a CamelCase word such as InvalidSpec.
 	Reason string
-	Err    error
+	// Err is the problem, worded for the Profile's author.
+	Err error
 }
 
 // Terminal wraps err as a TerminalError with the given reason.
@@ -39,6 +40,7 @@ func Terminalf(reason, format string, args ...any) error {
 	return &TerminalError{Reason: reason, Err: fmt.Errorf(format, args...)}
 }
 
+// Error returns the wrapped error's message, without the reason.
 func (e *TerminalError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.

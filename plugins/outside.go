@@ -56,9 +56,11 @@ type OutsideOptions struct {
 type OutsideError struct {
 	// System is the outside system, such as AzureBlob or PostgreSQL.
 	System string
-	Err    error
+	// Err is the call's error.
+	Err error
 }
 
+// Error returns the system and the call's error.
 func (e *OutsideError) Error() string { return e.System + ": " + e.Err.Error() }
 
 // Unwrap returns the call's error.

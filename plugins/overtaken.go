@@ -2,58 +2,91 @@ package plugins
 
 import (
 	"encoding/json"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// overtaken reports whether another field manager holds a field that desired
-// sets and that our manager no longer owns. Server-side apply moves a field to
-// whoever changes it, so this notices edits that contains cannot: an item
-// added to an atomic list (a subject added to a RoleBinding, a rule added to
-// a NetworkPolicy) leaves every item we want in place, but takes the whole
-// list from us.
+// overtaken reports whether a field that desired sets is no longer ours.
+// Server-side apply moves a field to whoever changes it, so this notices
+// edits that contains cannot: an item added to an atomic list (a subject
+// added to a RoleBinding, a rule added to a NetworkPolicy) leaves every item
+// we want in place, but takes the whole list from us.
 //
-// Only paths of plain field names count. Items of keyed lists that others own
-// are theirs to keep (our apply would not remove them either), and a changed
-// value inside one of our items is already seen by contains. A live object
-// without managed fields (a cache that strips them) tells nothing: it is not
-// reported as overtaken, so it costs no request.
+// It reads our own managed-fields entry only, so that a cache may drop every
+// other manager's (see reconcilers.CacheOptions): every field our last apply
+// set is in that entry, zero values the server then dropped included, until
+// another manager takes it or removes it. Lists are checked as a whole: items
+// of keyed lists that others own are theirs to keep, and a changed value
+// inside one of ours is already seen by contains. A live object without
+// managed fields (a cache that strips them) tells nothing: it is not reported
+// as overtaken, so it costs no request.
 func overtaken(live, desired *unstructured.Unstructured, manager string) bool {
-	entries := live.GetManagedFields()
-	if len(entries) == 0 {
+	ours, known := ownFields(live, manager)
+	if !known {
 		return false
-	}
-	var ours map[string]any
-	for _, e := range entries {
-		if isOurs(e, manager) {
-			ours = fieldsOf(e)
-		}
 	}
 	if ours == nil {
 		// Someone removed our entry; applying puts it back.
 		return true
 	}
-	for _, e := range entries {
-		if isOurs(e, manager) || e.Subresource != "" {
-			continue
+	taken := false
+	walkDesired(desired.Object, func(path []string) {
+		if !taken && !reachable(ours, path) {
+			taken = true
 		}
-		taken := false
-		walkLeaves(fieldsOf(e), nil, func(path []string) {
-			if !taken && !reachable(ours, path) && hasPath(desired.Object, path) {
-				taken = true
-			}
-		})
-		if taken {
-			return true
+	})
+	return taken
+}
+
+// ownFields returns the set of fields our manager applied to live, nil when
+// live has managed fields but none of ours, and known false when live has no
+// managed fields at all.
+func ownFields(live *unstructured.Unstructured, manager string) (set map[string]any, known bool) {
+	entries := live.GetManagedFields()
+	for _, e := range entries {
+		if isOurs(e, manager) {
+			return fieldsOf(e), true
 		}
 	}
-	return false
+	return nil, len(entries) > 0
 }
 
 func isOurs(e metav1.ManagedFieldsEntry, manager string) bool {
 	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+}
+
+// walkDesired calls fn with the path of every field an apply of obj owns:
+// each leaf reached through maps (a list, a scalar or an empty map is a
+// leaf), with the identity fields (apiVersion, kind, name, namespace), which
+// no manager owns, left out.
+func walkDesired(obj map[string]any, fn func([]string)) {
+	for k, v := range obj {
+		switch k {
+		case "apiVersion", "kind", "status":
+			continue
+		case "metadata":
+			meta, _ := v.(map[string]any)
+			for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers"} {
+				if mv, ok := meta[f]; ok {
+					walkValue(mv, []string{"metadata", f}, fn)
+				}
+			}
+			continue
+		}
+		walkValue(v, []string{k}, fn)
+	}
+}
+
+func walkValue(v any, path []string, fn func([]string)) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		fn(path)
+		return
+	}
+	for k, child := range m {
+		walkValue(child, append(path[:len(path):len(path)], k), fn)
+	}
 }
 
 // fieldsOf decodes a managed fields entry's set; an unreadable one is empty.
@@ -65,48 +98,20 @@ func fieldsOf(e metav1.ManagedFieldsEntry) map[string]any {
 	return out
 }
 
-// walkLeaves calls fn with the field names of every leaf of set reached
-// through "f:" keys only.
-func walkLeaves(set map[string]any, path []string, fn func([]string)) {
-	for k, v := range set {
-		name, ok := strings.CutPrefix(k, "f:")
-		if !ok {
-			continue
-		}
-		p := append(path[:len(path):len(path)], name)
-		child, _ := v.(map[string]any)
-		if len(child) == 0 {
-			fn(p)
-			continue
-		}
-		walkLeaves(child, p, fn)
-	}
-}
-
-// reachable reports whether set holds path, as a leaf or above other fields.
+// reachable reports whether set holds path, as a leaf or above other fields,
+// or holds a leaf above it: an atomic struct (a RoleBinding's roleRef) is
+// one leaf in managed fields, however deep the value.
 func reachable(set map[string]any, path []string) bool {
 	node := set
-	for _, name := range path {
+	for i, name := range path {
+		if i > 0 && len(node) == 0 {
+			return true
+		}
 		child, ok := node["f:"+name]
 		if !ok {
 			return false
 		}
 		node, _ = child.(map[string]any)
-	}
-	return true
-}
-
-// hasPath reports whether obj has a value at path.
-func hasPath(obj map[string]any, path []string) bool {
-	var cur any = obj
-	for _, name := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return false
-		}
-		if cur, ok = m[name]; !ok {
-			return false
-		}
 	}
 	return true
 }

@@ -54,9 +54,13 @@ func TestOvertaken(t *testing.T) {
 		entries: []metav1.ManagedFieldsEntry{apply(ours), edit(`{"f:spec":{"f:env":{"k:{\"name\":\"B\"}":{".":{},"f:name":{},"f:value":{}}}}}`)},
 		want:    false,
 	}, {
-		reason:  "a status writer is not a hand edit of what we set",
-		entries: []metav1.ManagedFieldsEntry{apply(oursWithoutSubjects), {Manager: "ctrl", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:subjects":{}}`)}}},
-		want:    false,
+		reason:  "our entry alone tells a list was taken (a cache that drops the others' entries)",
+		entries: []metav1.ManagedFieldsEntry{apply(oursWithoutSubjects)},
+		want:    true,
+	}, {
+		reason:  "an entry of another subresource does not make a field ours",
+		entries: []metav1.ManagedFieldsEntry{apply(oursWithoutSubjects), {Manager: manager, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:subjects":{}}`)}}},
+		want:    true,
 	}, {
 		reason:  "our entry is gone",
 		entries: []metav1.ManagedFieldsEntry{edit(`{"f:metadata":{"f:labels":{"f:team":{}}}}`)},

@@ -1,7 +1,12 @@
 package plugins
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -91,4 +96,19 @@ func IsUpstreamName(name string) bool {
 		}
 	}
 	return false
+}
+
+// CheckObjectName checks a name that a plugin's config gives one of its
+// objects: it must be a DNS-1123 subdomain and not one of the upstream
+// controller's names. Each problem is one line of the error, which names
+// the value as name "<value>".
+func CheckObjectName(name string) error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("name %q: %s", name, strings.Join(msgs, "; ")))
+	}
+	if IsUpstreamName(name) {
+		errs = append(errs, fmt.Errorf("name %q belongs to the upstream profile controller", name))
+	}
+	return errors.Join(errs...)
 }

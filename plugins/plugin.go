@@ -37,8 +37,11 @@ type Plugin interface {
 
 // Funcs adapts plain functions to a Plugin. A nil function does nothing.
 type Funcs struct {
-	KindName   string
-	ApplyFunc  func(ctx context.Context, req Request) (Result, error)
+	// KindName is what Kind returns.
+	KindName string
+	// ApplyFunc is called by Apply.
+	ApplyFunc func(ctx context.Context, req Request) (Result, error)
+	// RevokeFunc is called by Revoke.
 	RevokeFunc func(ctx context.Context, req Request) (Result, error)
 }
 

@@ -11,25 +11,28 @@ type Action string
 
 // The actions a plugin reports.
 const (
-	// Created: the object did not exist and was created.
+	// Created means the object did not exist and was created.
 	Created Action = "created"
-	// Configured: the object existed and was changed.
+	// Configured means the object existed and was changed.
 	Configured Action = "configured"
-	// Unchanged: the object already held what we own; no request was sent.
+	// Unchanged means the object already held what we own; no request was sent.
 	Unchanged Action = "unchanged"
-	// Deleted: the object was ours, no longer wanted, and was deleted.
+	// Deleted means the object was ours, no longer wanted, and was deleted.
 	Deleted Action = "deleted"
-	// Skipped: an object of that name exists but is not ours, so it was left alone.
+	// Skipped means an object of that name exists but is not ours, so it was left alone.
 	Skipped Action = "skipped"
 )
 
 // Change is one object and what was done to it. Outside state (a database, a
 // blob container) is reported with its own Kind, such as "PostgresRole".
 type Change struct {
-	Kind      string
+	// Kind is the object's kind, or the outside state's.
+	Kind string
+	// Namespace is empty for cluster-scoped objects and outside state.
 	Namespace string
 	Name      string
-	Action    Action
+	// Action is what was done.
+	Action Action
 }
 
 // String renders the change as "created ResourceQuota ns/name".
@@ -42,6 +45,7 @@ func (c Change) String() string {
 
 // Result is the change set of one Apply or Revoke.
 type Result struct {
+	// Changes are in the order they were made.
 	Changes []Change
 }
 

@@ -2,8 +2,13 @@ package reconcilers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -17,18 +22,48 @@ import (
 // cached in full (or only those in the shard). A cluster's unrelated Secrets,
 // ConfigMaps and RoleBindings never reach memory. The kinds a plugin watches
 // without writing them (Definition.Watches) get a cache of their own.
+//
+// Cached objects keep only profilekit's own managed-fields entries, the only
+// ones the Applier reads, and Profiles none: managed fields are most of a
+// small object's size. A status update sent from a cached Profile leaves
+// the stored managed fields as they are, as the API server does for any
+// write without them.
 func CacheOptions(shard labels.Selector) cache.Options {
 	// A nil selector would take the default (our label), which no Profile has.
-	profiles := cache.ByObject{Label: labels.Everything()}
+	profiles := cache.ByObject{Label: labels.Everything(), Transform: cache.TransformStripManagedFields()}
 	if shard != nil {
 		profiles.Label = shard
 	}
 	return cache.Options{
 		DefaultLabelSelector: plugins.ManagedSelector(),
+		DefaultTransform:     keepOwnManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&kubeflowv1.Profile{}: profiles,
 		},
 	}
+}
+
+// keepOwnManagedFields drops every managed-fields entry but profilekit's
+// plugins' from a cached object.
+func keepOwnManagedFields(in any) (any, error) {
+	obj, ok := in.(metav1.Object)
+	if !ok {
+		return in, nil
+	}
+	entries := obj.GetManagedFields()
+	ours := slices.DeleteFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
+		return !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix)
+	})
+	if len(ours) == 0 {
+		// An empty list would read as "no managed fields": keep one entry
+		// that says none of them is ours.
+		ours = nil
+		if len(entries) > 0 {
+			ours = []metav1.ManagedFieldsEntry{{Manager: "others"}}
+		}
+	}
+	obj.SetManagedFields(slices.Clip(ours))
+	return in, nil
 }
 
 // watchCache is a cache of the kinds a plugin watches but does not write. It
@@ -66,4 +101,19 @@ func newWatchCache(mgr manager.Manager, opts cache.Options) (cache.Cache, error)
 // through the cache too, so that a resync reads nothing from the API server.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}
+
+// RateLimited returns a copy of cfg whose clients all draw from one token
+// bucket of qps requests per second with burst: client-go otherwise gives
+// every client built from a config, one per API group and version, a
+// limiter of its own, so that a host writing to ten groups would send up to
+// ten times the rate it was given. A qps of 0 or less leaves cfg's limits.
+func RateLimited(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	rc := rest.CopyConfig(cfg)
+	if qps <= 0 {
+		return rc
+	}
+	rc.QPS, rc.Burst = qps, max(burst, 1)
+	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(rc.QPS, rc.Burst)
+	return rc
 }

@@ -12,4 +12,46 @@
 //
 // [Adapter] drops the same plugins into a fork of the upstream Kubeflow profile
 // controller, whose Plugin interface has ApplyPlugin and RevokePlugin methods.
+//
+// # Wiring
+//
+// In a manager of your own (ExampleNew runs this against a real API server;
+// examples/custom-plugin is a whole program):
+//
+//	cfg = reconcilers.RateLimited(cfg, 50, 100) // one limiter for every API group
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+//		Scheme: scheme, // client-go's kinds and kubeflow.AddToScheme
+//		Cache:  reconcilers.CacheOptions(nil),
+//		Client: reconcilers.ClientOptions(),
+//	})
+//	status, err := reconcilers.NewStatusWriter(mgr, 0)
+//	r, err := reconcilers.New(mgr, quotas.Definition(),
+//		reconcilers.WithDefaults([]byte(`{"hard": {"limits.cpu": "16"}}`)), // the host's defaults, as JSON
+//		reconcilers.WithEnabledForAll(nil),                                  // or only Profiles that list it
+//		reconcilers.WithStatusWriter(status))
+//	err = r.SetupWithManager(mgr)
+//
+// In a fork of the upstream controller, in its switch on a plugin's kind
+// (ExampleNewAdapter; examples/kubeflow-fork):
+//
+//	case quotas.Kind:
+//		pluginIns = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition())
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Reconciler with
+// New, SetupWithManager, Reconcile, Applies and Name; the Options WithDefaults,
+// WithEnabledForAll, WithShard, WithResync, WithRequestTimeout, WithRetention,
+// WithConcurrency, WithOutside, WithStatusWriter and WithEventRecorder;
+// DefaultResync and DefaultRequestTimeout; CacheOptions, ClientOptions and
+// RateLimited; StatusWriter with NewStatusWriter, DefaultStatusDelay,
+// DefaultStatusWait and WithStatusWait; Adapter, NewAdapter and its
+// AdapterOptions; Cluster. So are what a Reconciler writes and exports: the
+// controller name profilekit-<kind>, the Events' reasons, and the metrics
+// profilekit_plugin_objects_total, profilekit_plugin_failures_total and
+// profilekit_plugin_pass_duration_seconds with their labels.
+//
+// Experimental, and free to change in a minor release: WithNamespaceGate,
+// which serves hosts that run the core plugin, StatusWriter's Set, Drop and
+// Expect as called from outside a Reconciler, and WithTimeout.
 package reconcilers

@@ -182,6 +182,11 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	if r.resync <= 0 {
 		return nil, fmt.Errorf("plugin %s: resync period must be positive, got %s", def.Kind(), r.resync)
 	}
+	if r.status != nil {
+		r.status.Expect(def.Condition(), func(p *kubeflowv1.Profile) bool {
+			return r.shard.Matches(labels.Set(p.Labels)) && r.Applies(p)
+		})
+	}
 	return r, nil
 }
 

@@ -262,3 +262,81 @@ func TestStatusWriterGathersConditions(t *testing.T) {
 		t.Errorf("status writes = %v, want exactly one", writes)
 	}
 }
+
+// startStatusWriter starts a StatusWriter on the running manager of h.
+func startStatusWriter(t *testing.T, h *testhost.Host, delay time.Duration, opts ...reconcilers.StatusWriterOption) *reconcilers.StatusWriter {
+	t.Helper()
+	w, err := reconcilers.NewStatusWriter(h.Manager, delay, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// A new Profile's conditions wait for every plugin that applies to it, so that
+// they reach the API server in one write however far apart the plugins
+// report; once the Profile carries them all, a change is written after the
+// delay alone.
+func TestStatusWriterWaitsForEveryExpectedPlugin(t *testing.T) {
+	h := testhost.Start(t, env)
+	name := "expect-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil)
+	w := startStatusWriter(t, h, 50*time.Millisecond, reconcilers.WithStatusWait(time.Minute))
+	this := func(p *kubeflowv1.Profile) bool { return p.Name == name }
+	w.Expect("AlphaReady", this)
+	w.Expect("BetaReady", this)
+	w.Expect("ElsewhereReady", func(*kubeflowv1.Profile) bool { return false })
+	ready := func(t, status string) *kubeflowv1.ProfileCondition {
+		return &kubeflowv1.ProfileCondition{Type: t, Status: status, Message: "m"}
+	}
+
+	h.Counter.Reset()
+	w.Set(name, "AlphaReady", ready("AlphaReady", plugins.ConditionTrue))
+	time.Sleep(time.Second) // twenty delays: the writer would have written by now
+	if writes := h.Counter.Mutating("/profiles/" + name + "/status"); len(writes) != 0 {
+		t.Fatalf("wrote %v while BetaReady was expected and missing", writes)
+	}
+	w.Set(name, "BetaReady", ready("BetaReady", plugins.ConditionTrue))
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := getProfile(t, name).Status.Conditions
+		return len(got) == 2, fmt.Sprintf("conditions %v", got)
+	})
+	if writes := h.Counter.Mutating("/profiles/" + name + "/status"); len(writes) != 1 {
+		t.Errorf("status writes = %v, want exactly one", writes)
+	}
+
+	begin := time.Now()
+	w.Set(name, "AlphaReady", ready("AlphaReady", plugins.ConditionFalse))
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		c := plugins.FindCondition(getProfile(t, name).Status.Conditions, "AlphaReady")
+		return c != nil && c.Status == plugins.ConditionFalse, fmt.Sprintf("AlphaReady %v", c)
+	})
+	if took := time.Since(begin); took > 30*time.Second {
+		t.Errorf("a change to a Profile with every condition took %s, as if it waited for a plugin", took)
+	}
+}
+
+// A plugin that never reports holds the other conditions back for the wait
+// only.
+func TestStatusWriterWaitIsBounded(t *testing.T) {
+	h := testhost.Start(t, env)
+	name := "bounded-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil)
+	const wait = 2 * time.Second
+	w := startStatusWriter(t, h, 50*time.Millisecond, reconcilers.WithStatusWait(wait))
+	w.Expect("SilentReady", func(p *kubeflowv1.Profile) bool { return p.Name == name })
+
+	begin := time.Now()
+	w.Set(name, "AlphaReady", &kubeflowv1.ProfileCondition{Type: "AlphaReady", Status: plugins.ConditionTrue, Message: "m"})
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		got := getProfile(t, name).Status.Conditions
+		return len(got) == 1, fmt.Sprintf("conditions %v", got)
+	})
+	if took := time.Since(begin); took < wait {
+		t.Errorf("written after %s, before the wait of %s for SilentReady was over", took, wait)
+	}
+}

@@ -23,12 +23,28 @@ import (
 // Profile before it writes them.
 const DefaultStatusDelay = 250 * time.Millisecond
 
+// DefaultStatusWait is how long, at most, a StatusWriter holds a Profile's
+// conditions back while a plugin that applies to the Profile has not reported
+// yet (see StatusWriter.Expect).
+const DefaultStatusWait = 3 * time.Second
+
 // StatusWriter writes the conditions of all plugins on a Profile together:
 // each plugin's controller hands it its condition, and after a short delay one
 // status update carries every condition that changed meanwhile. The Profile's
 // condition list is atomic and every plugin writes into it, so without the
 // writer a new Profile gets one status update per plugin and the conflicts
 // between them; with it, usually one.
+//
+// The delay alone gathers only what arrives close together. Plugins' passes
+// over a new Profile fall at different times, more so with thousands of
+// Profiles in the queues, so the writer also knows which plugins apply to a
+// Profile (Expect, which each Reconciler calls): while one of them has
+// neither reported nor a condition on the Profile, the writer holds the
+// Profile's conditions back, for at most the wait (DefaultStatusWait). A new
+// Profile thus gets one status update that carries every plugin's condition,
+// and the first condition a user sees is late by at most the wait. A change
+// to a Profile that already carries every condition is written after the
+// delay alone.
 //
 // Updates go through the status subresource, guarded by the resource version
 // and retried on conflict; a write that fails is tried again with backoff. A
@@ -37,29 +53,61 @@ type StatusWriter struct {
 	client client.Client
 	reader client.Reader
 	delay  time.Duration
+	wait   time.Duration
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	mu      sync.Mutex
-	pending map[string]map[string]*kubeflowv1.ProfileCondition
+	mu       sync.Mutex
+	pending  map[string]map[string]*kubeflowv1.ProfileCondition
+	since    map[string]time.Time // when a Profile's oldest pending condition was set
+	expected map[string]func(*kubeflowv1.Profile) bool
+}
+
+// StatusWriterOption configures a StatusWriter.
+type StatusWriterOption func(*StatusWriter)
+
+// WithStatusWait sets how long, at most, the writer holds a Profile's
+// conditions back for a plugin that has not reported yet; 0 writes after the
+// delay alone, as if nothing were expected.
+func WithStatusWait(d time.Duration) StatusWriterOption {
+	return func(w *StatusWriter) { w.wait = d }
 }
 
 // NewStatusWriter returns a StatusWriter for mgr's Profiles and adds it to mgr,
 // which runs it while it leads. delay <= 0 means DefaultStatusDelay.
-func NewStatusWriter(mgr ctrl.Manager, delay time.Duration) (*StatusWriter, error) {
+func NewStatusWriter(mgr ctrl.Manager, delay time.Duration, opts ...StatusWriterOption) (*StatusWriter, error) {
 	if delay <= 0 {
 		delay = DefaultStatusDelay
 	}
 	w := &StatusWriter{
-		client:  WithTimeout(mgr.GetClient(), DefaultRequestTimeout),
-		reader:  readerWithTimeout{mgr.GetAPIReader(), DefaultRequestTimeout},
-		delay:   delay,
-		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilekit-status"}),
-		pending: map[string]map[string]*kubeflowv1.ProfileCondition{},
+		client:   WithTimeout(mgr.GetClient(), DefaultRequestTimeout),
+		reader:   readerWithTimeout{mgr.GetAPIReader(), DefaultRequestTimeout},
+		delay:    delay,
+		wait:     DefaultStatusWait,
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilekit-status"}),
+		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
+		since:    map[string]time.Time{},
+		expected: map[string]func(*kubeflowv1.Profile) bool{},
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	if w.wait < 0 {
+		return nil, fmt.Errorf("status wait must not be negative, got %s", w.wait)
 	}
 	if err := mgr.Add(w); err != nil {
 		return nil, fmt.Errorf("add status writer: %w", err)
 	}
 	return w, nil
+}
+
+// Expect tells the writer that a condition of type t is coming for every
+// Profile that applies makes true, so that it waits for it (within the wait)
+// before it writes a Profile's first conditions. A Reconciler with
+// WithStatusWriter calls it for its plugin.
+func (w *StatusWriter) Expect(t string, applies func(*kubeflowv1.Profile) bool) {
+	w.mu.Lock()
+	w.expected[t] = applies
+	w.mu.Unlock()
 }
 
 // Set asks for the Profile's condition of type t to become c; nil removes
@@ -68,6 +116,7 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 	w.mu.Lock()
 	if w.pending[profile] == nil {
 		w.pending[profile] = map[string]*kubeflowv1.ProfileCondition{}
+		w.since[profile] = time.Now()
 	}
 	w.pending[profile][t] = c
 	w.mu.Unlock()
@@ -79,6 +128,10 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 func (w *StatusWriter) Drop(profile, t string) {
 	w.mu.Lock()
 	delete(w.pending[profile], t)
+	if len(w.pending[profile]) == 0 {
+		delete(w.pending, profile)
+		delete(w.since, profile)
+	}
 	w.mu.Unlock()
 }
 
@@ -117,29 +170,43 @@ func (w *StatusWriter) next(ctx context.Context) bool {
 	return true
 }
 
-// flush writes the pending conditions of one Profile. On failure they go back
-// to pending, under any that arrived meanwhile.
+// flush writes the pending conditions of one Profile, unless it should wait
+// for a plugin that has not reported yet. On failure they go back to pending,
+// under any that arrived meanwhile.
 func (w *StatusWriter) flush(ctx context.Context, name string) error {
-	w.mu.Lock()
-	changes := w.pending[name]
-	delete(w.pending, name)
-	w.mu.Unlock()
+	var cached kubeflowv1.Profile
+	err := w.client.Get(ctx, client.ObjectKey{Name: name}, &cached)
+	if apierrors.IsNotFound(err) {
+		w.take(name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if left := w.holdFor(&cached); left > 0 {
+		w.queue.AddAfter(name, left)
+		return nil
+	}
+	changes := w.take(name)
 	if len(changes) == 0 {
 		return nil
 	}
-	var reader client.Reader = w.client // the cache first; conflicts read afresh
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var p kubeflowv1.Profile
-		if err := reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
-			return err
+	first := true // the cached Profile first; conflicts read afresh
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &cached
+		if !first {
+			p = &kubeflowv1.Profile{}
+			if err := w.reader.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+				return err
+			}
 		}
-		reader = w.reader
+		first = false
 		conds, changed := applyConditions(p.Status.Conditions, changes)
 		if !changed {
 			return nil
 		}
 		p.Status.Conditions = conds
-		return w.client.Status().Update(ctx, &p)
+		return w.client.Status().Update(ctx, p)
 	})
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
@@ -147,6 +214,7 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	w.mu.Lock()
 	if w.pending[name] == nil {
 		w.pending[name] = changes
+		w.since[name] = time.Now()
 	} else {
 		for t, c := range changes {
 			if _, newer := w.pending[name][t]; !newer {
@@ -156,6 +224,41 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	}
 	w.mu.Unlock()
 	return err
+}
+
+// take removes and returns the pending conditions of a Profile.
+func (w *StatusWriter) take(name string) map[string]*kubeflowv1.ProfileCondition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changes := w.pending[name]
+	delete(w.pending, name)
+	delete(w.since, name)
+	return changes
+}
+
+// holdFor returns how much longer the pending conditions of p wait for an
+// expected plugin that has not reported: 0 when none is missing, when p is
+// being deleted, or when the wait is over.
+func (w *StatusWriter) holdFor(p *kubeflowv1.Profile) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changes, ok := w.pending[p.Name]
+	if !ok || !p.DeletionTimestamp.IsZero() {
+		return 0
+	}
+	left := w.wait - time.Since(w.since[p.Name])
+	if left <= 0 {
+		return 0
+	}
+	for t, applies := range w.expected {
+		if _, reported := changes[t]; reported || plugins.FindCondition(p.Status.Conditions, t) != nil {
+			continue
+		}
+		if applies(p) {
+			return left
+		}
+	}
+	return 0
 }
 
 // applyConditions sets (or, for nil, removes) each condition, in type order.

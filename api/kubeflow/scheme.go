@@ -1,4 +1,11 @@
-// Package kubeflow registers every version of the Profile API with a scheme.
+// Package kubeflow registers every version of the Profile API with a scheme:
+//
+//	scheme := runtime.NewScheme()
+//	err := errors.Join(clientgoscheme.AddToScheme(scheme), kubeflow.AddToScheme(scheme))
+//
+// # Stability
+//
+// Stable under semver: AddToScheme, and v1 as the preferred version.
 package kubeflow
 
 import (

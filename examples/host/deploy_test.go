@@ -14,19 +14,16 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/profilekit/profilekit/api/kubeflow/crd"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
-	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/rbac"
@@ -47,7 +44,14 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(&stdout))
+	return decodeObjects(t, dir, stdout.Bytes())
+}
+
+// decodeObjects decodes a stream of YAML documents, such as kubectl
+// kustomize and helm template print.
+func decodeObjects(t *testing.T, what string, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objs []*unstructured.Unstructured
 	for {
 		doc, err := r.Read()
@@ -59,7 +63,7 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 		}
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			t.Fatalf("%s: %v", dir, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
@@ -92,150 +96,26 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 }
 
 func TestDeployOverlays(t *testing.T) {
-	reg, err := plugins.NewRegistry(definitions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := server.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, scheme := registryAndScheme(t)
 	for _, tc := range []struct {
 		overlay string
 		// source is the example configuration the overlay's ConfigMap copies.
 		source string
-		// istio says whether the overlay may write Istio kinds.
-		istio bool
 	}{
 		{overlay: "plain", source: "config/host.yaml"},
-		{overlay: "istio", source: "config/istio.yaml", istio: true},
-		{overlay: "argocd-apps", source: "config/argocd-apps.yaml", istio: true},
+		{overlay: "istio", source: "config/istio.yaml"},
+		{overlay: "argocd-apps", source: "config/argocd-apps.yaml"},
 		{overlay: "storage", source: "config/statcan-storage.yaml"},
 		{overlay: "cloud-identity", source: "config/cloud-identity.yaml"},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(t, deployDir+"/overlays/"+tc.overlay)
-			var kinds []string
-			for _, u := range objs {
-				kinds = append(kinds, u.GetKind())
+			cfg, cm := checkHostObjects(t, reg, objs, tc.source, append(hostKinds, "Namespace")...)
+			dep := checkDeployment(t, objs, cm)
+			if img := dep.Spec.Template.Spec.Containers[0].Image; img != imageName {
+				t.Errorf("container image %q; the documented images: entry and kustomize edit set image replace %q", img, imageName)
 			}
-			for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
-				if !slices.Contains(kinds, k) {
-					t.Errorf("no %s in the overlay's output (kinds: %v)", k, kinds)
-				}
-			}
-
-			cm := one[corev1.ConfigMap](t, objs, "ConfigMap", "profilekit-config")
-			cfg, err := hostconfig.Parse("ConfigMap "+cm.Name+" host.yaml", []byte(cm.Data["host.yaml"]), reg)
-			if err != nil {
-				t.Fatalf("the ConfigMap does not hold a valid host configuration: %v", err)
-			}
-			src, err := os.ReadFile(tc.source)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cm.Data["host.yaml"] != string(src) {
-				t.Errorf("the overlay's host.yaml is not a copy of examples/host/%s; copy it again", tc.source)
-			}
-
-			dep := one[appsv1.Deployment](t, objs, "Deployment", "profilekit")
-			c := dep.Spec.Template.Spec.Containers[0]
-			if !slices.Contains(c.Args, "--config=/etc/profilekit/host.yaml") || !slices.Contains(c.Args, "--leader-elect=true") {
-				t.Errorf("container args %v", c.Args)
-			}
-			if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
-				t.Errorf("probes: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
-			}
-			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 8080 }) {
-				t.Errorf("no metrics port in %v", c.Ports)
-			}
-			if c.Image != imageName {
-				t.Errorf("container image %q; the documented images: entry and kustomize edit set image replace %q", c.Image, imageName)
-			}
-			vol := dep.Spec.Template.Spec.Volumes[0]
-			if vol.ConfigMap == nil || vol.ConfigMap.Name != cm.Name {
-				t.Errorf("the Deployment mounts %+v, not the generated ConfigMap %s", vol, cm.Name)
-			}
-			if dep.Spec.Template.Spec.ServiceAccountName != "profilekit" {
-				t.Errorf("service account %q", dep.Spec.Template.Spec.ServiceAccountName)
-			}
-
-			cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", "profilekit")
-			need := []struct{ group, resource, verb string }{
-				{"kubeflow.org", "profiles", "get"}, {"kubeflow.org", "profiles", "list"}, {"kubeflow.org", "profiles", "watch"},
-				{"kubeflow.org", "profiles/status", "update"},
-				{"kubeflow.org", "profiles/finalizers", "update"},
-				{"events.k8s.io", "events", "create"}, {"events.k8s.io", "events", "patch"},
-			}
-			for _, kind := range cfg.Enabled() {
-				def, _ := reg.Get(kind)
-				for _, gvk := range def.Owns {
-					res := resource(gvk)
-					if gvk == apps.ApplicationKind {
-						// Applications are granted in the Argo CD namespace only.
-						checkApplicationRole(t, objs, cr.Rules)
-						continue
-					}
-					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
-						need = append(need, struct{ group, resource, verb string }{gvk.Group, res, v})
-					}
-				}
-				for _, w := range def.Watches {
-					gvk, err := apiutil.GVKForObject(w.Object, scheme)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, v := range []string{"get", "list", "watch"} {
-						need = append(need, struct{ group, resource, verb string }{gvk.Group, resource(gvk), v})
-					}
-				}
-				if def.Finalizer() != "" {
-					need = append(need, struct{ group, resource, verb string }{"kubeflow.org", "profiles", "patch"})
-				}
-				if def.OutsideState {
-					// The outside-state record.
-					for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
-						need = append(need, struct{ group, resource, verb string }{"", "configmaps", v})
-					}
-				}
-				for _, w := range def.Watches {
-					if gvk, _ := apiutil.GVKForObject(w.Object, scheme); gvk.Kind == "ServiceAccount" {
-						// Cloud identity plugins apply their annotation keys.
-						need = append(need, struct{ group, resource, verb string }{"", "serviceaccounts", "patch"})
-					}
-				}
-			}
-			for _, n := range need {
-				if !allows(cr.Rules, n.group, n.resource, n.verb) {
-					t.Errorf("ClusterRole lacks %s on %s.%s", n.verb, n.resource, n.group)
-				}
-			}
-			for _, r := range cr.Rules {
-				if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
-					t.Errorf("ClusterRole rule %+v uses a wildcard", r)
-				}
-				if slices.Contains(r.Resources, "profiles") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "update" || v == "delete" || v == "create" }) {
-					t.Errorf("ClusterRole lets the host write Profiles themselves: %+v", r)
-				}
-				istio := slices.ContainsFunc(r.APIGroups, func(g string) bool { return strings.HasSuffix(g, "istio.io") })
-				if istio && !tc.istio {
-					t.Errorf("the %s overlay grants Istio kinds: %+v", tc.overlay, r)
-				}
-			}
-
-			if sec, on := cfg.Section("rbac"); on {
-				checkGrants(t, reg, sec, cr.Rules)
-			}
-
-			role := one[rbacv1.Role](t, objs, "Role", "profilekit-leader-election")
-			for _, v := range []string{"get", "create", "update"} {
-				if !allows(role.Rules, "coordination.k8s.io", "leases", v) {
-					t.Errorf("leader election Role lacks %s on leases", v)
-				}
-			}
-			if role.Namespace != "profilekit-system" {
-				t.Errorf("leader election Role in namespace %q", role.Namespace)
-			}
+			checkHostRBAC(t, reg, scheme, cfg, objs)
 		})
 	}
 }
@@ -341,12 +221,7 @@ func TestArgoCDApplicationPointsAtAnOverlay(t *testing.T) {
 // rights the writer neither holds nor may bind.
 func checkGrants(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugin, rules []rbacv1.PolicyRule) {
 	t.Helper()
-	def, _ := reg.Get(rbac.Kind)
-	raw, err := def.DecodeHostDefaults(sec.Defaults)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raw.(*rbac.Config)
+	cfg := hostDefaults[rbac.Config](t, reg, rbac.Kind, sec)
 	refs := slices.Clone(cfg.AllowedRoles)
 	for _, b := range cfg.Bindings {
 		refs = append(refs, b.RoleRef)
@@ -369,4 +244,15 @@ func checkGrants(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugin, rul
 	if len(cfg.Roles) > 0 && !allows(rules, rbacv1.GroupName, "roles", "escalate") {
 		t.Error("the rbac configuration writes Roles, and the ClusterRole lacks escalate on roles")
 	}
+}
+
+// hostDefaults decodes the defaults of a plugin's section into its config.
+func hostDefaults[T any](t *testing.T, reg *plugins.Registry, kind string, sec hostconfig.Plugin) *T {
+	t.Helper()
+	def, _ := reg.Get(kind)
+	raw, err := def.DecodeHostDefaults(sec.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(*T)
 }

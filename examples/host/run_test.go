@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins/quotas"
 )
@@ -28,7 +29,13 @@ import (
 // writeKubeconfig writes a kubeconfig for the test API server.
 func writeKubeconfig(t *testing.T) string {
 	t.Helper()
-	c := env.Config
+	return writeKubeconfigFor(t, env)
+}
+
+// writeKubeconfigFor writes a kubeconfig for the API server of e.
+func writeKubeconfigFor(t *testing.T, e *testenv.Env) string {
+	t.Helper()
+	c := e.Config
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}

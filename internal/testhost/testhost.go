@@ -71,6 +71,14 @@ func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
 			t.Fatalf("set up %s: %v", p.Def.Kind(), err)
 		}
 	}
+	Run(t, mgr)
+	return &Host{Counter: counter, Manager: mgr}
+}
+
+// Run starts mgr until the test ends, when it stops it and fails the test
+// if it stopped with an error, and waits for its cache to sync.
+func Run(t *testing.T, mgr manager.Manager) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -83,7 +91,6 @@ func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
-	return &Host{Counter: counter, Manager: mgr}
 }
 
 // NewProfile creates a namespace and a Profile named name (made unique per

@@ -72,4 +72,17 @@
 //	    apps.example.org/s3-browser: "true"
 //	spec:
 //	  owner: {kind: User, name: alice@example.org}
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, DefinitionFromEnv, Config and the types it holds (ArgoCD, App,
+// Route, Routing, Source and its Helm, Kustomize, Directory and Jsonnet
+// parts, SyncPolicy) with the JSON names, defaults and meaning of their
+// fields, the placeholders RootURL and AppURL, the Application names
+// ApplicationName gives, and the condition AppsReady. Experimental, and free
+// to change in a minor release: Build, Choose, Wanted, WaitGone, Desired,
+// Choice, and Application with its parts, the few fields of Argo CD's API
+// the plugin writes; run the plugin through its Definition, and use these
+// for tests and previews.
 package apps

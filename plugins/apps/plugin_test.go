@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,7 +48,7 @@ var s3Browser = map[string]any{
 			"targetRevision": "v1.4.0",
 			"helm": map[string]any{
 				"parameters":   []any{map[string]any{"name": "bucketPrefix", "value": "{{ .Namespace }}"}},
-				"valuesObject": map[string]any{"baseURL": "{{ .AppURL }}", "owner": "{{ .Owner }}"},
+				"valuesObject": map[string]any{"baseURL": "{{ .AppURL }}", "owner": "{{ .Owner }}", "metrics": map[string]any{"enabled": false}},
 			},
 		},
 		"route": map[string]any{"service": "s3-browser", "port": 8080, "rewriteToRoot": true, "dashboardRedirect": true},
@@ -157,6 +158,7 @@ func TestS3BrowserPerProfile(t *testing.T) {
 					"valuesObject": map[string]any{
 						"baseURL": "https://kubeflow.example.org/s3-browser/" + name + "/",
 						"owner":   "owner@example.org",
+						"metrics": map[string]any{"enabled": false},
 					},
 				},
 			},
@@ -192,6 +194,21 @@ func TestS3BrowserPerProfile(t *testing.T) {
 		if got := h.ResyncWrites(t, 3, apps.Kind); len(got) != 0 {
 			t.Errorf("resync sent %d mutating requests: %v", len(got), got)
 		}
+	})
+
+	t.Run("a false value removed by hand is put back", func(t *testing.T) {
+		// Without it the chart's default (true) would deploy what the
+		// platform turned off.
+		u, _ := application(t, name)
+		patch := []byte(`{"spec":{"source":{"helm":{"valuesObject":{"metrics":{"enabled":null}}}}}}`)
+		if err := env.Client.Patch(t.Context(), u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatal(err)
+		}
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			u, _ := application(t, name)
+			v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "source", "helm", "valuesObject", "metrics", "enabled")
+			return found && v == false, fmt.Sprintf("metrics.enabled = %v (found %v)", v, found)
+		})
 	})
 
 	t.Run("a label that is not a boolean is reported and keeps the app", func(t *testing.T) {

@@ -40,4 +40,18 @@
 // identity, managed identity or the environment); it needs
 // Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials
 // read, write and delete on the identities Profiles name.
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, NewCredentials and DefaultCredentials, Config and NewConfig
+// with the JSON names, defaults and meaning of their fields, the annotations
+// AnnotationClientID and AnnotationTenantID, the credential names
+// CredentialName gives (which Revoke looks for), the system name
+// AzureIdentity, and the condition AzureWorkloadIdentityReady. The
+// Credentials interface is stable for callers; implementations outside this
+// module (test doubles) may need a new method in a minor release.
+// Experimental, and free to change in a minor release: ParseIdentity,
+// IdentityRef and Credential; run the plugin through its Definition, and use
+// these for tests and previews.
 package azureidentity

@@ -62,4 +62,18 @@
 //	  - kind: blobcsi
 //	    spec:
 //	      instances: [standard, standard-ro]
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition and its options (WithHTTPClient), Config and the types it holds
+// with the JSON names, defaults and meaning of their fields, the labels
+// LabelInstance and LabelSource, the Secret keys, the reasons
+// (ReasonGrantsStale, ReasonGrantsNotSynced, ReasonVolumeInUse,
+// ReasonVolumeDeletesHeld), and the condition BlobcsiReady. The names it
+// derives from a namespace (containers, volumes, claims) are stable too:
+// changing one would strand data that exists. Experimental, and free to
+// change in a minor release: Desired, Volume, BuildPV, BuildPVC and
+// ContainerName as Go functions; run the plugin through its Definition, and
+// use these for tests and previews.
 package blobcsi

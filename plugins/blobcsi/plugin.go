@@ -24,16 +24,16 @@ import (
 
 // Reasons the plugin reports besides the shared ones.
 const (
-	// ReasonGrantsStale: a grants source's last refresh was rejected; the
+	// ReasonGrantsStale means that a grants source's last refresh was rejected; the
 	// Profile keeps the volumes of its last good grants.
 	ReasonGrantsStale = "GrantsStale"
-	// ReasonGrantsNotSynced: a grants source has no snapshot yet; nothing
+	// ReasonGrantsNotSynced means that a grants source has no snapshot yet; nothing
 	// of it is added or removed until it has.
 	ReasonGrantsNotSynced = "GrantsNotSynced"
-	// ReasonVolumeInUse: a volume to remove or replace is still mounted by
+	// ReasonVolumeInUse means that a volume to remove or replace is still mounted by
 	// pods, which are never deleted or evicted.
 	ReasonVolumeInUse = "VolumeInUse"
-	// ReasonVolumeDeletesHeld: the pass would delete more volumes than the
+	// ReasonVolumeDeletesHeld means that the pass would delete more volumes than the
 	// cluster-wide limit allows within the window.
 	ReasonVolumeDeletesHeld = "VolumeDeletesHeld"
 )

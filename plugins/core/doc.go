@@ -74,4 +74,18 @@
 //	  owner: {kind: User, name: alice@example.org}
 //	  resourceQuotaSpec:
 //	    hard: {cpu: "8", memory: 32Gi}
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, Config and Principals with the JSON names, defaults and
+// meaning of their fields, the environment variables it reads
+// (EnvUserIDHeader and the others), the upstream names of what it writes
+// (which are upstream's contract, not ours to change), the namespace labels
+// file's format, and the condition CoreReady. Experimental, and free to
+// change in a minor release: Build and the builders of single objects
+// (Namespace, OwnerBinding, ServiceAccount, AccountBinding, Policy,
+// AccessSpec, Quota), ParseLabels, ReadLabelsFile, DefaultLabels and
+// NamespaceLabels; run the plugin through its Definition, and use these for
+// tests and previews.
 package core

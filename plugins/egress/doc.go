@@ -82,4 +82,13 @@
 //	      - host: teamadata.blob.core.windows.net
 //	      - host: pypi.example.org
 //	        port: 8443
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, Config and ExternalHost with the JSON names, defaults and
+// meaning of their fields, the gate label, and the condition EgressReady.
+// Experimental, and free to change in a minor release: Build, Gate and
+// Objects; run the plugin through its Definition, and use these for tests
+// and previews.
 package egress

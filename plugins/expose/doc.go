@@ -68,4 +68,17 @@
 //
 // The VirtualServices carry owner references to the Profile and live in its
 // namespace, so the plugin keeps no outside state and needs no finalizer.
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, DefinitionFromEnv, Config and App with the JSON names,
+// defaults and meaning of their fields, the environment variables
+// ISTIO_GATEWAY, ISTIO_HOST(S) and CLUSTER_DOMAIN, and the condition
+// ExposeReady. Experimental, and free to change in a minor release: Build,
+// Route, HTTPRoute, RenderHeaders, ServiceHost, and the Notebooks 2.0
+// workspace routes (Workspace, WorkspacePort, HTTPProxy,
+// WorkspaceHTTPRoutes, WorkspaceConnectPath), which follow a Kubeflow API
+// that is itself still moving; run the plugin through its Definition, and
+// use these for tests and previews.
 package expose

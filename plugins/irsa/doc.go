@@ -53,4 +53,17 @@
 // The host calls IAM with the AWS SDK's default credential chain
 // (environment, EKS pod identity, or IRSA for the host itself); it needs
 // iam:GetRole and iam:UpdateAssumeRolePolicy on the roles Profiles name.
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind and the
+// spec fields upstream's plugin takes (awsIamRole, annotateOnly),
+// Definition, NewIAM and DefaultIAM, Config and NewConfig with the JSON
+// names, defaults and meaning of their fields, the annotation
+// AnnotationRoleARN, ReasonTrustPolicyTooLarge and the system name AWSIAM,
+// and the condition AwsIamForServiceAccountReady. The IAM interface is
+// stable for callers; implementations outside this module (test doubles) may
+// need a new method in a minor release. Experimental, and free to change in
+// a minor release: RoleName, and package trustpolicy; run the plugin through
+// its Definition, and use these for tests and previews.
 package irsa

@@ -123,12 +123,7 @@ func (c *Config) Validate() error {
 
 func (p *Policy) validate() error {
 	var errs []error
-	if msgs := validation.IsDNS1123Subdomain(p.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("name %q: %s", p.Name, strings.Join(msgs, "; ")))
-	}
-	if plugins.IsUpstreamName(p.Name) {
-		errs = append(errs, fmt.Errorf("name %q belongs to the upstream profile controller", p.Name))
-	}
+	errs = append(errs, plugins.CheckObjectName(p.Name))
 	if p.Gate != nil {
 		errs = append(errs, p.Gate.validate())
 	}

@@ -96,4 +96,16 @@
 //	  - kind: network
 //	    spec:
 //	      gates: {s3proxy: true}
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, Config, Policy, Gate and GateValue with the JSON names and
+// meaning of their fields, LoadConfig, the preset names Presets lists, and
+// the condition NetworkReady. Experimental, and free to change in a minor
+// release: Build, Desired and Gated; run the plugin through its Definition,
+// and use these for tests and previews.
+//
+// A preset's policies may be tightened in a minor release; the CHANGELOG
+// says so when one is.
 package network

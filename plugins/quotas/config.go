@@ -49,12 +49,7 @@ func NewConfig() *Config {
 // Validate checks the names, the caps and the hard limits.
 func (c *Config) Validate() error {
 	var errs []error
-	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("name %q: %s", c.Name, strings.Join(msgs, "; ")))
-	}
-	if plugins.IsUpstreamName(c.Name) {
-		errs = append(errs, fmt.Errorf("name %q belongs to the upstream profile controller", c.Name))
-	}
+	errs = append(errs, plugins.CheckObjectName(c.Name))
 	if c.LabelPrefix != "" {
 		if msgs := validation.IsDNS1123Subdomain(c.LabelPrefix); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("labelPrefix %q: %s", c.LabelPrefix, strings.Join(msgs, "; ")))

@@ -69,4 +69,14 @@
 //
 // Service accounts' imagePullSecrets are left to the core plugin or the
 // upstream controller, which own default-editor.
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind,
+// Definition, Config, Source, Key and OnSourceDeleted with the JSON names,
+// defaults and meaning of their fields, the annotations AnnotationSource and
+// AnnotationFrom on copies, ReasonSourceNotFound, and the condition
+// ReplicateReady. Experimental, and free to change in a minor release:
+// Build, Found, Copy and Scopes; run the plugin through its Definition, and
+// use these for tests and previews.
 package replicate

@@ -47,4 +47,17 @@
 // The host calls IAM with application default credentials (on GKE, its own
 // workload identity); it needs iam.serviceAccounts.getIamPolicy and
 // setIamPolicy on the Google service accounts Profiles name.
+//
+// # Stability
+//
+// Stable under semver (see the README's Versioning section): Kind and the
+// spec field upstream's plugin takes (gcpServiceAccount), Definition, NewIAM
+// and DefaultIAM, Config and NewConfig with the JSON names, defaults and
+// meaning of their fields, the annotation AnnotationGSA, the role it grants,
+// the system name GCPIAM, and the condition WorkloadIdentityReady. The IAM
+// interface is stable for callers; implementations outside this module (test
+// doubles) may need a new method in a minor release. Experimental, and free
+// to change in a minor release: Project and the policy helpers (Member,
+// Resource, HasMembers, Grant, Revoke); run the plugin through its
+// Definition, and use these for tests and previews.
 package workloadidentity

@@ -6,6 +6,12 @@
 // status with conditions that keep only type, status and message. A Profile
 // names a tenant; its namespace has the Profile's name.
 //
+// # Stability
+//
+// Stable under semver: the Go types and their JSON, which are upstream's
+// wire format. A field upstream adds is added here in a minor release; none
+// is removed or renamed while upstream serves it.
+//
 // +kubebuilder:object:generate=true
 // +groupName=kubeflow.org
 package v1beta1

@@ -2,6 +2,12 @@
 // the subjects of Kubernetes service accounts for a cluster's OIDC provider
 // and keeps every statement and condition it did not write. Its functions
 // are pure; the irsa plugin reads and writes the policies.
+//
+// # Stability
+//
+// Experimental: the irsa plugin's own editor, exported so that it can be
+// fuzzed and tested on its own. Its functions may change in any minor
+// release.
 package trustpolicy
 
 import (
@@ -51,6 +57,7 @@ type SizeError struct {
 	Size, Limit int
 }
 
+// Error says by how much the policy is too large and what to do about it.
 func (e *SizeError) Error() string {
 	return fmt.Sprintf("trust policy would be %d characters, %d over the limit of %d; raise the role trust policy size quota, give the Profile its own role, or use subjects: wildcard",
 		e.Size, e.Size-e.Limit, e.Limit)

@@ -81,6 +81,9 @@ type Options struct {
 	// CPUProfile, when set, is where a CPU profile of this process (the
 	// host and the benchmark's client) during convergence is written.
 	CPUProfile string
+	// HeapProfile, when set, is where a heap profile of this process is
+	// written after the memory readings.
+	HeapProfile string
 	// ResultsDir receives the JSON result; empty writes none.
 	ResultsDir string
 	// Out receives progress and the result table.
@@ -232,6 +235,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := b.memory(ctx, h, c, names); err != nil {
 		return err
 	}
+	// The host-wide change runs one host, with the new configuration.
+	h.stop()
+	if c != nil {
+		c.stop()
+	}
+	if err := b.hostWideChange(ctx); err != nil {
+		return err
+	}
 	if n := b.res.Steady.MutatingRequests; n != 0 {
 		return b.finish(fmt.Errorf("a resync with nothing changed sent %d mutating requests; want 0", n))
 	}
@@ -272,8 +283,13 @@ type host struct {
 // election, metrics and probes off and a counting transport, starts it and
 // waits for its caches.
 func (b *bench) startHost(ctx context.Context) (*host, error) {
+	return b.startHostWith(ctx, b.cfg)
+}
+
+// startHostWith starts a host with cfg in place of the run's configuration.
+func (b *bench) startHostWith(ctx context.Context, cfg *hostconfig.Config) (*host, error) {
 	cnt := newCounter()
-	mgr, err := server.NewManager(cnt.wrap(b.admin), b.cfg, b.reg, server.Options{
+	mgr, err := server.NewManager(cnt.wrap(b.admin), cfg, b.reg, server.Options{
 		MetricsAddr:        "0",
 		ProbeAddr:          "0",
 		Logger:             b.Logger,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -30,6 +31,7 @@ type child struct {
 	metrics string
 	logPath string
 	done    chan error
+	stopped sync.Once
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -89,13 +91,15 @@ func (c *child) stop() {
 	if c.cmd.Process == nil {
 		return
 	}
-	_ = c.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
+	c.stopped.Do(func() {
+		_ = c.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-c.done:
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
 }
 
 // scrape reads the host process's /metrics.

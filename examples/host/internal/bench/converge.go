@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // floor times a plain client creating the same objects the host will write,
@@ -68,8 +68,7 @@ func (b *bench) floor(ctx context.Context, d *desired) error {
 			return err
 		}
 	}
-	rc := rest.CopyConfig(b.admin)
-	rc.QPS, rc.Burst = b.QPS, b.Burst
+	rc := reconcilers.RateLimited(b.admin, b.QPS, b.Burst)
 	c, err := client.New(rc, client.Options{Scheme: b.scheme})
 	if err != nil {
 		return fmt.Errorf("floor client: %w", err)

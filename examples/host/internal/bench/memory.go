@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,25 @@ func (b *bench) memory(ctx context.Context, h *host, c *child, namespaces []stri
 	fmt.Fprintf(b.Out, "heap in use %.1f -> %.1f MiB (x%.3f), RSS %.1f -> %.1f MiB; host requests for Secrets/ConfigMaps: %d\n",
 		b.res.Memory.HeapInuseMiB, b.res.Memory.HeapInuseAfterMiB, b.res.Memory.HeapGrowth,
 		b.res.Memory.RSSMiB, b.res.Memory.RSSAfterMiB, seen.total())
+	if b.HeapProfile != "" {
+		return writeHeapProfile(b.HeapProfile)
+	}
 	return nil
+}
+
+// writeHeapProfile writes the heap profile of this process to path, after a
+// collection, so that it shows what is live.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 type memReading struct{ heap, rss uint64 }

@@ -53,6 +53,7 @@ type Result struct {
 	Steady      Steady      `json:"steadyState"`
 	Drift       Drift       `json:"drift"`
 	Memory      Memory      `json:"memory"`
+	HostChange  *HostChange `json:"hostWideChange,omitempty"`
 	// HostProcess is the memory of the host running alone as
 	// `profilekit run` in a child process; nil when it was not run.
 	HostProcess *HostProcess `json:"hostProcess,omitempty"`
@@ -136,6 +137,22 @@ type Steady struct {
 	// ServerMutatingHost are the API server's mutating requests on Profiles
 	// and Events in the same window, less the benchmark's own.
 	ServerMutatingHost int `json:"serverMutatingProfilesAndEvents"`
+	// PeakHeapMiB is the highest heap in use of the process (host and
+	// benchmark client) while the restarted host listed and reconciled.
+	PeakHeapMiB float64 `json:"peakHeapMiB,omitempty"`
+}
+
+// HostChange is a restart with one host-wide input changed: the quota
+// defaults' limits.memory, which every Profile's ResourceQuota carries.
+type HostChange struct {
+	// Seconds from the new host's start until every ResourceQuota carried
+	// the new value.
+	Seconds float64 `json:"seconds"`
+	Changed int     `json:"changed"`
+	// MutatingRequests are the new host's POST, PUT, PATCH and DELETE
+	// requests until it was idle; the target is one per changed object.
+	MutatingRequests int     `json:"mutatingRequests"`
+	Requests         []Count `json:"requests"`
 }
 
 // Drift is the repair of objects changed by hand.
@@ -246,6 +263,17 @@ func (r *Result) WriteTable(w io.Writer) {
 	row("resync, nothing changed", fmt.Sprintf("%d reconciles in %.1f s", r.Steady.Reconciles, r.Steady.Seconds), "")
 	row("  mutating requests (client side)", fmt.Sprintf("%d", r.Steady.MutatingRequests), "0 "+verdict(r.Steady.MutatingRequests == 0))
 	row("  mutating on Profiles/Events (server)", fmt.Sprintf("%d", r.Steady.ServerMutatingHost), "0 "+verdict(r.Steady.ServerMutatingHost == 0))
+	if r.Steady.PeakHeapMiB > 0 {
+		row("  peak heap during the cold restart", fmt.Sprintf("%.1f MiB (host + benchmark client)", r.Steady.PeakHeapMiB), "")
+	}
+	if c := r.HostChange; c != nil {
+		per := 0.0
+		if c.Changed > 0 {
+			per = float64(c.MutatingRequests) / float64(c.Changed)
+		}
+		row("host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas in %.1f s", c.Changed, c.Seconds), "")
+		row("  mutating requests per changed object", fmt.Sprintf("%.2f (%d)", per, c.MutatingRequests), "1 "+verdict(c.MutatingRequests == c.Changed))
+	}
 	row("drift repaired", fmt.Sprintf("%d of %d", r.Drift.Repaired, r.Drift.Changed), "all "+verdict(r.Drift.Repaired == r.Drift.Changed))
 	row("  p50 / p99 / max", fmt.Sprintf("%s / %s / %s", secs(r.Drift.All.P50), secs(r.Drift.All.P99), secs(r.Drift.All.Max)), "p99 <= 2s "+verdict(r.Drift.All.P99 <= 2))
 	row("  deleted p50 / p99", fmt.Sprintf("%s / %s", secs(r.Drift.Deleted.P50), secs(r.Drift.Deleted.P99)), "")

@@ -31,9 +31,11 @@ func (b *bench) steadyState(ctx context.Context) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
+	peak := watchHeap()
 	start := time.Now()
 	h, err := b.startHost(ctx)
 	if err != nil {
+		peak()
 		return nil, err
 	}
 	want := map[string]bool{}
@@ -65,6 +67,7 @@ func (b *bench) steadyState(ctx context.Context) (*host, error) {
 		}
 	}
 	el := time.Since(start)
+	peakHeap := peak()
 	if err := waitIdle(ctx, time.Minute); err != nil {
 		return h, err
 	}
@@ -89,8 +92,9 @@ func (b *bench) steadyState(ctx context.Context) (*host, error) {
 		MutatingRequests:   req.mutating(),
 		Requests:           sortedCounts(req),
 		ServerMutatingHost: srv.mutating(),
+		PeakHeapMiB:        mib(peakHeap),
 	}
-	fmt.Fprintf(b.Out, "restart and full pass in %s: %d reconciles, %d requests, %d mutating\n", el.Round(time.Millisecond), reconciles, req.total(), req.mutating())
+	fmt.Fprintf(b.Out, "restart and full pass in %s: %d reconciles, %d requests, %d mutating, peak heap %.1f MiB\n", el.Round(time.Millisecond), reconciles, req.total(), req.mutating(), mib(peakHeap))
 	return h, nil
 }
 

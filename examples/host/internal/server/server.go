@@ -68,9 +68,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, err
 	}
-	rc := rest.CopyConfig(restCfg)
-	rc.QPS = cfg.Client.QPS
-	rc.Burst = cfg.Client.Burst
+	rc := reconcilers.RateLimited(restCfg, cfg.Client.QPS, cfg.Client.Burst)
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,

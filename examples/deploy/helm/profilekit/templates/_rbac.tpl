@@ -1,0 +1,125 @@
+{{/*
+What each plugin needs from the API server, besides what every host needs
+(Profiles read, their status written, Events). A plugin's owned kinds need
+create, get, list, watch, patch (server-side apply) and delete (pruning); the
+host lists and watches them cluster-wide, filtered by profilekit's labels.
+Plugins that keep state outside the Profile's namespace also keep a
+finalizer on the Profile (patch) and a record of that state, a ConfigMap in
+the Profile's namespace. Rules that depend on the configuration (bind on
+roles, Roles in other namespaces) are made in clusterrole.yaml and roles.yaml.
+A test (examples/host/helm_test.go) renders the chart with every shipped
+configuration and checks these rules against the plugins' definitions.
+*/}}
+{{- define "profilekit.pluginRules" -}}
+own: &own [create, get, list, watch, patch, delete]
+finalizer: &finalizer {groups: [kubeflow.org], resources: [profiles], verbs: [patch]}
+record: &record {groups: [""], resources: [configmaps], verbs: *own}
+plugins:
+  quotas:
+  - {groups: [""], resources: [resourcequotas], verbs: *own}
+  limitrange:
+  - {groups: [""], resources: [limitranges], verbs: *own}
+  rbac:
+  - {groups: [rbac.authorization.k8s.io], resources: [roles, rolebindings], verbs: *own}
+  network:
+  - {groups: [networking.k8s.io], resources: [networkpolicies], verbs: *own}
+  notebook:
+  - {groups: [kubeflow.org], resources: [poddefaults], verbs: *own}
+  # The copies in Profiles' namespaces; the sources are read with
+  # namespaced, name- or label-filtered watches. RBAC cannot restrict list
+  # and watch to a label, so this is wider than what the host reads.
+  replicate:
+  - {groups: [""], resources: [secrets, configmaps], verbs: *own}
+  # The claims; the volumes bound to them (read all, so that a newly bound
+  # volume is seen; patch for the reclaim policy, labels and the claim of a
+  # returning Profile; delete for the sweeper, which deletes only volumes
+  # with profilekit's labels and a release mark); StorageClasses, to know
+  # whether a claim may grow.
+  volumes:
+  - {groups: [""], resources: [persistentvolumeclaims], verbs: *own}
+  - {groups: [""], resources: [persistentvolumes], verbs: [get, list, watch, patch, delete]}
+  - {groups: [storage.k8s.io], resources: [storageclasses], verbs: [get, list, watch]}
+  - *finalizer
+  - *record
+  # The upstream controller's objects; bind on the ClusterRoles its
+  # RoleBindings grant is added in clusterrole.yaml.
+  core:
+  - {groups: [""], resources: [namespaces, serviceaccounts, resourcequotas], verbs: *own}
+  - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: *own}
+  - {groups: [security.istio.io], resources: [authorizationpolicies], verbs: *own}
+  # Contributors come from the RoleBindings in each Profile's namespace.
+  authpolicy:
+  - {groups: [security.istio.io], resources: [authorizationpolicies], verbs: *own}
+  - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [get, list, watch]}
+  expose:
+  - {groups: [networking.istio.io], resources: [virtualservices], verbs: *own}
+  egress:
+  - {groups: [networking.istio.io], resources: [serviceentries, destinationrules, virtualservices], verbs: *own}
+  # Applications are granted in the Argo CD namespace only (roles.yaml).
+  apps:
+  - {groups: [networking.istio.io], resources: [virtualservices], verbs: *own}
+  - {groups: [networking.k8s.io], resources: [networkpolicies], verbs: *own}
+  - *finalizer
+  - *record
+  # The database Secret in each Profile's namespace, and the administrator
+  # DSN and CA Secrets, which carry profilekit's label so that the host's
+  # label-filtered cache holds them.
+  gitea:
+  - {groups: [""], resources: [secrets], verbs: *own}
+  - {groups: [networking.istio.io], resources: [serviceentries, virtualservices], verbs: *own}
+  - {groups: [networking.k8s.io], resources: [networkpolicies], verbs: *own}
+  - *finalizer
+  - *record
+  # Volumes and claims; the pods of a namespace, read only, to name those
+  # that still mount a volume being removed. The account Secrets and grants
+  # ConfigMaps are granted by name in their namespaces (roles.yaml), and a
+  # ValidatingAdmissionPolicy keeps the host to its own volumes
+  # (admissionpolicy.yaml).
+  blobcsi:
+  - {groups: [""], resources: [persistentvolumes, persistentvolumeclaims], verbs: *own}
+  - {groups: [""], resources: [pods], verbs: [list]}
+  - *finalizer
+  - *record
+  # The cloud identity plugins watch the workload service accounts and
+  # apply one annotation key each; never create, update or delete.
+  WorkloadIdentity: &identity
+  - {groups: [""], resources: [serviceaccounts], verbs: [get, list, watch, patch]}
+  - *finalizer
+  - *record
+  AwsIamForServiceAccount: *identity
+  AzureWorkloadIdentity: *identity
+{{- end }}
+
+{{/* The ClusterRole's rules for the enabled plugins, one rule per resource,
+sorted, so that the output is stable. */}}
+{{- define "profilekit.clusterRules" -}}
+{{- $table := (include "profilekit.pluginRules" . | fromYaml).plugins }}
+{{- $enabled := include "profilekit.enabledPlugins" . | fromYaml }}
+{{- $acc := dict }}
+{{- $base := list
+  (dict "groups" (list "kubeflow.org") "resources" (list "profiles") "verbs" (list "get" "list" "watch"))
+  (dict "groups" (list "kubeflow.org") "resources" (list "profiles/status") "verbs" (list "get" "update"))
+  (dict "groups" (list "kubeflow.org") "resources" (list "profiles/finalizers") "verbs" (list "update"))
+  (dict "groups" (list "events.k8s.io") "resources" (list "events") "verbs" (list "create" "patch")) }}
+{{- $rules := $base }}
+{{- range $kind := keys $enabled | sortAlpha }}
+{{- if not (hasKey $table $kind) }}
+{{- fail (printf "config: plugins.%s: the chart knows no RBAC for this plugin; add it to templates/_rbac.tpl" $kind) }}
+{{- end }}
+{{- $rules = concat $rules (get $table $kind) }}
+{{- end }}
+{{- range $r := $rules }}
+{{- range $g := $r.groups }}
+{{- range $res := $r.resources }}
+{{- $key := printf "%s|%s" $g $res }}
+{{- $_ := set $acc $key (concat (get $acc $key | default list) $r.verbs | uniq) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $key := keys $acc | sortAlpha }}
+{{- $parts := splitList "|" $key }}
+- apiGroups: [{{ index $parts 0 | quote }}]
+  resources: [{{ index $parts 1 }}]
+  verbs: [{{ get $acc $key | sortAlpha | join ", " }}]
+{{- end }}
+{{- end }}

@@ -1,0 +1,132 @@
+package plugins_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// Zero values through the host's cache, which keeps only our managed fields:
+// a zero the API server drops on the way in (an empty list) is in sync and
+// costs no request; a zero that a hand edit removes (an empty string, a
+// false) is put back by the next pass.
+func TestZeroValuesRemovedByHandArePutBack(t *testing.T) {
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := t.Context()
+	const ns, kind = "zero", "zeros"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	counter := &testenv.Counter{}
+	cfg := counter.Counting(env.Config)
+	opts := reconcilers.CacheOptions(nil)
+	opts.Scheme = env.Scheme
+	informers, err := cache.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers, Unstructured: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "p1"}}
+	desired := []runtime.ApplyConfiguration{
+		corev1ac.ConfigMap("settings", ns).WithData(map[string]string{"feature": "", "mode": "on"}),
+		corev1ac.ServiceAccount("runner", ns).WithAutomountServiceAccountToken(false),
+		plugins.Encoded(map[string]any{
+			"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+			"metadata": map[string]any{"name": "closed", "namespace": ns},
+			"spec":     map[string]any{"podSelector": map[string]any{}, "ingress": []any{}, "policyTypes": []any{"Ingress"}},
+		}),
+	}
+	owns := []schema.GroupVersionKind{
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"), corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+	}
+	sync := func() plugins.Result {
+		t.Helper()
+		a := plugins.NewApplier(c, kind, p, owns, plugins.WithLiveReader(env.Client), plugins.WithScheme(env.Scheme))
+		res, err := a.Sync(ctx, desired...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	inSync := func(want int) {
+		t.Helper()
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			counter.Reset()
+			res := sync()
+			return res.Count(plugins.Unchanged) == want && len(counter.Mutating()) == 0, fmt.Sprintf("%s; writes %v", res.Summary(), counter.Mutating())
+		})
+	}
+
+	if res := sync(); res.Count(plugins.Created) != 3 {
+		t.Fatalf("first pass: %s, want 3 created", res.Summary())
+	}
+	// The NetworkPolicy's empty ingress list is gone on the server; it is
+	// ours all the same, so every pass after the cache caught up is free.
+	inSync(3)
+
+	var cached corev1.ConfigMap
+	if err := informers.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cached); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range cached.ManagedFields {
+		if !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix) {
+			t.Errorf("the cache kept the managed fields of %q", e.Manager)
+		}
+	}
+
+	byHand := func(obj client.Object, patch string) {
+		t.Helper()
+		if err := env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byHand(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}, `{"data":{"feature":null}}`)
+	byHand(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "runner"}}, `{"automountServiceAccountToken":null}`)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		res := sync()
+		return res.Count(plugins.Configured) == 2, "after the hand edits: " + res.Summary()
+	})
+	var cm corev1.ConfigMap
+	var sa corev1.ServiceAccount
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "runner"}, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cm.Data["feature"]; !ok || v != "" {
+		t.Errorf("ConfigMap data = %v, want the empty value of feature back", cm.Data)
+	}
+	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		t.Errorf("automountServiceAccountToken = %v, want false back", sa.AutomountServiceAccountToken)
+	}
+	inSync(3)
+}
