@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -242,17 +243,41 @@ func imageFor(idx v1.ImageIndex, p v1.Platform) (v1.Image, error) {
 func extractFile(img v1.Image, name string) ([]byte, error) {
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	tr := tar.NewReader(rc)
+	var data []byte
+	found := errors.New("found")
+	err := eachEntry(rc, func(h *tar.Header, r io.Reader) error {
+		if path.Clean("/"+h.Name) != name || h.Typeflag != tar.TypeReg {
+			return nil
+		}
+		var err error
+		if data, err = io.ReadAll(r); err != nil {
+			return err
+		}
+		return found
+	})
+	switch {
+	case errors.Is(err, found):
+		return data, nil
+	case err != nil:
+		return nil, err
+	}
+	return nil, fmt.Errorf("no %s in the image", name)
+}
+
+// eachEntry calls fn with each entry of the tar stream r and its content,
+// until fn returns an error.
+func eachEntry(r io.Reader, fn func(*tar.Header, io.Reader) error) error {
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil, fmt.Errorf("no %s in the image", name)
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if path.Clean("/"+h.Name) == name && h.Typeflag == tar.TypeReg {
-			return io.ReadAll(tr)
+		if err := fn(h, tr); err != nil {
+			return err
 		}
 	}
 }

@@ -157,20 +157,17 @@ func entries(t *testing.T, l v1.Layer) []string {
 	}
 	defer rc.Close()
 	var out []string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	err = eachEntry(rc, func(h *tar.Header, _ io.Reader) error {
 		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(testCreated) {
 			t.Errorf("%s: owner %d:%d, modified %s", h.Name, h.Uid, h.Gid, h.ModTime)
 		}
 		out = append(out, fmt.Sprintf("%s %o", h.Name, h.Mode))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 func extract(t *testing.T, img v1.Image, name string) string {

@@ -75,15 +75,8 @@ func listLayer(w io.Writer, l v1.Layer) error {
 		return err
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "    %s %d:%d %9d %s\n", h.FileInfo().Mode(), h.Uid, h.Gid, h.Size, h.Name)
-	}
+	return eachEntry(rc, func(h *tar.Header, _ io.Reader) error {
+		_, err := fmt.Fprintf(w, "    %s %d:%d %9d %s\n", h.FileInfo().Mode(), h.Uid, h.Gid, h.Size, h.Name)
+		return err
+	})
 }
