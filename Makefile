@@ -200,8 +200,9 @@ image: ## Build the host's OCI image into bin/image (PLATFORMS=linux/amd64,linux
 		--version=$(HOST_VERSION) --revision=$(HOST_REVISION)
 
 .PHONY: push
-push: image ## Push bin/image to IMAGE=<registry>/<repository>:<tag> with the credentials of docker login.
+push: ## Push the image that make image built to IMAGE=<registry>/<repository>:<tag> with the credentials of docker login.
 	@test -n "$(IMAGE)" || { echo "make push needs IMAGE=<registry>/<repository>:<tag>"; exit 1; }
+	@test -f $(LOCALBIN)/image/index.json || { echo "no image in bin/image: run make image first"; exit 1; }
 	cd hack/image && go run . push $(LOCALBIN)/image $(IMAGE)
 
 BENCH_FLAGS ?=
