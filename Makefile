@@ -35,7 +35,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets test-servers argocd-crds prometheus-crds helm postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds prometheus-crds helm kustomize postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -111,6 +111,21 @@ $(HELM):
 	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install -trimpath \
 		-ldflags "$(HELM_LDFLAGS)" \
 		helm.sh/helm/v3/cmd/helm@v$(HELM_VERSION) && mv $$tmp/helm $@ && rmdir $$tmp
+
+# kustomize for the tests that build the kustomize base and overlays
+# (examples/deploy), so that they need no kubectl on the machine.
+KUSTOMIZE_VERSION := 5.7.1
+KUSTOMIZE         := $(LOCALBIN)/kustomize-v$(KUSTOMIZE_VERSION)
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE) ## Build kustomize into bin/kustomize for the deploy tests.
+	@ln -sf $(notdir $(KUSTOMIZE)) $(LOCALBIN)/kustomize
+
+$(KUSTOMIZE):
+	@mkdir -p $(LOCALBIN)
+	@echo "building kustomize v$(KUSTOMIZE_VERSION)"
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install -trimpath \
+		sigs.k8s.io/kustomize/kustomize/v5@v$(KUSTOMIZE_VERSION) && mv $$tmp/kustomize $@ && rmdir $$tmp
 
 PG_VERSION := 15
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/profilekit/profilekit/api/kubeflow/crd"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/rbac"
@@ -31,18 +32,19 @@ import (
 
 const deployDir = "../deploy"
 
-// kustomize builds an overlay with kubectl and returns its objects.
+// kustomize builds an overlay with bin/kustomize, which make builds, and
+// returns its objects.
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("kubectl is needed to build the kustomize overlays: %v", err)
+	bin := filepath.Join(testenv.RepoRoot(), "bin", "kustomize")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s not found: run `make test` (or `make kustomize`), which builds kustomize from source", bin)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), kubectl, "kustomize", dir)
+	cmd := exec.CommandContext(t.Context(), bin, "build", dir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
 	}
 	return decodeObjects(t, dir, stdout.Bytes())
 }
