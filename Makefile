@@ -38,6 +38,7 @@ build: ## Compile every package.
 test: envtest-assets test-servers argocd-crds prometheus-crds helm kustomize postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
+	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: envtest-assets
 envtest-assets: $(ASSETS)/kube-apiserver $(ASSETS)/etcd $(ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager for envtest into bin/.
@@ -195,12 +196,29 @@ help: ## List the targets.
 demo: envtest-assets ## Run every plugin on a local control plane and narrate what they do.
 	go run ./examples/host demo
 
-HOST_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+HOST_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+HOST_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: build-host
 build-host: ## Build the profilekit host binary into bin/profilekit.
 	@mkdir -p $(LOCALBIN)
-	go build -trimpath -ldflags "-X main.version=$(HOST_VERSION)" -o $(LOCALBIN)/profilekit ./examples/host
+	go build -trimpath -ldflags "-X main.version=$(HOST_VERSION) -X main.revision=$(HOST_REVISION)" -o $(LOCALBIN)/profilekit ./examples/host
+
+# The host's image, built without a Docker daemon by hack/image (its own
+# module); the Dockerfile builds the same image with Docker.
+PLATFORMS ?= linux/$(shell go env GOARCH)
+IMAGE     ?=
+
+.PHONY: image
+image: ## Build the host's OCI image into bin/image (PLATFORMS=linux/amd64,linux/arm64) and run its profilekit version.
+	cd hack/image && go run . build --src $(CURDIR) --out $(LOCALBIN)/image --platforms=$(PLATFORMS) \
+		--version=$(HOST_VERSION) --revision=$(HOST_REVISION)
+
+.PHONY: push
+push: ## Push the image that make image built to IMAGE=<registry>/<repository>:<tag> with the credentials of docker login.
+	@test -n "$(IMAGE)" || { echo "make push needs IMAGE=<registry>/<repository>:<tag>"; exit 1; }
+	@test -f $(LOCALBIN)/image/index.json || { echo "no image in bin/image: run make image first"; exit 1; }
+	cd hack/image && go run . push $(LOCALBIN)/image $(IMAGE)
 
 BENCH_FLAGS ?=
 

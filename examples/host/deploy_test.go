@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,7 +113,10 @@ func TestDeployOverlays(t *testing.T) {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(t, deployDir+"/overlays/"+tc.overlay)
 			cfg, cm := checkHostObjects(t, reg, objs, tc.source, append(hostKinds, "Namespace")...)
-			checkDeployment(t, objs, cm)
+			dep := checkDeployment(t, objs, cm)
+			if img := dep.Spec.Template.Spec.Containers[0].Image; img != imageName {
+				t.Errorf("container image %q; the documented images: entry and kustomize edit set image replace %q", img, imageName)
+			}
 			checkHostRBAC(t, reg, scheme, cfg, objs)
 		})
 	}
@@ -146,6 +150,32 @@ func checkApplicationRole(t *testing.T, objs []*unstructured.Unstructured, clust
 func resource(gvk schema.GroupVersionKind) string {
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
+}
+
+// imageName is the Deployment's image in the base, which a user's overlay
+// points at the pushed image.
+const imageName = "profilekit"
+
+func TestDeployImageIsSetByAnOverlay(t *testing.T) {
+	// What examples/deploy/README.md tells users to write on top of an
+	// overlay.
+	dir := t.TempDir()
+	plain, err := filepath.Abs(deployDir + "/overlays/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := fmt.Sprintf("resources:\n- %s\nimages:\n- name: %s\n  newName: registry.test/platform/profilekit\n  newTag: v1.2.3\n", rel, imageName)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dep := one[appsv1.Deployment](t, kustomize(t, dir), "Deployment", "profilekit")
+	if got := dep.Spec.Template.Spec.Containers[0].Image; got != "registry.test/platform/profilekit:v1.2.3" {
+		t.Errorf("the overlay's images: entry gives the image %q", got)
+	}
 }
 
 func TestDeployCRDIsCurrent(t *testing.T) {

@@ -15,12 +15,12 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/cli"
 )
 
-// version is set at link time:
+// version and revision are set at link time:
 //
-//	go build -ldflags "-X main.version=v0.3.0" ./examples/host
+//	go build -ldflags "-X main.version=v0.3.0 -X main.revision=$(git rev-parse HEAD)" ./examples/host
 //
-// Without it, the version comes from the build information.
-var version string
+// Without them, they come from the build information.
+var version, revision string
 
 // demoConfig is the configuration `profilekit demo` runs with unless --config
 // says otherwise: the example for a cluster with Istio, which enables every
@@ -43,6 +43,7 @@ func app() cli.App {
 	return cli.App{
 		Definitions:    definitions(),
 		Version:        version,
+		Revision:       revision,
 		DemoConfig:     demoConfig,
 		DemoConfigName: "examples/host/config/istio.yaml (built in)",
 	}

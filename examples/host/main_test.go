@@ -87,6 +87,22 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+func TestVersionLinked(t *testing.T) {
+	// make image and the Dockerfile link both into main.version and
+	// main.revision.
+	a := app()
+	a.Version, a.Revision = "v9.8.7", "0123abcd"
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(t.Context(), a, []string{"version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"profilekit v9.8.7\n", "revision: 0123abcd\n"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("version does not print %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
 func TestHelpExplainsFlags(t *testing.T) {
 	code, out, _ := runMain(t.Context(), "run", "--help")
 	if code != 0 {

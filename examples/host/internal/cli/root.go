@@ -29,6 +29,9 @@ type App struct {
 	// Version is the binary's version, set at link time or read from the
 	// build information.
 	Version string
+	// Revision is the source revision, set at link time; without it,
+	// version prints the VCS revision of the build information, if any.
+	Revision string
 	// DemoConfig is the configuration the demo runs with when --config is
 	// not given, and DemoConfigName names it in messages.
 	DemoConfig     []byte

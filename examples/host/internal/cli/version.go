@@ -17,7 +17,11 @@ func newVersionCommand(app App) *cobra.Command {
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "profilekit %s\n", Version(app.Version))
 			fmt.Fprintf(w, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			if rev := revision(); rev != "" {
+			rev := app.Revision
+			if rev == "" {
+				rev = revision()
+			}
+			if rev != "" {
 				fmt.Fprintf(w, "revision: %s\n", rev)
 			}
 			reg, err := registry(app)
