@@ -3,16 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -288,42 +285,3 @@ func TestRunNeedsLeaseNamespaceOutsideACluster(t *testing.T) {
 	}
 }
 
-// The binary routes klog, through which client-go's leader elector logs,
-// into the host's logger: its lines come out as the host's JSON, not in
-// klog's own text format.
-func TestRunRoutesKlogThroughTheHostLogger(t *testing.T) {
-	cfgPath := filepath.Join(t.TempDir(), "host.yaml")
-	cfg := fmt.Sprintf("leaderElection: {id: profilekit-klog-%s, namespace: default}\nplugins: {quotas: {enabled: all}}\n", rand.String(5))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), asBinary+"=1", asBinary+"_ARGS="+strings.Join([]string{"run", "--config", cfgPath, "--kubeconfig", writeKubeconfig(t),
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json"}, " "))
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	const klogLine = "successfully acquired lease"
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		return strings.Contains(stderr.String(), klogLine), "stderr so far:\n" + stderr.String()
-	})
-	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		var entry map[string]any
-		if err := json.Unmarshal([]byte(line), &entry); err != nil {
-			t.Errorf("a line the host wrote is not its JSON: %q", line)
-		}
-	}
-}
