@@ -284,4 +284,3 @@ func TestRunNeedsLeaseNamespaceOutsideACluster(t *testing.T) {
 		t.Errorf("exit %d; stderr:\n%s", code, stderr)
 	}
 }
-
