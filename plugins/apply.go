@@ -33,6 +33,12 @@ import (
 // and forced ownership. It then deletes, by label selector, the objects it owns
 // that are no longer desired. An object with a desired name that is not ours
 // is never written: it is reported as Skipped and as a Conflict error.
+//
+// An object the cache does not hold is created by an apply that can only
+// create (see createOnly), so a first apply costs one request and no read.
+// Only when that apply finds an object of the name is it read, to tell a
+// cache that has not caught up with our own object from an object we do
+// not own.
 type Applier struct {
 	kind    string
 	profile *kubeflowv1.Profile
@@ -62,10 +68,12 @@ type Applier struct {
 // ApplierOption configures an Applier.
 type ApplierOption func(*Applier)
 
-// WithLiveReader sets an uncached reader that is asked when the cache has no
-// object of a desired name. A cache restricted to our labels cannot see an
-// object we do not manage, so without it such an object would be overwritten
-// by accident; hosts with such a cache must set it.
+// WithLiveReader sets an uncached reader that is asked when an object of a
+// desired name exists but the cache does not hold it: a cache restricted to
+// our labels cannot see an object we do not manage, and any cache may not yet
+// hold an object we have just written. Without it the Applier asks its
+// cache again, and reports an object the cache cannot show as not ours
+// (Skipped, a Conflict error); nothing is overwritten either way.
 func WithLiveReader(r client.Reader) ApplierOption {
 	return func(a *Applier) { a.live = r }
 }
@@ -335,31 +343,62 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// createOnly is the resource version a create-first apply carries. An apply
+// with a resource version is refused with a Conflict when the object exists
+// at any other version, and creates the object when none exists, so an apply
+// with this one creates or does nothing: no object will ever reach it (it is
+// the largest resource version there is).
+const createOnly = "18446744073709551615"
+
 // applyOne writes u unless the live object already holds it.
 func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (Change, error) {
 	k := keyOf(u)
 	change := Change{Kind: k.gvk.Kind, Namespace: k.namespace, Name: k.name}
-	live, err := a.get(ctx, k)
+	live, err := a.read(ctx, a.reader, k)
 	if err != nil {
 		return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
-	action := Created
-	adopted := false
-	if live != nil {
-		adopted = a.adopt && live.GetLabels()[LabelManagedBy] == ""
-		if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) && !adopted {
-			change.Action = Skipped
-			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
-				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
-		}
-		ours, known := ownFields(live, FieldManagerFor(a.kind))
-		if live.GetAnnotations()[AnnotationAppliedHash] == u.GetAnnotations()[AnnotationAppliedHash] && contains(live.Object, u.Object, ours, known && ours != nil) &&
-			!overtaken(live, u, FieldManagerFor(a.kind)) {
-			change.Action = Unchanged
+	if live == nil {
+		err := a.create(ctx, u)
+		if err == nil {
+			change.Action = Created
+			log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", Created)
 			return change, nil
 		}
-		action = Configured
+		if !apierrors.IsConflict(err) {
+			return change, fmt.Errorf("create %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+		}
+		// An object of the name exists: ours, written a moment ago and not
+		// yet in the cache, or someone else's.
+		live, err = a.read(ctx, cmp.Or[client.Reader](a.live, a.reader), k)
+		if err != nil {
+			return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+		}
+		switch {
+		case live == nil && a.live == nil:
+			// The cache cannot show it, so it is not one of ours; had
+			// it been ours, its arrival in the cache brings us back.
+			change.Action = Skipped
+			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not among the objects plugin %s manages for profile %s; left untouched",
+				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
+		case live == nil:
+			change.Action = Skipped
+			return change, fmt.Errorf("%s %s/%s exists but was gone when read to check who owns it; not written, will try again", k.gvk.Kind, k.namespace, k.name)
+		}
 	}
+	adopted := a.adopt && live.GetLabels()[LabelManagedBy] == ""
+	if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) && !adopted {
+		change.Action = Skipped
+		return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
+			k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
+	}
+	ours, known := ownFields(live, FieldManagerFor(a.kind))
+	if live.GetAnnotations()[AnnotationAppliedHash] == u.GetAnnotations()[AnnotationAppliedHash] && contains(live.Object, u.Object, ours, known && ours != nil) &&
+		!overtaken(live, u, FieldManagerFor(a.kind)) {
+		change.Action = Unchanged
+		return change, nil
+	}
+	action := Configured
 	err = a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
 	if err != nil {
@@ -370,31 +409,48 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 	return change, nil
 }
 
+// create sends u as an apply that can only create: it fails with a Conflict,
+// and changes nothing, when an object of the name exists.
+func (a *Applier) create(ctx context.Context, u *unstructured.Unstructured) error {
+	obj := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	obj.Object["metadata"] = maps.Clone(u.Object["metadata"].(map[string]any))
+	obj.SetResourceVersion(createOnly)
+	return a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+}
+
 // get reads the live object from the cache, then, when the cache has none and
 // a live reader is set, from the API server. It returns nil when neither has one.
 func (a *Applier) get(ctx context.Context, k objectKey) (*unstructured.Unstructured, error) {
-	nn := types.NamespacedName{Namespace: k.namespace, Name: k.name}
 	for _, r := range []client.Reader{a.reader, a.live} {
 		if r == nil {
 			continue
 		}
-		obj, err := NewObject(a.scheme, k.gvk)
-		if err != nil {
-			return nil, err
+		live, err := a.read(ctx, r, k)
+		if live != nil || err != nil {
+			return live, err
 		}
-		err = r.Get(ctx, nn, obj)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		// Typed reads, from an uncached reader in particular, may leave the
-		// kind empty; without it the object would never match what we want.
-		obj.GetObjectKind().SetGroupVersionKind(k.gvk)
-		return asUnstructured(obj)
 	}
 	return nil, nil
+}
+
+// read reads the object k through r, nil when there is none.
+func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*unstructured.Unstructured, error) {
+	obj, err := NewObject(a.scheme, k.gvk)
+	if err != nil {
+		return nil, err
+	}
+	err = r.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Typed reads, from an uncached reader in particular, may leave the
+	// kind empty; without it the object would never match what we want.
+	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
+	return asUnstructured(obj)
 }
 
 // NewObject returns an empty object of gvk: typed when s (which may be nil)
