@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 type child struct {
 	cmd     *exec.Cmd
 	metrics string
+	heap    string
 	logPath string
 	done    chan error
 	stopped sync.Once
@@ -66,19 +68,28 @@ func (b *bench) startChild(ctx context.Context, dir string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
+	pprofAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("host log: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, self, "run", "--config", cfgPath, "--kubeconfig", kcPath,
 		"--leader-elect=false", "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
-		"--log-level", "error")
+		"--pprof-bind-address", pprofAddr, "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start the host process: %w", err)
 	}
-	c := &child{cmd: cmd, metrics: "http://" + metricsAddr + "/metrics", logPath: logPath, done: make(chan error, 1)}
+	c := &child{
+		cmd: cmd, metrics: "http://" + metricsAddr + "/metrics", logPath: logPath, done: make(chan error, 1),
+		// gc=1 collects garbage before the profile is taken; debug=1
+		// writes it as text that ends with the runtime's memory statistics.
+		heap: "http://" + pprofAddr + "/debug/pprof/heap?gc=1&debug=1",
+	}
 	go func() {
 		c.done <- cmd.Wait()
 		logFile.Close()
@@ -169,25 +180,48 @@ func (b *bench) waitPass(ctx context.Context, c *child) error {
 	return nil
 }
 
-// read returns the host process's RSS (from /proc) and its heap in use as
-// its /metrics report it (go_memstats_heap_inuse_bytes, whenever the last
-// garbage collection left it, not forced).
+// read returns the host process's RSS (from /proc) and its heap in use
+// right after a garbage collection, which the process runs when asked for a
+// heap profile through its pprof endpoint.
 func (c *child) read(ctx context.Context) (memReading, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.heap, nil)
+	if err != nil {
+		return memReading{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return memReading{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return memReading{}, fmt.Errorf("host heap profile: %s", resp.Status)
+	}
+	heap, err := memStat(resp.Body, "HeapInuse")
+	if err != nil {
+		return memReading{}, err
+	}
 	rss, err := statusRSS(filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "status"))
 	if err != nil {
 		return memReading{}, err
 	}
-	fams, err := c.scrape(ctx)
-	if err != nil {
-		return memReading{}, err
-	}
-	var heap uint64
-	for _, f := range fams {
-		if f.GetName() == "go_memstats_heap_inuse_bytes" && len(f.GetMetric()) > 0 {
-			heap = uint64(f.GetMetric()[0].GetGauge().GetValue())
+	return memReading{heap: heap, rss: rss}, nil
+}
+
+// memStat returns the value of one "# Name = value" line of a text heap
+// profile's memory statistics.
+func memStat(r io.Reader, name string) (uint64, error) {
+	prefix := "# " + name + " = "
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return strconv.ParseUint(v, 10, 64)
 		}
 	}
-	return memReading{heap: heap, rss: rss}, nil
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("host heap profile: %w", err)
+	}
+	return 0, fmt.Errorf("host heap profile has no %s", name)
 }
 
 // tail returns the end of the host process's log, for errors.

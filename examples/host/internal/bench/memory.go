@@ -78,7 +78,10 @@ func (b *bench) memory(ctx context.Context, h *host, c *child, namespaces []stri
 			RSSAfterMiB: mib(cAfter.rss), HeapInuseAfterMiB: mib(cAfter.heap),
 			RSSGrowth: float64(cAfter.rss) / float64(cBefore.rss),
 		}
-		fmt.Fprintf(b.Out, "host process alone: RSS %.1f -> %.1f MiB (x%.3f), heap in use (unforced) %.1f -> %.1f MiB\n",
+		if b.res.Objects > 0 {
+			b.res.HostProcess.HeapPerObjectKiB = float64(cBefore.heap) / 1024 / float64(b.res.Objects)
+		}
+		fmt.Fprintf(b.Out, "host process alone: RSS %.1f -> %.1f MiB (x%.3f), heap in use (after GC) %.1f -> %.1f MiB\n",
 			mib(cBefore.rss), mib(cAfter.rss), b.res.HostProcess.RSSGrowth, mib(cBefore.heap), mib(cAfter.heap))
 	}
 	seen := h.counter.snapshot().minus(before0).only(map[string]bool{"secrets": true, "configmaps": true})

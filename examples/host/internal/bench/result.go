@@ -65,10 +65,15 @@ type HostProcess struct {
 	RSSMiB      float64 `json:"rssMiB"`
 	RSSAfterMiB float64 `json:"rssAfterMiB"`
 	RSSGrowth   float64 `json:"rssGrowth"`
-	// The heap figures are go_memstats_heap_inuse_bytes from the host's
-	// /metrics at the time of reading, garbage included.
+	// The heap figures are the host's HeapInuse right after a garbage
+	// collection it runs on request (its pprof endpoint), so garbage is not
+	// counted.
 	HeapInuseMiB      float64 `json:"heapInuseMiB"`
 	HeapInuseAfterMiB float64 `json:"heapInuseAfterMiB"`
+	// HeapPerObjectKiB is HeapInuseMiB over the owned objects: an upper
+	// bound of the cost of one, since it spreads the host's fixed memory
+	// (code, scheme, clients) over them too.
+	HeapPerObjectKiB float64 `json:"heapPerObjectKiB"`
 }
 
 // Incomplete is how far a convergence stopped at its limit got.
@@ -287,7 +292,8 @@ func (r *Result) WriteTable(w io.Writer) {
 	if hp := r.HostProcess; hp != nil {
 		row("RSS, host alone (profilekit run)", fmt.Sprintf("%.1f MiB", hp.RSSMiB), "")
 		row(fmt.Sprintf("  after %d unrelated objects", r.Memory.Unrelated), fmt.Sprintf("%.1f MiB (x%.3f)", hp.RSSAfterMiB, hp.RSSGrowth), "x1.0 "+verdict(hp.RSSGrowth <= 1.05))
-		row("  heap in use, host alone (unforced GC)", fmt.Sprintf("%.1f -> %.1f MiB", hp.HeapInuseMiB, hp.HeapInuseAfterMiB), "")
+		row("  heap in use, host alone (after GC)", fmt.Sprintf("%.1f -> %.1f MiB", hp.HeapInuseMiB, hp.HeapInuseAfterMiB), "")
+		row("  heap per owned object, host alone", fmt.Sprintf("%.2f KiB", hp.HeapPerObjectKiB), "<= 2.5 KiB "+verdict(hp.HeapPerObjectKiB <= 2.5))
 	}
 	row("  host requests on Secrets/ConfigMaps", fmt.Sprintf("%d", r.Memory.HostRequestsForUnrelated), "0 "+verdict(r.Memory.HostRequestsForUnrelated == 0))
 	_ = tw.Flush()

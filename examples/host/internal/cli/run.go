@@ -19,6 +19,7 @@ type runFlags struct {
 	kubeconfig     string
 	metricsAddr    string
 	probeAddr      string
+	pprofAddr      string
 	leaderElection bool
 	qps            float32
 	burst          int
@@ -87,6 +88,7 @@ in-cluster service account, else ~/.kube/config.`,
 			mgr, err := server.NewManager(restCfg, cfg, reg, server.Options{
 				MetricsAddr:    f.metricsAddr,
 				ProbeAddr:      f.probeAddr,
+				PprofAddr:      f.pprofAddr,
 				LeaderElection: f.leaderElection,
 				Logger:         logger,
 			})
@@ -108,6 +110,7 @@ in-cluster service account, else ~/.kube/config.`,
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster; empty uses $KUBECONFIG, the in-cluster service account, then ~/.kube/config")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" turns it off`)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)
+	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof endpoints (heap, CPU, goroutines), for diagnosis; "0" turns them off`)
 	fl.BoolVar(&f.leaderElection, "leader-elect", true, "wait for the Lease named by leaderElection.id before reconciling, so that only one replica writes")
 	fl.Float32Var(&f.qps, "kube-api-qps", 0, "sustained requests per second to the API server; overrides client.qps (default 100)")
 	fl.IntVar(&f.burst, "kube-api-burst", 0, "request burst to the API server; overrides client.burst (default 200)")

@@ -39,6 +39,9 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr is where /healthz and /readyz are served; "0" turns them off.
 	ProbeAddr string
+	// PprofAddr is where Go's /debug/pprof endpoints are served; empty or
+	// "0" turns them off.
+	PprofAddr string
 	// LeaderElection makes the manager wait for the Lease before it reconciles.
 	LeaderElection bool
 	// Logger is the manager's logger.
@@ -76,6 +79,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		Client:                        reconcilers.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              cfg.LeaderElection.ID,
 		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
