@@ -1,12 +1,19 @@
 package reconcilers
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"unique"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,7 +34,9 @@ import (
 // ones the Applier reads, and Profiles none: managed fields are most of a
 // small object's size. A status update sent from a cached Profile leaves
 // the stored managed fields as they are, as the API server does for any
-// write without them.
+// write without them. The strings and, for kinds without Go types, the
+// decoded JSON values that objects of many Profiles repeat are held once
+// (see compact): cached objects are never written to, readers get copies.
 func CacheOptions(shard labels.Selector) cache.Options {
 	// A nil selector would take the default (our label), which no Profile has.
 	profiles := cache.ByObject{Label: labels.Everything(), Transform: cache.TransformStripManagedFields()}
@@ -36,24 +45,40 @@ func CacheOptions(shard labels.Selector) cache.Options {
 	}
 	return cache.Options{
 		DefaultLabelSelector: plugins.ManagedSelector(),
-		DefaultTransform:     keepOwnManagedFields,
+		DefaultTransform:     compact,
 		ByObject: map[client.Object]cache.ByObject{
 			&kubeflowv1.Profile{}: profiles,
 		},
 	}
 }
 
-// keepOwnManagedFields drops every managed-fields entry but profilekit's
-// plugins' from a cached object.
-func keepOwnManagedFields(in any) (any, error) {
-	obj, ok := in.(metav1.Object)
-	if !ok {
-		return in, nil
+// compact keeps only profilekit's managed-fields entries of a cached object
+// and makes the strings that many cached objects repeat (label keys and
+// values, owner references, our managed-fields entry) share one copy.
+func compact(in any) (any, error) {
+	switch obj := in.(type) {
+	case *unstructured.Unstructured:
+		keepOwnManagedFields(obj)
+		obj.Object = compactUnstructured(obj.Object)
+	case metav1.Object:
+		keepOwnManagedFields(obj)
+		internMeta(obj)
 	}
+	return in, nil
+}
+
+// keepOwnManagedFields drops every managed-fields entry but profilekit's
+// plugins' from obj, and the time of those it keeps.
+func keepOwnManagedFields(obj metav1.Object) {
 	entries := obj.GetManagedFields()
 	ours := slices.DeleteFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
 		return !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix)
 	})
+	for i := range ours {
+		// Nothing reads when a manager last wrote, and without it equal
+		// entries of many objects can be shared.
+		ours[i].Time = nil
+	}
 	if len(ours) == 0 {
 		// An empty list would read as "no managed fields": keep one entry
 		// that says none of them is ours.
@@ -63,7 +88,178 @@ func keepOwnManagedFields(in any) (any, error) {
 		}
 	}
 	obj.SetManagedFields(slices.Clip(ours))
-	return in, nil
+}
+
+// intern returns s from a process-wide set of strings, so that equal
+// strings held by cached objects share their bytes. The set forgets a
+// string once nothing holds its handle, so it does not grow with time; a
+// string interned again after that gets a new shared copy.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// internBytes is intern for a byte slice that nobody writes to, such as a
+// cached object's managed fields: the slice returned shares the interned
+// string's bytes, so it must never be written to. Cached objects are
+// never written to; readers get deep copies.
+func internBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	s := intern(string(b))
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+func internMap(m map[string]string, values bool) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if values {
+			v = intern(v)
+		}
+		out[intern(k)] = v
+	}
+	return out
+}
+
+// internMeta interns the metadata strings that objects of many Profiles
+// repeat. Annotation values (our hash among them) differ from object to
+// object and are left alone.
+func internMeta(obj metav1.Object) {
+	obj.SetNamespace(intern(obj.GetNamespace()))
+	obj.SetLabels(internMap(obj.GetLabels(), true))
+	obj.SetAnnotations(internMap(obj.GetAnnotations(), false))
+	refs := obj.GetOwnerReferences()
+	for i := range refs {
+		r := &refs[i]
+		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+		r.UID = types.UID(intern(string(r.UID)))
+	}
+	obj.SetOwnerReferences(refs)
+	entries := obj.GetManagedFields()
+	for i := range entries {
+		e := &entries[i]
+		e.Manager, e.APIVersion, e.FieldsType = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType)
+		if e.FieldsV1 != nil {
+			e.FieldsV1 = &metav1.FieldsV1{Raw: internBytes(e.FieldsV1.Raw)}
+		}
+	}
+	obj.SetManagedFields(entries)
+}
+
+// compactUnstructured interns the strings of an unstructured object and
+// shares the parts that objects of many Profiles repeat: the body below the
+// top level, labels, owner references and managed fields. Decoded JSON is
+// a map for every object in it, which makes such kinds several times the
+// size of typed ones; most of those maps are the same for every Profile.
+func compactUnstructured(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		switch k {
+		case "metadata":
+			meta, ok := v.(map[string]any)
+			if !ok {
+				out[k] = v
+				continue
+			}
+			m := make(map[string]any, len(meta))
+			for mk, mv := range meta {
+				switch mk {
+				case "labels", "ownerReferences", "managedFields":
+					m[intern(mk)] = trees.share(mv)
+				default:
+					m[intern(mk)] = internValue(mv)
+				}
+			}
+			out[k] = m
+		default:
+			out[intern(k)] = trees.share(v)
+		}
+	}
+	return out
+}
+
+// internValue interns every key and string of a decoded JSON value.
+func internValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return intern(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, child := range x {
+			out[intern(k)] = internValue(child)
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = internValue(x[i])
+		}
+		return x
+	}
+	return v
+}
+
+// trees holds one copy of each decoded JSON value that cached unstructured
+// objects share.
+var trees = &treeSet{max: 1 << 16}
+
+// treeSet shares equal decoded JSON values between cached objects, at every
+// depth: two objects that differ in one field share everything else, down
+// to the empty maps that make up most of a managed-fields entry. Cached
+// objects are never written to (readers get deep copies), so one value may
+// sit in many. The set holds at most max values and starts afresh when
+// full: objects keep what they share, later ones share anew.
+type treeSet struct {
+	mu     sync.Mutex
+	max    int
+	values map[[sha256.Size]byte]any
+}
+
+// share returns v built from values the set holds, adding those it lacks.
+func (t *treeSet) share(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, child := range x {
+			m[intern(k)] = t.share(child)
+		}
+		return t.hold(m)
+	case []any:
+		l := make([]any, len(x))
+		for i, child := range x {
+			l[i] = t.share(child)
+		}
+		return t.hold(l)
+	case string:
+		// A string in an interface is boxed: holding the box shares it too.
+		return t.hold(intern(x))
+	}
+	return v
+}
+
+// hold returns the value equal to v that the set holds, adding v when it
+// holds none. Values are known by the digest of their JSON.
+func (t *treeSet) hold(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	key := sha256.Sum256(data)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if held, ok := t.values[key]; ok {
+		return held
+	}
+	if len(t.values) >= t.max || t.values == nil {
+		t.values = make(map[[sha256.Size]byte]any)
+	}
+	t.values[key] = v
+	return v
 }
 
 // watchCache is a cache of the kinds a plugin watches but does not write. It

@@ -1,0 +1,108 @@
+package reconcilers
+
+import (
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// cachedPolicy is a NetworkPolicy as the API server returns it, with a
+// managed-fields entry of ours and one of someone else's. Every call
+// allocates its strings anew, as decoding does.
+func cachedPolicy(profile string) *networkingv1.NetworkPolicy {
+	fresh := func(s string) string { return string([]byte(s)) }
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fresh("default-deny"), Namespace: fresh(profile), UID: types.UID("u-" + profile),
+			Labels:      plugins.OwnershipLabels(fresh("network"), fresh(profile)),
+			Annotations: map[string]string{fresh(plugins.AnnotationAppliedHash): fresh("0123456789abcdef")},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: fresh("kubeflow.org/v1"), Kind: fresh("Profile"), Name: fresh(profile), UID: types.UID("p-" + profile),
+			}},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: fresh(plugins.FieldManagerFor("network")), Operation: metav1.ManagedFieldsOperationApply, APIVersion: fresh("networking.k8s.io/v1"),
+					FieldsType: fresh("FieldsV1"), FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:podSelector":{}}}`)}},
+				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:extra":{}}}}`)}},
+			},
+		},
+	}
+}
+
+func sameBytes(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+// compact keeps the object's content but our managed fields, and makes two
+// Profiles' objects share the strings they repeat.
+func TestCompactSharesRepeatedStrings(t *testing.T) {
+	a, b := cachedPolicy("team-a"), cachedPolicy("team-b")
+	want := a.DeepCopy()
+	want.ManagedFields = want.ManagedFields[:1]
+	for _, obj := range []runtime.Object{a, b} {
+		if _, err := compact(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("compact changed the object (-want +got):\n%s", diff)
+	}
+	for _, key := range []string{plugins.LabelManagedBy, plugins.LabelPlugin} {
+		if !sameBytes(a.Labels[key], b.Labels[key]) {
+			t.Errorf("label %s: the two objects hold separate copies of %q", key, a.Labels[key])
+		}
+	}
+	if !sameBytes(a.OwnerReferences[0].APIVersion, b.OwnerReferences[0].APIVersion) ||
+		!sameBytes(a.ManagedFields[0].Manager, b.ManagedFields[0].Manager) {
+		t.Error("owner references or managed fields hold separate copies")
+	}
+	if &a.ManagedFields[0].FieldsV1.Raw[0] != &b.ManagedFields[0].FieldsV1.Raw[0] {
+		t.Error("equal managed-fields sets hold separate copies")
+	}
+	if sameBytes(a.Namespace, b.Namespace) {
+		t.Error("different namespaces share bytes")
+	}
+}
+
+// Unstructured objects (kinds without Go types) are compacted too.
+func TestCompactUnstructured(t *testing.T) {
+	mk := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kubeflow.org/v1alpha1", "kind": "PodDefault",
+			"metadata": map[string]any{"name": "access-ml-pipeline", "namespace": "team-a",
+				"labels": map[string]any{string([]byte("profilekit.dev/plugin")): string([]byte("notebook"))}},
+			"spec": map[string]any{"desc": string([]byte("Allow access to Kubeflow Pipelines"))},
+		}}
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate}})
+		return u
+	}
+	a, b := mk(), mk()
+	want := mk()
+	want.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "others"}})
+	for _, obj := range []*unstructured.Unstructured{a, b} {
+		if _, err := compact(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(want.Object, a.Object); diff != "" {
+		t.Errorf("compact changed the object (-want +got):\n%s", diff)
+	}
+	da, _, _ := unstructured.NestedString(a.Object, "spec", "desc")
+	db, _, _ := unstructured.NestedString(b.Object, "spec", "desc")
+	if !sameBytes(da, db) {
+		t.Error("the two objects hold separate copies of spec.desc")
+	}
+	if reflect.ValueOf(a.Object["spec"]).Pointer() != reflect.ValueOf(b.Object["spec"]).Pointer() {
+		t.Error("the two objects hold separate copies of an equal spec")
+	}
+	if reflect.ValueOf(a.Object["metadata"]).Pointer() == reflect.ValueOf(b.Object["metadata"]).Pointer() {
+		t.Error("the two objects share their metadata, which holds what is theirs alone")
+	}
+}
