@@ -1,6 +1,7 @@
 package reconcilers
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -268,16 +269,53 @@ func (t *treeSet) hold(v any) any {
 // typed ones included). A PartialObjectMetadata watch keeps metadata only.
 type watchCache struct {
 	cache.Cache
+	// stopped, when set, runs once the cache has stopped.
+	stopped func()
 }
 
 // GetCache makes the manager start the cache with its own caches, and wait
 // for it to sync, before any controller starts.
 func (w watchCache) GetCache() cache.Cache { return w.Cache }
 
+// Start runs the cache until ctx ends.
+func (w watchCache) Start(ctx context.Context) error {
+	if w.stopped != nil {
+		defer w.stopped()
+	}
+	return w.Cache.Start(ctx)
+}
+
+// unscoped holds each manager's unfiltered watch cache while the manager
+// may still start it.
+var unscoped = struct {
+	sync.Mutex
+	caches map[manager.Manager]cache.Cache
+}{caches: map[manager.Manager]cache.Cache{}}
+
+// unscopedWatchCache returns mgr's unfiltered watch cache, made on first use.
+func unscopedWatchCache(mgr manager.Manager) (cache.Cache, error) {
+	unscoped.Lock()
+	defer unscoped.Unlock()
+	if c, ok := unscoped.caches[mgr]; ok {
+		return c, nil
+	}
+	c, err := newWatchCache(mgr, cache.Options{}, func() {
+		unscoped.Lock()
+		defer unscoped.Unlock()
+		delete(unscoped.caches, mgr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	unscoped.caches[mgr] = c
+	return c, nil
+}
+
 // newWatchCache returns a cache that reaches the API server through the
 // manager's client configuration, without managed fields: unfiltered, or
-// restricted by opts' namespaces and selectors.
-func newWatchCache(mgr manager.Manager, opts cache.Options) (cache.Cache, error) {
+// restricted by opts' namespaces and selectors. stopped, when not nil, runs
+// once the cache has stopped.
+func newWatchCache(mgr manager.Manager, opts cache.Options, stopped func()) (cache.Cache, error) {
 	opts.HTTPClient = mgr.GetHTTPClient()
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
@@ -286,7 +324,7 @@ func newWatchCache(mgr manager.Manager, opts cache.Options) (cache.Cache, error)
 	if err != nil {
 		return nil, fmt.Errorf("cache for watched kinds: %w", err)
 	}
-	if err := mgr.Add(watchCache{c}); err != nil {
+	if err := mgr.Add(watchCache{Cache: c, stopped: stopped}); err != nil {
 		return nil, fmt.Errorf("add cache for watched kinds: %w", err)
 	}
 	return c, nil

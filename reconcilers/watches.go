@@ -27,7 +27,9 @@ import (
 )
 
 // setupWatches starts the caches of the definition's Watches and adds their
-// sources to b. Unscoped watches share one unfiltered cache; a scoped watch
+// sources to b. Unscoped watches share one unfiltered cache, the same for
+// every plugin of the manager, so that two plugins that watch a kind
+// share its informer (one list, one watch); a scoped watch
 // gets one cache per scope, each restricted to its namespace, name and
 // labels, so that nothing else of the kind reaches memory.
 func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[reconcile.Request]) error {
@@ -46,7 +48,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 		}
 		if watch.Scopes == nil {
 			if w.all == nil {
-				c, err := newWatchCache(mgr, cache.Options{})
+				c, err := unscopedWatchCache(mgr)
 				if err != nil {
 					return err
 				}
@@ -64,7 +66,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 			if s.Name != "" {
 				nc.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.Name)
 			}
-			c, err := newWatchCache(mgr, cache.Options{DefaultNamespaces: map[string]cache.Config{s.Namespace: nc}})
+			c, err := newWatchCache(mgr, cache.Options{DefaultNamespaces: map[string]cache.Config{s.Namespace: nc}}, nil)
 			if err != nil {
 				return err
 			}

@@ -64,6 +64,20 @@ func (c *Counter) Mutating(pathContains ...string) []string {
 	return out
 }
 
+// Count returns how many requests with this verb and exactly this path
+// were counted (a list and a watch of one resource share a path).
+func (c *Counter) Count(verb, path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.requests {
+		if r == verb+" "+path {
+			n++
+		}
+	}
+	return n
+}
+
 // String summarises the counted requests.
 func (c *Counter) String() string {
 	c.mu.Lock()
