@@ -68,6 +68,21 @@ func compact(in any) (any, error) {
 	return in, nil
 }
 
+// compactWatched drops the managed fields of an object a plugin watches (no
+// reader of a watched kind needs them) and interns its metadata's strings
+// as compact does.
+func compactWatched(in any) (any, error) {
+	switch obj := in.(type) {
+	case *unstructured.Unstructured:
+		obj.SetManagedFields(nil)
+		obj.Object = compactUnstructured(obj.Object)
+	case metav1.Object:
+		obj.SetManagedFields(nil)
+		internMeta(obj)
+	}
+	return in, nil
+}
+
 // keepOwnManagedFields drops every managed-fields entry but profilekit's
 // plugins' from obj, and the time of those it keeps.
 func keepOwnManagedFields(obj metav1.Object) {
@@ -319,7 +334,7 @@ func newWatchCache(mgr manager.Manager, opts cache.Options, stopped func()) (cac
 	opts.HTTPClient = mgr.GetHTTPClient()
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
-	opts.DefaultTransform = cache.TransformStripManagedFields()
+	opts.DefaultTransform = compactWatched
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("cache for watched kinds: %w", err)

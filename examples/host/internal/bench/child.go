@@ -196,7 +196,7 @@ func (c *child) read(ctx context.Context) (memReading, error) {
 	if resp.StatusCode != http.StatusOK {
 		return memReading{}, fmt.Errorf("host heap profile: %s", resp.Status)
 	}
-	heap, err := memStat(resp.Body, "HeapInuse")
+	stats, err := memStats(resp.Body, "HeapInuse", "HeapAlloc")
 	if err != nil {
 		return memReading{}, err
 	}
@@ -204,24 +204,60 @@ func (c *child) read(ctx context.Context) (memReading, error) {
 	if err != nil {
 		return memReading{}, err
 	}
-	return memReading{heap: heap, rss: rss}, nil
+	return memReading{heap: stats[0], alloc: stats[1], rss: rss}, nil
 }
 
-// memStat returns the value of one "# Name = value" line of a text heap
-// profile's memory statistics.
-func memStat(r io.Reader, name string) (uint64, error) {
-	prefix := "# " + name + " = "
+// saveHeapProfile writes the host process's heap profile, taken after a
+// garbage collection, to path.
+func (c *child) saveHeapProfile(ctx context.Context, path string) error {
+	url := strings.Replace(c.heap, "debug=1", "debug=0", 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("host heap profile: %s", resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("host heap profile: %w", err)
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// memStats returns the values of "# Name = value" lines of a text heap
+// profile's memory statistics, in the order of names.
+func memStats(r io.Reader, names ...string) ([]uint64, error) {
+	out := make([]uint64, len(names))
+	found := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-			return strconv.ParseUint(v, 10, 64)
+		for i, name := range names {
+			v, ok := strings.CutPrefix(sc.Text(), "# "+name+" = ")
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("host heap profile: %s: %w", name, err)
+			}
+			out[i] = n
+			found++
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("host heap profile: %w", err)
+		return nil, fmt.Errorf("host heap profile: %w", err)
 	}
-	return 0, fmt.Errorf("host heap profile has no %s", name)
+	if found != len(names) {
+		return nil, fmt.Errorf("host heap profile lacks some of %v", names)
+	}
+	return out, nil
 }
 
 // tail returns the end of the host process's log, for errors.

@@ -34,6 +34,11 @@ func (b *bench) memory(ctx context.Context, h *host, c *child, namespaces []stri
 		if cBefore, err = c.read(ctx); err != nil {
 			return err
 		}
+		if b.HeapProfile != "" {
+			if err := c.saveHeapProfile(ctx, b.HeapProfile+".host"); err != nil {
+				return err
+			}
+		}
 	}
 	before0 := h.counter.snapshot()
 	data := strings.Repeat("x", 1024)
@@ -78,8 +83,10 @@ func (b *bench) memory(ctx context.Context, h *host, c *child, namespaces []stri
 			RSSAfterMiB: mib(cAfter.rss), HeapInuseAfterMiB: mib(cAfter.heap),
 			RSSGrowth: float64(cAfter.rss) / float64(cBefore.rss),
 		}
+		b.res.HostProcess.HeapAllocMiB = mib(cBefore.alloc)
 		if b.res.Objects > 0 {
 			b.res.HostProcess.HeapPerObjectKiB = float64(cBefore.heap) / 1024 / float64(b.res.Objects)
+			b.res.HostProcess.HeapAllocPerObjectKiB = float64(cBefore.alloc) / 1024 / float64(b.res.Objects)
 		}
 		fmt.Fprintf(b.Out, "host process alone: RSS %.1f -> %.1f MiB (x%.3f), heap in use (after GC) %.1f -> %.1f MiB\n",
 			mib(cBefore.rss), mib(cAfter.rss), b.res.HostProcess.RSSGrowth, mib(cBefore.heap), mib(cAfter.heap))
@@ -116,7 +123,9 @@ func writeHeapProfile(path string) error {
 	return f.Close()
 }
 
-type memReading struct{ heap, rss uint64 }
+// memReading is a process's heap in use (spans holding live objects), its
+// live heap (HeapAlloc; read for the host process only) and its RSS.
+type memReading struct{ heap, alloc, rss uint64 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 

@@ -95,7 +95,7 @@ Secrets and ConfigMaps. It prints a table and saves JSON under bench/results.`,
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on each wait (convergence, resync, repairs)")
 	fl.DurationVar(&o.ConvergeLimit, "converge-limit", 0, "stop convergence after this long, save how far it got and skip the later phases (exit 1); 0 waits up to --timeout")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the host (and the benchmark's client) during convergence to this file")
-	fl.StringVar(&o.HeapProfile, "heapprofile", "", "write a heap profile of the host (and the benchmark's client) with every Profile converged to this file")
+	fl.StringVar(&o.HeapProfile, "heapprofile", "", "write a heap profile of the host (and the benchmark's client) with every Profile converged to this file, and one of the host process alone to the same name with .host added")
 	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
 	return cmd
 }
