@@ -74,7 +74,7 @@ func (b *bench) hostWideChange(ctx context.Context) error {
 		}
 	}
 	el := time.Since(start)
-	if err := waitIdle(ctx, time.Minute); err != nil {
+	if err := waitIdle(ctx, b.Timeout); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)

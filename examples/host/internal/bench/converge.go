@@ -209,7 +209,7 @@ wait:
 
 	// Events are sent after the conditions; let the host finish what the
 	// pass started before counting.
-	if err := waitIdle(ctx, time.Minute); err != nil {
+	if err := waitIdle(ctx, b.Timeout); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)

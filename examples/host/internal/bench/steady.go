@@ -68,7 +68,7 @@ func (b *bench) steadyState(ctx context.Context) (*host, error) {
 	}
 	el := time.Since(start)
 	peakHeap := peak()
-	if err := waitIdle(ctx, time.Minute); err != nil {
+	if err := waitIdle(ctx, b.Timeout); err != nil {
 		return h, err
 	}
 	time.Sleep(2 * time.Second)
