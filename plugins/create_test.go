@@ -12,62 +12,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
-	"github.com/profilekit/profilekit/reconcilers"
 )
 
-// createEnv is a real API server with a namespace, a cache that holds only
-// our objects (the host's), and a client that counts its requests and reads
-// through that cache.
+// createEnv is the host's cache and client on a real API server, and the
+// Profile and owned kind of the plugin under test.
 type createEnv struct {
-	env     *testenv.Env
-	counter *testenv.Counter
-	cached  client.Client
+	*cachedServer
 	profile *kubeflowv1.Profile
 	owns    []schema.GroupVersionKind
 }
 
 func startCreateEnv(t *testing.T, ns string) *createEnv {
 	t.Helper()
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx := t.Context()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	counter := &testenv.Counter{}
-	cfg := counter.Counting(env.Config)
-	opts := reconcilers.CacheOptions(nil)
-	opts.Scheme = env.Scheme
-	informers, err := cache.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	// Start the ConfigMap informer now, so that reads in the test are
-	// answered from the cache and not by starting it.
-	if _, err := informers.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
-		t.Fatal(err)
-	}
-	if !informers.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return &createEnv{
-		env: env, counter: counter, cached: c,
-		profile: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "p1"}},
-		owns:    []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
+		cachedServer: startCachedServer(t, ns, &corev1.ConfigMap{}),
+		profile:      &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "p1"}},
+		owns:         []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
 	}
 }
 
@@ -78,7 +42,7 @@ func (e *createEnv) applier(live bool) *plugins.Applier {
 	if live {
 		opts = append(opts, plugins.WithLiveReader(e.env.Client))
 	}
-	return plugins.NewApplier(e.cached, "settings", e.profile, e.owns, opts...)
+	return plugins.NewApplier(e.client, "settings", e.profile, e.owns, opts...)
 }
 
 // A first apply costs one request: no read before it.

@@ -12,14 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
-	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // Zero values through the host's cache, which keeps only our managed fields:
@@ -27,32 +24,10 @@ import (
 // costs no request; a zero that a hand edit removes (an empty string, a
 // false) is put back by the next pass.
 func TestZeroValuesRemovedByHandArePutBack(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx := t.Context()
 	const ns, kind = "zero", "zeros"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	counter := &testenv.Counter{}
-	cfg := counter.Counting(env.Config)
-	opts := reconcilers.CacheOptions(nil)
-	opts.Scheme = env.Scheme
-	informers, err := cache.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	if !informers.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers, Unstructured: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startCachedServer(t, ns)
+	env, counter, informers, c := srv.env, srv.counter, srv.informers, srv.client
+	ctx := t.Context()
 	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "p1"}}
 	desired := []runtime.ApplyConfiguration{
 		corev1ac.ConfigMap("settings", ns).WithData(map[string]string{"feature": "", "mode": "on"}),
