@@ -178,7 +178,7 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	profiles := make([]*kubeflowv1.Profile, o.Profiles)
 	for i := range profiles {
-		profiles[i] = benchProfile("bench", i+1)
+		profiles[i] = Profile("bench", i+1)
 	}
 	t := time.Now()
 	d, err := b.renderDesired(ctx, profiles)

@@ -20,11 +20,11 @@ import (
 // given prefix.
 func profileName(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
 
-// benchProfile returns the i-th benchmark Profile. It is shaped so that
-// every plugin of the Istio configuration serves it: it lists the plugins
-// enabled as listed (limitrange, expose, egress) and carries the labels that
-// open the gated ones (the monitoring NetworkPolicy, the egress gateway).
-func benchProfile(prefix string, i int) *kubeflowv1.Profile {
+// Profile returns the i-th benchmark Profile, named with prefix. It is
+// shaped so that every plugin of the Istio configuration serves it: it lists
+// the plugins enabled as listed (limitrange, expose, egress) and carries the
+// labels that open the gated ones (the monitoring NetworkPolicy, the egress gateway).
+func Profile(prefix string, i int) *kubeflowv1.Profile {
 	name := profileName(prefix, i)
 	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
 	return &kubeflowv1.Profile{
