@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -329,12 +330,28 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 	if len(ann) == 0 {
 		u.SetAnnotations(nil)
 	}
-	sum := sha256.Sum256(mustJSON(u.Object))
+	sum := sha256.Sum256(a.templateOf(mustJSON(u.Object)))
 	if ann == nil {
 		ann = map[string]string{}
 	}
 	ann[AnnotationAppliedHash] = hex.EncodeToString(sum[:8])
 	u.SetAnnotations(ann)
+}
+
+// templateOf returns data, an object's JSON, with the Profile's UID and name
+// replaced by bytes JSON never holds (control characters are escaped in its
+// strings). Objects rendered alike for many Profiles then hash alike, and
+// the cache holds their hash annotation once; for one Profile, two objects
+// hash alike only when their JSON is the same, since the replacement can be
+// undone.
+func (a *Applier) templateOf(data []byte) []byte {
+	if uid := a.profile.UID; uid != "" {
+		data = bytes.ReplaceAll(data, []byte(uid), []byte{1})
+	}
+	if name := a.profile.Name; name != "" {
+		data = bytes.ReplaceAll(data, []byte(name), []byte{0})
+	}
+	return data
 }
 
 func mustJSON(v any) []byte {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,5 +129,38 @@ func TestSyncUpstreamObjects(t *testing.T) {
 				t.Errorf("Sync = %s, %v; want %s", res.Summary(), err, tt.want)
 			}
 		})
+	}
+}
+
+// The applied hash leaves out the Profile's name and UID, so that objects
+// rendered alike for many Profiles carry one value, and still changes with
+// any other content.
+func TestAppliedHashLeavesOutTheProfile(t *testing.T) {
+	owns := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")}
+	hash := func(profile, uid, value string) string {
+		t.Helper()
+		p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: profile, UID: types.UID(uid)}}
+		rec := plugins.NewRecorder("settings", p, owns)
+		want := corev1ac.ConfigMap("settings", profile).WithData(map[string]string{"owner": profile, "mode": value})
+		if _, err := rec.Sync(context.Background(), want); err != nil {
+			t.Fatal(err)
+		}
+		objs := rec.Recorded()
+		if len(objs) != 1 {
+			t.Fatalf("recorded %d objects, want 1", len(objs))
+		}
+		return objs[0].GetAnnotations()[plugins.AnnotationAppliedHash]
+	}
+	a, b := hash("team-a", "uid-a", "strict"), hash("team-b", "uid-b", "strict")
+	if a == "" || a != b {
+		t.Errorf("the same template for two Profiles hashes to %q and %q, want one value", a, b)
+	}
+	if c := hash("team-a", "uid-a", "open"); c == a {
+		t.Errorf("a changed value kept the hash %q", a)
+	}
+	// The Profile's name in a value of its own is part of the template; the
+	// same letters written for another Profile are not.
+	if d := hash("team-b", "uid-b", "team-a"); d == hash("team-a", "uid-a", "team-a") {
+		t.Errorf("team-b's object naming team-a hashes as team-a's naming itself (%q)", d)
 	}
 }

@@ -122,7 +122,7 @@ func Example_plugin() {
 	// kind: RoleBinding
 	// metadata:
 	//   annotations:
-	//     profilekit.dev/applied-hash: f2903bdabd4c0391
+	//     profilekit.dev/applied-hash: e87af8625c7b201b
 	//   labels:
 	//     app.kubernetes.io/managed-by: profilekit
 	//     profilekit.dev/plugin: viewers

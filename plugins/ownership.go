@@ -23,7 +23,9 @@ const (
 	// LabelProfile names the Profile an object belongs to.
 	LabelProfile = "profilekit.dev/profile"
 	// AnnotationAppliedHash records a hash of the configuration last applied,
-	// so that a field we stop setting is noticed without a request.
+	// so that a field we stop setting is noticed without a request. The
+	// Profile's name and UID are left out of the hash: objects rendered
+	// alike for many Profiles carry the same value.
 	AnnotationAppliedHash = "profilekit.dev/applied-hash"
 	// FinalizerPrefix starts the per-plugin finalizer profilekit.dev/<kind>.
 	FinalizerPrefix = "profilekit.dev/"
