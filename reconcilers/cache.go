@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +66,7 @@ func compact(in any) (any, error) {
 	case metav1.Object:
 		keepOwnManagedFields(obj)
 		internMeta(obj)
+		shareBody(obj)
 	}
 	return in, nil
 }
@@ -129,43 +132,163 @@ func internBytes(b []byte) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-func internMap(m map[string]string, values bool) map[string]string {
+// held is a bounded set of values that cached objects share, each known by
+// a digest of its content. Cached objects are never written to (readers get
+// deep copies), so one value may sit in many. The set holds at most max
+// values and starts afresh when full: objects keep what they share, later
+// ones share anew.
+type held[T any] struct {
+	mu     sync.Mutex
+	max    int
+	values map[[sha256.Size]byte]T
+}
+
+// hold returns the value the set holds under key, adding the one fresh
+// returns when it holds none.
+func (h *held[T]) hold(key [sha256.Size]byte, fresh func() T) T {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if v, ok := h.values[key]; ok {
+		return v
+	}
+	if len(h.values) >= h.max || h.values == nil {
+		h.values = map[[sha256.Size]byte]T{}
+	}
+	v := fresh()
+	h.values[key] = v
+	return v
+}
+
+// bodies holds one copy of each part of a typed object's body that cached
+// objects share.
+var bodies = &held[reflect.Value]{max: 1 << 17}
+
+// shareBody makes the body of a typed Kubernetes object (everything but its
+// type and metadata) share the slices, maps and pointers that equal ones of
+// other cached objects hold: the limits of a LimitRange, a quota's
+// resources, the rules of a NetworkPolicy, most often the same for every
+// Profile. It leaves other types alone: protobuf messages, such as Istio's,
+// keep state of their own that is written to when they are encoded.
+func shareBody(obj any) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct || !strings.HasPrefix(v.Elem().Type().PkgPath(), "k8s.io/api/") {
+		return
+	}
+	v = v.Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.Anonymous || f.Name == "ObjectMeta" {
+			continue
+		}
+		shareFields(v.Field(i))
+	}
+}
+
+// shareFields replaces every slice, map and pointer in v, or in the structs
+// v holds by value, with an equal one that bodies holds.
+func shareFields(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				shareFields(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Map, reflect.Pointer:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		data, err := json.Marshal(v.Interface())
+		if err != nil {
+			return
+		}
+		h := sha256.New()
+		h.Write([]byte(v.Type().String()))
+		h.Write(data)
+		// The set holds a copy of the value, not the field: nothing of the
+		// object it came from stays reachable through the set.
+		shared := bodies.hold([sha256.Size]byte(h.Sum(nil)), func() reflect.Value { return reflect.ValueOf(v.Interface()) })
+		if shared.Type() == v.Type() {
+			v.Set(shared)
+		}
+	}
+}
+
+// Label and annotation maps, owner references and managed-fields entries
+// are the same for many cached objects: every object a plugin writes for a
+// Profile carries the same labels and owner reference, and objects rendered
+// from one template for many Profiles the same annotations. A small map
+// takes a few hundred bytes however few its entries, more than most of the
+// strings in it, so equal ones are held once.
+var (
+	stringMaps = &held[map[string]string]{max: 1 << 17}
+	ownerRefs  = &held[[]metav1.OwnerReference]{max: 1 << 16}
+	entries    = &held[[]metav1.ManagedFieldsEntry]{max: 1 << 17}
+)
+
+// shareMap returns the map equal to m that stringMaps holds, adding a copy
+// of m with interned keys (and values, when values is set).
+func shareMap(m map[string]string, values bool) map[string]string {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if values {
-			v = intern(v)
-		}
-		out[intern(k)] = v
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		// Lengths first, so that no two maps write the same bytes.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(m[k]), m[k])
 	}
-	return out
+	return stringMaps.hold([sha256.Size]byte(h.Sum(nil)), func() map[string]string {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			if values {
+				v = intern(v)
+			}
+			out[intern(k)] = v
+		}
+		return out
+	})
+}
+
+// shareSlice returns the slice equal to l that set holds, adding l, after
+// prepare, when it holds none. Slices are known by the digest of their JSON.
+func shareSlice[T any](set *held[[]T], l []T, prepare func([]T)) []T {
+	if len(l) == 0 {
+		return l
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		prepare(l)
+		return l
+	}
+	return set.hold(sha256.Sum256(data), func() []T {
+		prepare(l)
+		return slices.Clip(l)
+	})
 }
 
 // internMeta interns the metadata strings that objects of many Profiles
-// repeat. Annotation values (our hash among them) differ from object to
-// object and are left alone.
+// repeat and shares equal label and annotation maps, owner references and
+// managed-fields entries. Annotation values are not interned one by one:
+// most are held by a single map.
 func internMeta(obj metav1.Object) {
 	obj.SetNamespace(intern(obj.GetNamespace()))
-	obj.SetLabels(internMap(obj.GetLabels(), true))
-	obj.SetAnnotations(internMap(obj.GetAnnotations(), false))
-	refs := obj.GetOwnerReferences()
-	for i := range refs {
-		r := &refs[i]
-		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
-		r.UID = types.UID(intern(string(r.UID)))
-	}
-	obj.SetOwnerReferences(refs)
-	entries := obj.GetManagedFields()
-	for i := range entries {
-		e := &entries[i]
-		e.Manager, e.APIVersion, e.FieldsType = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType)
-		if e.FieldsV1 != nil {
-			e.FieldsV1 = &metav1.FieldsV1{Raw: internBytes(e.FieldsV1.Raw)}
+	obj.SetLabels(shareMap(obj.GetLabels(), true))
+	obj.SetAnnotations(shareMap(obj.GetAnnotations(), false))
+	obj.SetOwnerReferences(shareSlice(ownerRefs, obj.GetOwnerReferences(), func(refs []metav1.OwnerReference) {
+		for i := range refs {
+			r := &refs[i]
+			r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+			r.UID = types.UID(intern(string(r.UID)))
 		}
-	}
-	obj.SetManagedFields(entries)
+	}))
+	obj.SetManagedFields(shareSlice(entries, obj.GetManagedFields(), func(list []metav1.ManagedFieldsEntry) {
+		for i := range list {
+			e := &list[i]
+			e.Manager, e.APIVersion, e.FieldsType = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType)
+			if e.FieldsV1 != nil {
+				e.FieldsV1 = &metav1.FieldsV1{Raw: internBytes(e.FieldsV1.Raw)}
+			}
+		}
+	}))
 }
 
 // compactUnstructured interns the strings of an unstructured object and
@@ -186,7 +309,7 @@ func compactUnstructured(obj map[string]any) map[string]any {
 			m := make(map[string]any, len(meta))
 			for mk, mv := range meta {
 				switch mk {
-				case "labels", "ownerReferences", "managedFields":
+				case "labels", "annotations", "ownerReferences", "managedFields":
 					m[intern(mk)] = trees.share(mv)
 				default:
 					m[intern(mk)] = internValue(mv)
@@ -222,19 +345,12 @@ func internValue(v any) any {
 
 // trees holds one copy of each decoded JSON value that cached unstructured
 // objects share.
-var trees = &treeSet{max: 1 << 16}
+var trees = &treeSet{held: held[any]{max: 1 << 16}}
 
 // treeSet shares equal decoded JSON values between cached objects, at every
 // depth: two objects that differ in one field share everything else, down
-// to the empty maps that make up most of a managed-fields entry. Cached
-// objects are never written to (readers get deep copies), so one value may
-// sit in many. The set holds at most max values and starts afresh when
-// full: objects keep what they share, later ones share anew.
-type treeSet struct {
-	mu     sync.Mutex
-	max    int
-	values map[[sha256.Size]byte]any
-}
+// to the empty maps that make up most of a managed-fields entry.
+type treeSet struct{ held held[any] }
 
 // share returns v built from values the set holds, adding those it lacks.
 func (t *treeSet) share(v any) any {
@@ -265,17 +381,7 @@ func (t *treeSet) hold(v any) any {
 	if err != nil {
 		return v
 	}
-	key := sha256.Sum256(data)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if held, ok := t.values[key]; ok {
-		return held
-	}
-	if len(t.values) >= t.max || t.values == nil {
-		t.values = make(map[[sha256.Size]byte]any)
-	}
-	t.values[key] = v
-	return v
+	return t.held.hold(sha256.Sum256(data), func() any { return v })
 }
 
 // watchCache is a cache of the kinds a plugin watches but does not write. It

@@ -6,7 +6,9 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,5 +106,81 @@ func TestCompactUnstructured(t *testing.T) {
 	}
 	if reflect.ValueOf(a.Object["metadata"]).Pointer() == reflect.ValueOf(b.Object["metadata"]).Pointer() {
 		t.Error("the two objects share their metadata, which holds what is theirs alone")
+	}
+}
+
+// Equal label and annotation maps, owner references and managed fields are
+// held once, whichever object brought them; unequal ones stay apart, and so
+// do annotations with the same keys and other values.
+func TestCompactSharesEqualMaps(t *testing.T) {
+	mapOf := func(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
+	a, a2, b := cachedPolicy("team-a"), cachedPolicy("team-a"), cachedPolicy("team-b")
+	a2.Name = "allow-monitoring"
+	b.Annotations[plugins.AnnotationAppliedHash] = "fedcba9876543210"
+	want := []*networkingv1.NetworkPolicy{a.DeepCopy(), a2.DeepCopy(), b.DeepCopy()}
+	for i, obj := range []*networkingv1.NetworkPolicy{a, a2, b} {
+		if _, err := compact(obj); err != nil {
+			t.Fatal(err)
+		}
+		want[i].ManagedFields = want[i].ManagedFields[:1]
+		if diff := cmp.Diff(want[i], obj); diff != "" {
+			t.Errorf("compact changed %s/%s (-want +got):\n%s", obj.Namespace, obj.Name, diff)
+		}
+	}
+	if mapOf(a.Labels) != mapOf(a2.Labels) || mapOf(a.Annotations) != mapOf(a2.Annotations) {
+		t.Error("two objects of one Profile hold separate copies of equal labels or annotations")
+	}
+	if &a.OwnerReferences[0] != &a2.OwnerReferences[0] || &a.ManagedFields[0] != &a2.ManagedFields[0] {
+		t.Error("two objects of one Profile hold separate copies of equal owner references or managed fields")
+	}
+	if &a.OwnerReferences[0] == &b.OwnerReferences[0] {
+		t.Error("owner references to different Profiles share one slice")
+	}
+	if mapOf(a.Labels) == mapOf(b.Labels) {
+		t.Error("labels naming different Profiles share one map")
+	}
+	if mapOf(a.Annotations) == mapOf(b.Annotations) {
+		t.Error("annotations with different hashes share one map")
+	}
+	// A watched copy of an object shares the maps of the owned one.
+	w := cachedPolicy("team-a")
+	if _, err := compactWatched(w); err != nil {
+		t.Fatal(err)
+	}
+	if mapOf(w.Labels) != mapOf(a.Labels) {
+		t.Error("the watched copy holds its labels apart from the cached one")
+	}
+}
+
+// Equal parts of typed bodies are held once; a part that differs is not
+// shared, and the objects read as they came.
+func TestCompactSharesEqualBodies(t *testing.T) {
+	limits := func(cpu string) *corev1.LimitRange {
+		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:    corev1.LimitTypeContainer,
+			Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+		}}}}
+	}
+	a, b, c := limits("500m"), limits("500m"), limits("2")
+	want := []*corev1.LimitRange{a.DeepCopy(), b.DeepCopy(), c.DeepCopy()}
+	for i, obj := range []*corev1.LimitRange{a, b, c} {
+		if _, err := compact(obj); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want[i], obj); diff != "" {
+			t.Errorf("compact changed a LimitRange (-want +got):\n%s", diff)
+		}
+	}
+	if &a.Spec.Limits[0] != &b.Spec.Limits[0] {
+		t.Error("two LimitRanges hold separate copies of equal limits")
+	}
+	if &a.Spec.Limits[0] == &c.Spec.Limits[0] {
+		t.Error("different limits share one slice")
+	}
+	// A reader gets a copy of its own: writing to it changes no cached object.
+	got := a.DeepCopy()
+	got.Spec.Limits[0].Type = corev1.LimitTypePod
+	if b.Spec.Limits[0].Type != corev1.LimitTypeContainer {
+		t.Error("writing to a copy changed a cached object")
 	}
 }
