@@ -489,10 +489,12 @@ func NewObject(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.Object, e
 	return u, nil
 }
 
-func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+// NewList returns an empty list of gvk's objects, typed or unstructured as
+// NewObject returns them.
+func NewList(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.ObjectList, error) {
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if a.scheme != nil && a.scheme.Recognizes(listGVK) {
-		o, err := a.scheme.New(listGVK)
+	if s != nil && s.Recognizes(listGVK) {
+		o, err := s.New(listGVK)
 		if err != nil {
 			return nil, err
 		}
@@ -536,7 +538,7 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 			}
 			continue
 		}
-		list, err := a.newList(gvk)
+		list, err := NewList(a.scheme, gvk)
 		if err != nil {
 			errs = append(errs, err)
 			continue

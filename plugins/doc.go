@@ -98,7 +98,7 @@
 // Watches (Watch, Scope), Runner (Runtime) and Upstream with
 // WithUpstreamObjects and Applier.Adopting, which serve the core plugin
 // alone; Applier.Annotate and Unannotate with Foreign and
-// ForeignMissingError; ApplyFields; NewObject; NewOfflineOutside with
+// ForeignMissingError; ApplyFields; NewObject, NewList; NewOfflineOutside with
 // Outside.Offline and Outside.Skipped; WithClock. The wording of error and condition messages is not API at all:
 // match on reasons (ReasonOf, the reason that leads a condition's message),
 // never on the text after them.

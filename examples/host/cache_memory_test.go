@@ -17,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -245,7 +244,7 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 	after := liveHeap()
 	runtime.KeepAlive(c)
 
-	list, err := newList(opts.Scheme, gvk)
+	list, err := plugins.NewList(opts.Scheme, gvk)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -277,24 +276,4 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// newList returns an empty list of gvk of the type the cache holds its
-// items in: typed when s knows the kind, unstructured otherwise.
-func newList(s *k8sruntime.Scheme, gvk schema.GroupVersionKind) (client.ObjectList, error) {
-	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if !s.Recognizes(listGVK) {
-		u := &unstructured.UnstructuredList{}
-		u.SetGroupVersionKind(listGVK)
-		return u, nil
-	}
-	o, err := s.New(listGVK)
-	if err != nil {
-		return nil, err
-	}
-	list, ok := o.(client.ObjectList)
-	if !ok {
-		return nil, fmt.Errorf("%s is not a list", listGVK)
-	}
-	return list, nil
 }
