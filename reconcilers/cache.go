@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -143,6 +142,21 @@ type held[T any] struct {
 	values map[[sha256.Size]byte]T
 }
 
+// digest is the key of v in a held set: the SHA-256 of kind and v's JSON
+// (which lists map keys in order). kind keeps values of different types
+// whose JSON is the same apart. It reports false when v does not encode.
+func digest(kind string, v any) ([sha256.Size]byte, bool) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write(data)
+	return [sha256.Size]byte(h.Sum(nil)), true
+}
+
 // hold returns the value the set holds under key, adding the one fresh
 // returns when it holds none.
 func (h *held[T]) hold(key [sha256.Size]byte, fresh func() T) T {
@@ -197,16 +211,13 @@ func shareFields(v reflect.Value) {
 		if v.IsNil() || !v.CanSet() {
 			return
 		}
-		data, err := json.Marshal(v.Interface())
-		if err != nil {
+		key, ok := digest(v.Type().String(), v.Interface())
+		if !ok {
 			return
 		}
-		h := sha256.New()
-		h.Write([]byte(v.Type().String()))
-		h.Write(data)
 		// The set holds a copy of the value, not the field: nothing of the
 		// object it came from stays reachable through the set.
-		shared := bodies.hold([sha256.Size]byte(h.Sum(nil)), func() reflect.Value { return reflect.ValueOf(v.Interface()) })
+		shared := bodies.hold(key, func() reflect.Value { return reflect.ValueOf(v.Interface()) })
 		if shared.Type() == v.Type() {
 			v.Set(shared)
 		}
@@ -231,12 +242,8 @@ func shareMap(m map[string]string, values bool) map[string]string {
 	if m == nil {
 		return nil
 	}
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		// Lengths first, so that no two maps write the same bytes.
-		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(m[k]), m[k])
-	}
-	return stringMaps.hold([sha256.Size]byte(h.Sum(nil)), func() map[string]string {
+	key, _ := digest("", m) // a map of strings always encodes
+	return stringMaps.hold(key, func() map[string]string {
 		out := make(map[string]string, len(m))
 		for k, v := range m {
 			if values {
@@ -254,12 +261,12 @@ func shareSlice[T any](set *held[[]T], l []T, prepare func([]T)) []T {
 	if len(l) == 0 {
 		return l
 	}
-	data, err := json.Marshal(l)
-	if err != nil {
+	key, ok := digest("", l)
+	if !ok {
 		prepare(l)
 		return l
 	}
-	return set.hold(sha256.Sum256(data), func() []T {
+	return set.hold(key, func() []T {
 		prepare(l)
 		return slices.Clip(l)
 	})
@@ -377,11 +384,11 @@ func (t *treeSet) share(v any) any {
 // hold returns the value equal to v that the set holds, adding v when it
 // holds none. Values are known by the digest of their JSON.
 func (t *treeSet) hold(v any) any {
-	data, err := json.Marshal(v)
-	if err != nil {
+	key, ok := digest("", v)
+	if !ok {
 		return v
 	}
-	return t.held.hold(sha256.Sum256(data), func() any { return v })
+	return t.held.hold(key, func() any { return v })
 }
 
 // watchCache is a cache of the kinds a plugin watches but does not write. It
