@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -114,4 +115,38 @@ func reachable(set map[string]any, path []string) bool {
 		node, _ = child.(map[string]any)
 	}
 	return true
+}
+
+// FieldNames returns the managed-fields set raw (FieldsV1 JSON) reduced to
+// what profilekit reads of a set: the fields known by name (the "f:"
+// members), at every depth. A node's other members, the items of lists
+// and maps known by key, value or index ("k:", "v:", "i:") and ".", are
+// folded into one "." member, so that the node still shows it has some.
+// Keyed items name values of one object, such as the Profile's UID in an
+// owner reference; without them the sets of objects rendered alike for many
+// Profiles are the same bytes, which a cache holds once. raw that does not
+// decode is returned as it is.
+func FieldNames(raw []byte) []byte {
+	var set map[string]any
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return raw
+	}
+	out, err := json.Marshal(namedFields(set))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func namedFields(node map[string]any) map[string]any {
+	out := make(map[string]any, len(node))
+	for k, v := range node {
+		if !strings.HasPrefix(k, "f:") {
+			out["."] = map[string]any{}
+			continue
+		}
+		child, _ := v.(map[string]any)
+		out[k] = namedFields(child)
+	}
+	return out
 }

@@ -30,7 +30,10 @@ import (
 // cached only for the objects profilekit labels, except Profiles, which are
 // cached in full (or only those in the shard). A cluster's unrelated Secrets,
 // ConfigMaps and RoleBindings never reach memory. The kinds a plugin watches
-// without writing them (Definition.Watches) get a cache of their own.
+// without writing them (Definition.Watches) get a cache of their own. A
+// Reconciler reads the owned kinds its plugin does not read whole
+// (Definition.Reads) as *metav1.PartialObjectMetadata, so those informers
+// hold metadata only.
 //
 // Cached objects keep only profilekit's own managed-fields entries, the only
 // ones the Applier reads, and Profiles none: managed fields are most of a
@@ -54,14 +57,19 @@ func CacheOptions(shard labels.Selector) cache.Options {
 	}
 }
 
-// compact keeps only profilekit's managed-fields entries of a cached object
-// and makes the strings that many cached objects repeat (label keys and
+// compact keeps only profilekit's managed-fields entries of a cached object,
+// reduced to the fields they name (plugins.FieldNames), and makes the strings that many cached objects repeat (label keys and
 // values, owner references, our managed-fields entry) share one copy.
 func compact(in any) (any, error) {
 	switch obj := in.(type) {
 	case *unstructured.Unstructured:
 		keepOwnManagedFields(obj)
 		obj.Object = compactUnstructured(obj.Object)
+	case *metav1.PartialObjectMetadata:
+		// An owned kind cached as metadata only: its type says which kind.
+		obj.APIVersion, obj.Kind = intern(obj.APIVersion), intern(obj.Kind)
+		keepOwnManagedFields(obj)
+		internMeta(obj)
 	case metav1.Object:
 		keepOwnManagedFields(obj)
 		internMeta(obj)
@@ -93,9 +101,13 @@ func keepOwnManagedFields(obj metav1.Object) {
 		return !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix)
 	})
 	for i := range ours {
-		// Nothing reads when a manager last wrote, and without it equal
-		// entries of many objects can be shared.
+		// Nothing reads when a manager last wrote, nor the keys of list
+		// items (which name the Profile's UID); without them equal entries
+		// of many Profiles' objects can be shared.
 		ours[i].Time = nil
+		if f := ours[i].FieldsV1; f != nil {
+			ours[i].FieldsV1 = &metav1.FieldsV1{Raw: plugins.FieldNames(f.Raw)}
+		}
 	}
 	if len(ours) == 0 {
 		// An empty list would read as "no managed fields": keep one entry
