@@ -56,6 +56,9 @@ func (p Plugin) Definition() plugins.Definition {
 		Plugin:    p,
 		NewConfig: func() any { return NewConfig() },
 		Owns:      Owns,
+		// The database Secret holds the password that the role was made
+		// with; Applications as apps reads them.
+		Reads: append([]schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret")}, apps.Reads...),
 		// Databases and Applications live outside the Profile's namespace.
 		OutsideState: true,
 	}

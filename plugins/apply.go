@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +58,9 @@ type Applier struct {
 	upstream bool
 	adopt    bool
 
+	// metadata are the owned kinds read as metadata only (WithMetadataOnly).
+	metadata []schema.GroupVersionKind
+
 	// kept are objects the plugin owns that Sync leaves in place although
 	// they are not desired (see Keep).
 	kept map[objectKey]bool
@@ -83,6 +87,18 @@ func WithLiveReader(r client.Reader) ApplierOption {
 // scheme knows (sharing the host's typed informers) instead of unstructured.
 func WithScheme(s *runtime.Scheme) ApplierOption {
 	return func(a *Applier) { a.scheme = s }
+}
+
+// WithMetadataOnly makes the Applier read and list objects of kinds as
+// metadata only (*metav1.PartialObjectMetadata), the form in which a host
+// caches the owned kinds whose bodies no plugin reads (Definition.MetadataOnly).
+// Whether such an object holds what we want is then told by its
+// applied-hash annotation and our managed-fields entry alone: server-side
+// apply takes a field from our manager when anyone else changes or removes
+// it, so every edit of a field we own shows there (see overtaken). An object
+// without managed fields tells nothing and is applied again.
+func WithMetadataOnly(kinds ...schema.GroupVersionKind) ApplierOption {
+	return func(a *Applier) { a.metadata = append(a.metadata, kinds...) }
 }
 
 // WithAnyNamespace lets the plugin write objects outside the Profile's
@@ -409,9 +425,7 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
 			k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
 	}
-	ours, known := ownFields(live, FieldManagerFor(a.kind))
-	if live.GetAnnotations()[AnnotationAppliedHash] == u.GetAnnotations()[AnnotationAppliedHash] && contains(live.Object, u.Object, ours, known && ours != nil) &&
-		!overtaken(live, u, FieldManagerFor(a.kind)) {
+	if a.inSync(live, u) {
 		change.Action = Unchanged
 		return change, nil
 	}
@@ -424,6 +438,22 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 	change.Action = action
 	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action, "adopted", adopted)
 	return change, nil
+}
+
+// inSync reports whether live, our object, already holds everything u sets:
+// the same applied hash, and every field of u still ours. A whole object
+// must also hold u's values; one read as metadata only has no body to
+// compare, so its managed fields must be there to tell.
+func (a *Applier) inSync(live, u *unstructured.Unstructured) bool {
+	if live.GetAnnotations()[AnnotationAppliedHash] != u.GetAnnotations()[AnnotationAppliedHash] ||
+		overtaken(live, u, FieldManagerFor(a.kind)) {
+		return false
+	}
+	ours, known := ownFields(live, FieldManagerFor(a.kind))
+	if slices.Contains(a.metadata, u.GroupVersionKind()) {
+		return known
+	}
+	return contains(live.Object, u.Object, ours, known && ours != nil)
 }
 
 // create sends u as an apply that can only create: it fails with a Conflict,
@@ -453,7 +483,7 @@ func (a *Applier) get(ctx context.Context, k objectKey) (*unstructured.Unstructu
 
 // read reads the object k through r, nil when there is none.
 func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*unstructured.Unstructured, error) {
-	obj, err := NewObject(a.scheme, k.gvk)
+	obj, err := a.newObject(k.gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -468,6 +498,27 @@ func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*unst
 	// kind empty; without it the object would never match what we want.
 	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
 	return asUnstructured(obj)
+}
+
+// newObject returns an empty object of gvk in the form the Applier reads it.
+func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
+	if slices.Contains(a.metadata, gvk) {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m, nil
+	}
+	return NewObject(a.scheme, gvk)
+}
+
+// newList returns an empty list of gvk's objects in the form the Applier
+// reads them.
+func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	if slices.Contains(a.metadata, gvk) {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		return l, nil
+	}
+	return NewList(a.scheme, gvk)
 }
 
 // NewObject returns an empty object of gvk: typed when s (which may be nil)
@@ -538,7 +589,7 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 			}
 			continue
 		}
-		list, err := NewList(a.scheme, gvk)
+		list, err := a.newList(gvk)
 		if err != nil {
 			errs = append(errs, err)
 			continue

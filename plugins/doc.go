@@ -9,7 +9,8 @@
 // no longer wanted.
 //
 // A [Definition] tells a host what it needs to run a plugin: its config type with
-// built-in defaults, the kinds of objects it owns, and whether it keeps state
+// built-in defaults, the kinds of objects it owns (and which of those it reads
+// whole: a host caches the others as metadata only), and whether it keeps state
 // outside the Profile's namespace (which earns it a finalizer on the Profile).
 // The config a plugin sees is decoded strictly: built-in defaults, then the
 // host's defaults, then the Profile's spec.plugins entry, then validated. Input
@@ -95,7 +96,8 @@
 // outside-state ConfigMap (StateName), and the metric names.
 //
 // Experimental, and free to change in a minor release: Definition's
-// Watches (Watch, Scope), Runner (Runtime) and Upstream with
+// Reads with CachedWhole, MetadataOnly, WithMetadataOnly and FieldNames;
+// Definition's Watches (Watch, Scope), Runner (Runtime) and Upstream with
 // WithUpstreamObjects and Applier.Adopting, which serve the core plugin
 // alone; Applier.Annotate and Unannotate with Foreign and
 // ForeignMissingError; ApplyFields; NewObject, NewList; NewOfflineOutside with

@@ -40,6 +40,10 @@ const DefaultOutsideTimeout = 30 * time.Second
 // recordKey is the ConfigMap data key that holds the record.
 const recordKey = "state.json"
 
+// stateGVK is the kind of the outside-state record, which Outside reads
+// whole from the cache.
+var stateGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+
 // OutsideOptions are the host's settings for outside calls of one plugin.
 type OutsideOptions struct {
 	// Reverify is how long a recorded state is trusted before Ensure calls

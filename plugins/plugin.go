@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -131,6 +132,18 @@ type Definition struct {
 	// Owns lists the kinds of object the plugin writes. The host watches them
 	// (only ours, by label) and the Applier prunes them.
 	Owns []schema.GroupVersionKind
+	// Reads lists the kinds among Owns whose objects the plugin reads in
+	// full through Request.Client, such as a claim's status, and those whose
+	// fields the API server does not track one by one in managed fields
+	// (parts of a schema kept with x-kubernetes-preserve-unknown-fields, such
+	// as an Argo CD Application's Helm values: a hand edit there can leave
+	// managed fields as they were, so only a comparison of the bodies shows
+	// it). The host caches those whole and every other owned kind as
+	// metadata only (see CachedWhole): for those the Applier needs no more
+	// than an object's labels, annotations and managed fields. A plugin that
+	// reads an owned kind it does not list here still works, at the cost of
+	// a second cache of the kind.
+	Reads []schema.GroupVersionKind
 	// OutsideState is true when the plugin keeps state outside the Profile's
 	// namespace (another namespace, a database, a cloud). Such a plugin gets a
 	// finalizer on the Profile so that Revoke runs before the Profile is gone.
@@ -231,6 +244,25 @@ type Scope struct {
 
 // Kind returns the kind of the definition's plugin.
 func (d Definition) Kind() string { return d.Plugin.Kind() }
+
+// CachedWhole reports whether a host caches objects of gvk whole for the
+// plugin, rather than their metadata only: kinds in Reads, and ConfigMaps,
+// the kind of the outside-state record that Outside reads.
+func (d Definition) CachedWhole(gvk schema.GroupVersionKind) bool {
+	return gvk == stateGVK || slices.Contains(d.Reads, gvk)
+}
+
+// MetadataOnly returns the kinds in Owns that a host caches, and the
+// plugin's Applier reads, as metadata only.
+func (d Definition) MetadataOnly() []schema.GroupVersionKind {
+	var kinds []schema.GroupVersionKind
+	for _, gvk := range d.Owns {
+		if !d.CachedWhole(gvk) {
+			kinds = append(kinds, gvk)
+		}
+	}
+	return kinds
+}
 
 // Condition returns the type of the condition the plugin reports on a Profile.
 func (d Definition) Condition() string {

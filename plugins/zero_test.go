@@ -23,7 +23,15 @@ import (
 // a zero the API server drops on the way in (an empty list) is in sync and
 // costs no request; a zero that a hand edit removes (an empty string, a
 // false) is put back by the next pass.
+//
+// The same holds when the Applier reads its objects as metadata only, as
+// the host caches kinds no plugin reads whole: our managed fields tell it.
 func TestZeroValuesRemovedByHandArePutBack(t *testing.T) {
+	t.Run("whole", func(t *testing.T) { zeroValuesPutBack(t, false) })
+	t.Run("metadata only", func(t *testing.T) { zeroValuesPutBack(t, true) })
+}
+
+func zeroValuesPutBack(t *testing.T, metadataOnly bool) {
 	const ns, kind = "zero", "zeros"
 	srv := startCachedServer(t, ns)
 	env, counter, informers, c := srv.env, srv.counter, srv.informers, srv.client
@@ -44,7 +52,11 @@ func TestZeroValuesRemovedByHandArePutBack(t *testing.T) {
 	}
 	sync := func() plugins.Result {
 		t.Helper()
-		a := plugins.NewApplier(c, kind, p, owns, plugins.WithLiveReader(env.Client), plugins.WithScheme(env.Scheme))
+		opts := []plugins.ApplierOption{plugins.WithLiveReader(env.Client), plugins.WithScheme(env.Scheme)}
+		if metadataOnly {
+			opts = append(opts, plugins.WithMetadataOnly(owns...))
+		}
+		a := plugins.NewApplier(c, kind, p, owns, opts...)
 		res, err := a.Sync(ctx, desired...)
 		if err != nil {
 			t.Fatal(err)
@@ -103,5 +115,27 @@ func TestZeroValuesRemovedByHandArePutBack(t *testing.T) {
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
 		t.Errorf("automountServiceAccountToken = %v, want false back", sa.AutomountServiceAccountToken)
 	}
+	inSync(3)
+
+	// Managed fields cleared by hand: a whole object is compared by its
+	// content and is in sync; one read as metadata only tells nothing
+	// without them, so it is applied once more, which brings our entry back.
+	byHand(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "runner"}}, `{"metadata":{"managedFields":[{}]}}`)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		var cached corev1.ServiceAccount
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "runner"}, &cached); err != nil {
+			return false, err.Error()
+		}
+		return len(cached.ManagedFields) == 0, fmt.Sprintf("managed fields %v, want none after the reset", cached.ManagedFields)
+	})
+	wantConfigured := 0
+	if metadataOnly {
+		wantConfigured = 1
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		res := sync()
+		return res.Count(plugins.Configured) == wantConfigured && res.Count(plugins.Unchanged) == 3-wantConfigured,
+			fmt.Sprintf("after the reset: %s, want %d configured", res.Summary(), wantConfigured)
+	})
 	inSync(3)
 }

@@ -8,7 +8,10 @@
 // Profiles by the host), applies or revokes it, keeps its finalizer when it has
 // state outside the namespace, and reports a <Kind>Ready condition, Events and
 // metrics. [CacheOptions] builds a manager cache that holds only the objects
-// profilekit labels, so that memory does not grow with unrelated objects.
+// profilekit labels, so that memory does not grow with unrelated objects; a
+// Reconciler watches and reads the owned kinds that its plugin does not read
+// whole (Definition.Reads) as metadata only, so that their bodies never
+// reach memory.
 //
 // [Adapter] drops the same plugins into a fork of the upstream Kubeflow profile
 // controller, whose Plugin interface has ApplyPlugin and RevokePlugin methods.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
@@ -209,6 +210,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if err != nil {
 			return err
 		}
+		if !r.def.CachedWhole(gvk) {
+			obj = metadataOf(gvk)
+		}
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
 	if len(r.def.Watches) > 0 {
@@ -217,7 +221,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
+		b = b.Watches(metadataOf(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	if r.def.Runner != nil {
 		src, err := r.runner(mgr)
@@ -309,6 +313,19 @@ func reverifyChanged() predicate.Predicate {
 	}
 }
 
+// namespaceGVK is the kind of a Profile's namespace, which the core plugin
+// owns and so the host caches as metadata only.
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// metadataOf returns an empty object of gvk that reads and watches its
+// metadata only: the form in which the host caches owned kinds that no
+// plugin reads whole (plugins.Definition.CachedWhole).
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
 // toProfile maps an owned object to its Profile by the ownership labels.
 func toProfile(kind string) handler.MapFunc {
 	return func(_ context.Context, o client.Object) []reconcile.Request {
@@ -362,7 +379,8 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
 }
 
 func (r *Reconciler) applierOptions() []plugins.ApplierOption {
-	return append(applierOptions(r.def), plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme))
+	return append(applierOptions(r.def), plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme),
+		plugins.WithMetadataOnly(r.def.MetadataOnly()...))
 }
 
 func (r *Reconciler) requeue() reconcile.Result {
@@ -406,8 +424,8 @@ func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) 
 	if r.namespaceGate == nil || r.def.Upstream || !r.namespaceGate(p) {
 		return true, nil
 	}
-	var ns corev1.Namespace
-	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, &ns)
+	ns := metadataOf(namespaceGVK)
+	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, ns)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

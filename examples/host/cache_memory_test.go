@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -40,14 +41,16 @@ var cacheMemProfiles = flag.Int("cachemem.n", 500, "BenchmarkCacheMemory: Profil
 
 // BenchmarkCacheMemory measures the live heap the host's cache takes per
 // object, kind by kind, under reconcilers.CacheOptions (our objects only,
-// our managed-fields entry only, repeated strings and values held once).
+// our managed-fields entry only, repeated strings and values held once), in
+// the form the host caches each kind: metadata only unless a plugin reads
+// it whole.
 //
 // On a control plane of its own with the CRDs of config/istio.yaml, it
 // creates -cachemem.n of the host benchmark's Profiles (every plugin serves
 // them: 23 objects each), renders their objects as `profilekit render`
 // does, and server-side applies each with its plugin's field manager, as the
 // host writes them. Then, for each kind written, it starts a cache with one
-// informer, typed or unstructured as the host reads the kind, and reports
+// informer, in the form the host reads the kind, and reports
 // the heap it added, after garbage collection, per object it holds. The
 // figure includes a cache's fixed cost, measured on a kind with none of our
 // objects; each kind's log line gives its share.
@@ -123,7 +126,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 	}
 	// No ConfigMap carries our label: what a cache of them takes is the
 	// fixed cost of a cache with one informer.
-	empty := readCache(b, cp.Env.Config, options(), configMaps)
+	empty := readCache(b, cp.Env.Config, options(), configMaps, false)
 	if empty.objects != 0 {
 		b.Fatalf("the ConfigMap cache holds %d objects, want none", empty.objects)
 	}
@@ -134,7 +137,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 			var got cacheReading
 			for i := 0; b.Loop(); i++ {
 				if i == 0 {
-					got = readCache(b, cp.Env.Config, options(), gvk)
+					got = readCache(b, cp.Env.Config, options(), gvk, metadataOnly(gvk))
 				}
 			}
 			if got.objects != written[gvk] {
@@ -144,12 +147,27 @@ func BenchmarkCacheMemory(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(perObject, "B/object")
 			b.ReportMetric(float64(got.objects), "objects")
-			b.Logf("%s: %d objects of %d JSON bytes as cached; the cache's fixed cost is %.0f of the %.0f B/object",
-				gvk.Kind, got.objects, got.jsonBytes, float64(empty.heap)/float64(got.objects), perObject)
-			rows = append(rows, fmt.Sprintf("%-20s %7d %9.0f %11d", gvk.Kind, got.objects, perObject, got.jsonBytes))
+			form := "whole"
+			if metadataOnly(gvk) {
+				form = "metadata"
+			}
+			b.Logf("%s: %d objects of %d JSON bytes as cached (%s); the cache's fixed cost is %.0f of the %.0f B/object",
+				gvk.Kind, got.objects, got.jsonBytes, form, float64(empty.heap)/float64(got.objects), perObject)
+			rows = append(rows, fmt.Sprintf("%-20s %-8s %7d %9.0f %11d", gvk.Kind, form, got.objects, perObject, got.jsonBytes))
 		})
 	}
-	b.Logf("heap per cached object, by kind:\n%-20s %7s %9s %11s\n%s", "KIND", "OBJECTS", "B/OBJECT", "JSON BYTES", strings.Join(rows, "\n"))
+	b.Logf("heap per cached object, by kind:\n%-20s %-8s %7s %9s %11s\n%s", "KIND", "CACHED", "OBJECTS", "B/OBJECT", "JSON BYTES", strings.Join(rows, "\n"))
+}
+
+// metadataOnly reports whether the host caches gvk as metadata only: no
+// plugin that owns it reads it whole.
+func metadataOnly(gvk schema.GroupVersionKind) bool {
+	for _, d := range definitions() {
+		if slices.Contains(d.Owns, gvk) && d.CachedWhole(gvk) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeProfiles creates n of the host benchmark's Profiles (so that owner
@@ -217,13 +235,25 @@ type cacheReading struct {
 // readCache starts a cache with opts and one informer, for gvk, and reads
 // the live heap before it starts and once it has synced. The cache is
 // stopped before it returns.
-func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.GroupVersionKind) cacheReading {
+func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.GroupVersionKind, metadataOnly bool) cacheReading {
 	b.Helper()
 	// The host's controllers watch an owned kind through this object:
-	// typed when the scheme knows the kind, unstructured otherwise.
+	// metadata only unless a plugin reads it whole, then typed when the
+	// scheme knows the kind, unstructured otherwise.
 	obj, err := plugins.NewObject(opts.Scheme, gvk)
 	if err != nil {
 		b.Fatal(err)
+	}
+	list, err := plugins.NewList(opts.Scheme, gvk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if metadataOnly {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		ml := &metav1.PartialObjectMetadataList{}
+		ml.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		obj, list = m, ml
 	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
@@ -244,10 +274,6 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 	after := liveHeap()
 	runtime.KeepAlive(c)
 
-	list, err := plugins.NewList(opts.Scheme, gvk)
-	if err != nil {
-		b.Fatal(err)
-	}
 	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 type Counter struct {
 	mu       sync.Mutex
 	requests []string
+	// metadata marks the requests that asked for metadata only.
+	metadata []bool
 }
 
 // Counting returns a copy of cfg whose requests c counts.
@@ -23,6 +25,7 @@ func (c *Counter) Counting(cfg *rest.Config) *rest.Config {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			c.mu.Lock()
 			c.requests = append(c.requests, r.Method+" "+r.URL.Path)
+			c.metadata = append(c.metadata, strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata"))
 			c.mu.Unlock()
 			return rt.RoundTrip(r)
 		})
@@ -38,7 +41,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.requests = nil
+	c.requests, c.metadata = nil, nil
 }
 
 // Mutating returns the POST, PUT, PATCH and DELETE requests counted, sorted,
@@ -76,6 +79,23 @@ func (c *Counter) Count(verb, path string) int {
 		}
 	}
 	return n
+}
+
+// Reads returns how many GET requests (lists and watches) for exactly this
+// path asked for whole objects and how many for metadata only.
+func (c *Counter) Reads(path string) (whole, metadata int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, r := range c.requests {
+		switch {
+		case r != http.MethodGet+" "+path:
+		case c.metadata[i]:
+			metadata++
+		default:
+			whole++
+		}
+	}
+	return whole, metadata
 }
 
 // String summarises the counted requests.

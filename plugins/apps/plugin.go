@@ -19,6 +19,11 @@ import (
 	"github.com/profilekit/profilekit/plugins/expose"
 )
 
+// Reads lists the owned kinds the plugin reads whole: Applications, whose
+// Helm values the API server keeps as unknown fields, so a hand edit in them
+// need not show in managed fields, only in the values themselves.
+var Reads = []schema.GroupVersionKind{ApplicationKind}
+
 // Owns lists the kinds the plugin writes: Applications in the Argo CD
 // namespace, and VirtualServices and NetworkPolicies in the Profile's.
 var Owns = []schema.GroupVersionKind{
@@ -49,7 +54,8 @@ func DefinitionFromEnv(lookup func(string) (string, bool)) plugins.Definition {
 			c.Routing.Hosts = slices.Clone(base.Routing.Hosts)
 			return &c
 		},
-		Owns: Owns,
+		Owns:  Owns,
+		Reads: Reads,
 		// Applications live in the Argo CD namespace.
 		OutsideState: true,
 	}

@@ -76,13 +76,17 @@ func Definition(opts ...Option) plugins.Definition {
 		o(st)
 	}
 	p := Plugin{st: st}
+	// The plugin reads its volumes and claims whole: their claim
+	// references and phases say what is bound.
+	owns := []schema.GroupVersionKind{
+		corev1.SchemeGroupVersion.WithKind("PersistentVolume"),
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+	}
 	return plugins.Definition{
-		Plugin:    p,
-		NewConfig: func() any { return NewConfig() },
-		Owns: []schema.GroupVersionKind{
-			corev1.SchemeGroupVersion.WithKind("PersistentVolume"),
-			corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
-		},
+		Plugin:       p,
+		NewConfig:    func() any { return NewConfig() },
+		Owns:         owns,
+		Reads:        owns,
 		OutsideState: true,
 		Runner:       p.run,
 	}

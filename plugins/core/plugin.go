@@ -99,15 +99,17 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	return res, nil
 }
 
-// liveNamespace returns the Profile's namespace: ours from the client (whose
-// cache keeps our objects with their managed fields), anyone's from the
-// watched namespaces. Nil when there is none.
+// liveNamespace returns the Profile's namespace, its metadata only (the form
+// in which hosts cache it): ours from the client (whose cache keeps our
+// objects with their managed fields), anyone's from the watched namespaces.
+// Nil when there is none.
 func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, error) {
 	key := types.NamespacedName{Name: plugins.Namespace(req.Profile)}
-	var ns corev1.Namespace
-	err := req.Client.Get(ctx, key, &ns)
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	err := req.Client.Get(ctx, key, ns)
 	if err == nil {
-		return &ns, nil
+		return ns, nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("read namespace %s: %w", key.Name, err)

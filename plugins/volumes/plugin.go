@@ -46,6 +46,7 @@ func Definition() plugins.Definition {
 		Plugin:       Plugin{},
 		NewConfig:    func() any { return NewConfig() },
 		Owns:         []schema.GroupVersionKind{claimGVK},
+		Reads:        []schema.GroupVersionKind{claimGVK},
 		OutsideState: true,
 		Watches: []plugins.Watch{
 			{Object: &corev1.PersistentVolume{}, Profiles: volumeProfiles},
