@@ -503,9 +503,7 @@ func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*unst
 // newObject returns an empty object of gvk in the form the Applier reads it.
 func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
 	if slices.Contains(a.metadata, gvk) {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(gvk)
-		return m, nil
+		return NewMetadata(gvk), nil
 	}
 	return NewObject(a.scheme, gvk)
 }
@@ -514,11 +512,26 @@ func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) 
 // reads them.
 func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
 	if slices.Contains(a.metadata, gvk) {
-		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		return l, nil
+		return NewMetadataList(gvk), nil
 	}
 	return NewList(a.scheme, gvk)
+}
+
+// NewMetadata returns an empty object of gvk that reads and watches its
+// metadata only, the form in which hosts cache the owned kinds that no
+// plugin reads whole (Definition.MetadataOnly).
+func NewMetadata(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
+// NewMetadataList returns an empty list of gvk's objects, metadata only, as
+// NewMetadata returns them.
+func NewMetadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
 }
 
 // NewObject returns an empty object of gvk: typed when s (which may be nil)

@@ -96,7 +96,8 @@
 // outside-state ConfigMap (StateName), and the metric names.
 //
 // Experimental, and free to change in a minor release: Definition's
-// Reads with CachedWhole, MetadataOnly, WithMetadataOnly and FieldNames;
+// Reads with CachedWhole, MetadataOnly, WholeKinds, WithMetadataOnly,
+// NewMetadata, NewMetadataList and FieldNames;
 // Definition's Watches (Watch, Scope), Runner (Runtime) and Upstream with
 // WithUpstreamObjects and Applier.Adopting, which serve the core plugin
 // alone; Applier.Annotate and Unannotate with Foreign and

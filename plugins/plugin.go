@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -253,14 +254,32 @@ func (d Definition) CachedWhole(gvk schema.GroupVersionKind) bool {
 }
 
 // MetadataOnly returns the kinds in Owns that a host caches, and the
-// plugin's Applier reads, as metadata only.
-func (d Definition) MetadataOnly() []schema.GroupVersionKind {
+// plugin's Applier reads, as metadata only, leaving out also the kinds in
+// whole, which other plugins of the host read whole (see WholeKinds).
+func (d Definition) MetadataOnly(whole ...schema.GroupVersionKind) []schema.GroupVersionKind {
 	var kinds []schema.GroupVersionKind
 	for _, gvk := range d.Owns {
-		if !d.CachedWhole(gvk) {
+		if !d.CachedWhole(gvk) && !slices.Contains(whole, gvk) {
 			kinds = append(kinds, gvk)
 		}
 	}
+	return kinds
+}
+
+// WholeKinds returns the owned kinds that some of defs read whole, sorted. A
+// host that runs defs together caches those whole for every plugin that owns
+// them, so that it keeps one cache of each kind, not a whole one and a
+// metadata one.
+func WholeKinds(defs ...Definition) []schema.GroupVersionKind {
+	var kinds []schema.GroupVersionKind
+	for _, d := range defs {
+		for _, gvk := range d.Owns {
+			if d.CachedWhole(gvk) && !slices.Contains(kinds, gvk) {
+				kinds = append(kinds, gvk)
+			}
+		}
+	}
+	slices.SortFunc(kinds, func(x, y schema.GroupVersionKind) int { return strings.Compare(x.String(), y.String()) })
 	return kinds
 }
 

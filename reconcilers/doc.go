@@ -54,7 +54,8 @@
 // profilekit_plugin_objects_total, profilekit_plugin_failures_total and
 // profilekit_plugin_pass_duration_seconds with their labels.
 //
-// Experimental, and free to change in a minor release: WithNamespaceGate,
+// Experimental, and free to change in a minor release: WithCachedWhole,
+// WithNamespaceGate,
 // which serves hosts that run the core plugin, StatusWriter's Set, Drop and
 // Expect as called from outside a Reconciler, and WithTimeout.
 package reconcilers

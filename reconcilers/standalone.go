@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,9 @@ type Reconciler struct {
 
 	// watched caches the definition's Watches; nil when it has none.
 	watched client.Reader
+
+	// whole are kinds other plugins of the host read whole (WithCachedWhole).
+	whole []schema.GroupVersionKind
 }
 
 // Option configures a Reconciler.
@@ -144,6 +148,14 @@ func WithNamespaceGate(covers func(*kubeflowv1.Profile) bool) Option {
 	return func(r *Reconciler) { r.namespaceGate = covers }
 }
 
+// WithCachedWhole makes the Reconciler watch and read kinds whole, not as
+// metadata only, also when its own plugin does not read them whole: hosts
+// pass plugins.WholeKinds of every plugin they run, so that a kind that one
+// plugin reads whole and another only owns is cached once.
+func WithCachedWhole(kinds ...schema.GroupVersionKind) Option {
+	return func(r *Reconciler) { r.whole = append(r.whole, kinds...) }
+}
+
 // WithEventRecorder replaces the manager's event recorder.
 func WithEventRecorder(rec events.EventRecorder) Option {
 	return func(r *Reconciler) { r.recorder = rec }
@@ -210,8 +222,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if err != nil {
 			return err
 		}
-		if !r.def.CachedWhole(gvk) {
-			obj = metadataOf(gvk)
+		if slices.Contains(r.def.MetadataOnly(r.whole...), gvk) {
+			obj = plugins.NewMetadata(gvk)
 		}
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
 	}
@@ -221,7 +233,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(metadataOf(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
+		b = b.Watches(plugins.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	if r.def.Runner != nil {
 		src, err := r.runner(mgr)
@@ -317,15 +329,6 @@ func reverifyChanged() predicate.Predicate {
 // owns and so the host caches as metadata only.
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
-// metadataOf returns an empty object of gvk that reads and watches its
-// metadata only: the form in which the host caches owned kinds that no
-// plugin reads whole (plugins.Definition.CachedWhole).
-func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(gvk)
-	return m
-}
-
 // toProfile maps an owned object to its Profile by the ownership labels.
 func toProfile(kind string) handler.MapFunc {
 	return func(_ context.Context, o client.Object) []reconcile.Request {
@@ -380,7 +383,7 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
 
 func (r *Reconciler) applierOptions() []plugins.ApplierOption {
 	return append(applierOptions(r.def), plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme),
-		plugins.WithMetadataOnly(r.def.MetadataOnly()...))
+		plugins.WithMetadataOnly(r.def.MetadataOnly(r.whole...)...))
 }
 
 func (r *Reconciler) requeue() reconcile.Result {
@@ -424,7 +427,7 @@ func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) 
 	if r.namespaceGate == nil || r.def.Upstream || !r.namespaceGate(p) {
 		return true, nil
 	}
-	ns := metadataOf(namespaceGVK)
+	ns := plugins.NewMetadata(namespaceGVK)
 	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, ns)
 	if apierrors.IsNotFound(err) {
 		return false, nil

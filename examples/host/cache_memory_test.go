@@ -17,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -162,12 +161,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 // metadataOnly reports whether the host caches gvk as metadata only: no
 // plugin that owns it reads it whole.
 func metadataOnly(gvk schema.GroupVersionKind) bool {
-	for _, d := range definitions() {
-		if slices.Contains(d.Owns, gvk) && d.CachedWhole(gvk) {
-			return false
-		}
-	}
-	return true
+	return !slices.Contains(plugins.WholeKinds(definitions()...), gvk)
 }
 
 // writeProfiles creates n of the host benchmark's Profiles (so that owner
@@ -249,11 +243,7 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 		b.Fatal(err)
 	}
 	if metadataOnly {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(gvk)
-		ml := &metav1.PartialObjectMetadataList{}
-		ml.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		obj, list = m, ml
+		obj, list = plugins.NewMetadata(gvk), plugins.NewMetadataList(gvk)
 	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()

@@ -31,8 +31,7 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // seen, and its release wakes the Profile), and Upstream, which lets it write
 // the namespace and upstream's names.
 func Definition() plugins.Definition {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(namespaceGVK)
+	ns := plugins.NewMetadata(namespaceGVK)
 	return plugins.Definition{
 		Plugin:    Plugin{},
 		NewConfig: func() any { return NewConfig() },
@@ -105,8 +104,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 // Nil when there is none.
 func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, error) {
 	key := types.NamespacedName{Name: plugins.Namespace(req.Profile)}
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(namespaceGVK)
+	ns := plugins.NewMetadata(namespaceGVK)
 	err := req.Client.Get(ctx, key, ns)
 	if err == nil {
 		return ns, nil
@@ -117,8 +115,7 @@ func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, err
 	if req.Watched == nil {
 		return nil, nil
 	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(namespaceGVK)
+	meta := plugins.NewMetadata(namespaceGVK)
 	err = req.Watched.Get(ctx, key, meta)
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -32,6 +32,9 @@ func Definition() plugins.Definition {
 			rbacv1.SchemeGroupVersion.WithKind("Role"),
 			rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 		},
+		// A binding's roleRef, which cannot change, tells whether it must
+		// be made afresh (see deleteRebound).
+		Reads: []schema.GroupVersionKind{rbacv1.SchemeGroupVersion.WithKind("RoleBinding")},
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -271,9 +270,8 @@ func ownedCopies(ctx context.Context, c client.Reader, kind schema.GroupVersionK
 	}
 	// Secrets are cached as metadata only: their data stays out of the
 	// host's memory, and only names and annotations are read here.
-	var l metav1.PartialObjectMetadataList
-	l.SetGroupVersionKind(secrets.GroupVersion().WithKind("SecretList"))
-	if err := c.List(ctx, &l, opts...); err != nil {
+	l := plugins.NewMetadataList(secrets)
+	if err := c.List(ctx, l, opts...); err != nil {
 		return nil, fmt.Errorf("list copies: %w", err)
 	}
 	for i := range l.Items {

@@ -106,15 +106,22 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, err
 	}
+	var defs []plugins.Definition
 	for _, kind := range cfg.Enabled() {
 		def, ok := reg.Get(kind)
 		if !ok {
 			return nil, fmt.Errorf("plugin %s: not built into this host", kind)
 		}
+		defs = append(defs, def)
+	}
+	// A kind one plugin reads whole is cached whole for every plugin.
+	whole := reconcilers.WithCachedWhole(plugins.WholeKinds(defs...)...)
+	for _, def := range defs {
+		kind := def.Kind()
 		if err := served(mgr.GetRESTMapper(), def, s); err != nil {
 			return nil, err
 		}
-		opts := append(cfg.ReconcilerOptions(kind), reconcilers.WithStatusWriter(status))
+		opts := append(cfg.ReconcilerOptions(kind), reconcilers.WithStatusWriter(status), whole)
 		r, err := reconcilers.New(mgr, def, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", kind, err)
