@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,7 +101,8 @@ func WithShard(selector labels.Selector) Option {
 }
 
 // WithResync sets how often each Profile is reconciled with nothing changed.
-// Each period is stretched by up to 10% at random so that Profiles spread out.
+// Each Profile comes back at an offset within the period that its name
+// fixes, so that Profiles spread out evenly over it.
 func WithResync(d time.Duration) Option {
 	return func(r *Reconciler) { r.resync = d }
 }
@@ -207,8 +207,9 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 func (r *Reconciler) Name() string { return plugins.FieldManagerFor(r.def.Kind()) }
 
 // SetupWithManager registers the controller: Profiles (spec, label and
-// deletion changes, not status), the plugin's own objects (by label) and the
-// kinds it watches (through their map to Profiles) wake it.
+// deletion changes, not status), the plugin's own objects (by label), the
+// kinds it watches (through their map to Profiles) and the resync timer
+// (every Profile once per period) wake it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
@@ -235,6 +236,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.namespaceGate != nil && !r.def.Upstream {
 		b = b.Watches(plugins.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
+	b = b.WatchesRawSource(r.resyncSource())
 	if r.def.Runner != nil {
 		src, err := r.runner(mgr)
 		if err != nil {
@@ -386,10 +388,6 @@ func (r *Reconciler) applierOptions() []plugins.ApplierOption {
 		plugins.WithMetadataOnly(r.def.MetadataOnly(r.whole...)...))
 }
 
-func (r *Reconciler) requeue() reconcile.Result {
-	return reconcile.Result{RequeueAfter: wait.Jitter(r.resync, 0.1)}
-}
-
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
 	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
 		return reconcile.Result{}, err
@@ -417,7 +415,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg}); err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.requeue(), nil
+	return reconcile.Result{}, nil
 }
 
 // namespaceReady reports whether the plugin may write into the Profile's
@@ -460,7 +458,7 @@ func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err erro
 	if serr != nil {
 		return reconcile.Result{}, serr
 	}
-	return r.requeue(), nil
+	return reconcile.Result{}, nil
 }
 
 // revoke removes the plugin from a Profile it no longer applies to. Only a
