@@ -5,16 +5,11 @@ import (
 	"hash/fnv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
 const (
@@ -53,15 +48,9 @@ func (r *Reconciler) runResync(ctx context.Context, q workqueue.TypedRateLimitin
 			return
 		case <-tick.C:
 		}
-		// The cache's own objects, not copies: only names are read.
-		var list kubeflowv1.ProfileList
-		if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}, client.UnsafeDisableDeepCopy); err != nil {
-			log.FromContext(ctx).Error(err, "list Profiles to resync", "plugin", r.def.Kind())
-			continue
-		}
-		for i := range list.Items {
-			if name := list.Items[i].Name; slotOf(name, slots) == slot {
-				enqueueLow(q, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		for _, req := range r.everyProfile(ctx, nil) {
+			if slotOf(req.Name, slots) == slot {
+				enqueueLow(q, req)
 			}
 		}
 	}

@@ -282,9 +282,10 @@ func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 
 // everyProfile returns a request for each cached Profile in the shard.
 func (r *Reconciler) everyProfile(ctx context.Context, _ client.Object) []reconcile.Request {
+	// The cache's own objects, not copies: only names are read.
 	var list kubeflowv1.ProfileList
-	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}); err != nil {
-		log.FromContext(ctx).Error(err, "list profiles after a change every Profile depends on", "plugin", r.def.Kind())
+	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "list Profiles", "plugin", r.def.Kind())
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
