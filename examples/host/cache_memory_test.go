@@ -143,10 +143,8 @@ func BenchmarkCacheMemory(b *testing.B) {
 				b.Fatalf("the cache holds %d %ss, want the %d written", got.objects, gvk.Kind, written[gvk])
 			}
 			perObject := float64(got.heap) / float64(got.objects)
-			inUse := float64(got.inUse) / float64(got.objects)
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(perObject, "B/object")
-			b.ReportMetric(inUse, "inuse-B/object")
 			b.ReportMetric(float64(got.objects), "objects")
 			form := "whole"
 			if metadataOnly(gvk) {
@@ -154,10 +152,10 @@ func BenchmarkCacheMemory(b *testing.B) {
 			}
 			b.Logf("%s: %d objects of %d JSON bytes as cached (%s); the cache's fixed cost is %.0f of the %.0f B/object",
 				gvk.Kind, got.objects, got.jsonBytes, form, float64(empty.heap)/float64(got.objects), perObject)
-			rows = append(rows, fmt.Sprintf("%-20s %-8s %7d %9.0f %9.0f %11d", gvk.Kind, form, got.objects, perObject, inUse, got.jsonBytes))
+			rows = append(rows, fmt.Sprintf("%-20s %-8s %7d %9.0f %11d", gvk.Kind, form, got.objects, perObject, got.jsonBytes))
 		})
 	}
-	b.Logf("heap per cached object, by kind (live, and the spans that hold it):\n%-20s %-8s %7s %9s %9s %11s\n%s", "KIND", "CACHED", "OBJECTS", "B/OBJECT", "INUSE B", "JSON BYTES", strings.Join(rows, "\n"))
+	b.Logf("heap per cached object, by kind:\n%-20s %-8s %7s %9s %11s\n%s", "KIND", "CACHED", "OBJECTS", "B/OBJECT", "JSON BYTES", strings.Join(rows, "\n"))
 }
 
 // metadataOnly reports whether the host caches gvk as metadata only: no
@@ -221,9 +219,8 @@ func writeProfiles(b *testing.B, c client.Client, r *render.Renderer, n int) map
 
 // cacheReading is what one cache of one kind took.
 type cacheReading struct {
-	// heap is the live heap the cache added, in bytes, and inUse the
-	// heap spans it added (live heap and the free space around it).
-	heap, inUse int64
+	// heap is the live heap the cache added, in bytes.
+	heap int64
 	// objects is how many objects the cache holds, and jsonBytes the
 	// average size of one of them, as cached, encoded as JSON.
 	objects, jsonBytes int
@@ -251,7 +248,7 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 
-	before := heapAfterGC()
+	before := liveHeap()
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -264,7 +261,7 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 	if !c.WaitForCacheSync(ctx) {
 		b.Fatalf("the %s cache did not sync", gvk.Kind)
 	}
-	after := heapAfterGC()
+	after := liveHeap()
 	runtime.KeepAlive(c)
 
 	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
@@ -283,21 +280,16 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 	if err := <-stopped; err != nil {
 		b.Fatalf("the %s cache stopped: %v", gvk.Kind, err)
 	}
-	return cacheReading{
-		heap:    int64(after.HeapAlloc) - int64(before.HeapAlloc),
-		inUse:   int64(after.HeapInuse) - int64(before.HeapInuse),
-		objects: n, jsonBytes: size / max(n, 1),
-	}
+	return cacheReading{heap: int64(after) - int64(before), objects: n, jsonBytes: size / max(n, 1)}
 }
 
-// heapAfterGC returns the runtime's memory statistics after the garbage
-// that earlier work left has been collected: HeapAlloc is the live heap,
-// HeapInuse the spans that hold it. The second collection frees what the
-// first one's finalizers released.
-func heapAfterGC() runtime.MemStats {
+// liveHeap returns the bytes of live heap objects, after the garbage that
+// earlier work left has been collected. The second collection frees what
+// the first one's finalizers released.
+func liveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m
+	return m.HeapAlloc
 }
