@@ -34,9 +34,9 @@ var demoConfig []byte
 // collects garbage once the heap has grown by GOGC percent since the last
 // collection, and the host's heap is mostly its cache, which lives as long
 // as the process: at Go's 100 the process holds about twice its cache. At 50
-// it holds about a third less memory for a little more CPU while Profiles
-// change (see "Memory" in README.md); an idle host allocates little and
-// collects seldom either way.
+// the benchmark's host used 17-27% less RSS for a little more CPU while
+// Profiles change (see "Memory" in README.md); an idle host allocates little
+// and collects seldom either way.
 const defaultGCPercent = 50
 
 func main() {
