@@ -23,7 +23,8 @@ const (
 // resyncSource enqueues every Profile in the shard once per resync period.
 // The period is cut into slots and a Profile belongs to the slot its name
 // hashes to, so that Profiles spread evenly over the period and each one
-// comes back at the same offset every period.
+// comes back at the same offset every period. The first period starts when
+// the controller does, whose first pass reconciles every Profile anyway.
 //
 // One timer per controller replaces a delayed requeue per Profile. A
 // delayed requeue keeps a queue item and its time for every Profile for the
@@ -39,6 +40,16 @@ func (r *Reconciler) resyncSource() source.TypedSource[reconcile.Request] {
 
 // runResync runs resyncSource's timer until ctx ends.
 func (r *Reconciler) runResync(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	// The informers' first events have just brought every Profile to the
+	// controller: the first resync is due a period later, as it would be
+	// for a Profile reconciled now.
+	wait := time.NewTimer(r.resync)
+	defer wait.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-wait.C:
+	}
 	slots := slotsFor(r.resync)
 	tick := time.NewTicker(r.resync / time.Duration(slots))
 	defer tick.Stop()
