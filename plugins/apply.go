@@ -432,6 +432,9 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 	action := Configured
 	err = a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+	if isImmutable(err) {
+		return a.replace(ctx, live, u, change, err)
+	}
 	if err != nil {
 		return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
