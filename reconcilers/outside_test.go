@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,5 +112,43 @@ func TestOutsideStateThroughTheHost(t *testing.T) {
 	}
 	if ok, _ := exists(t, &corev1.ConfigMap{ObjectMeta: record.ObjectMeta}); ok {
 		t.Error("the record outlived the revoke")
+	}
+}
+
+// A Profile whose deletion waits on an outside system says so on the
+// plugin's condition, with the system's reason, and is let go once the
+// system answers again.
+func TestWaitingDeletionSaysWhyOnTheCondition(t *testing.T) {
+	v := &vault{}
+	testhost.Start(t, env, testhost.Plugin{Def: v.definition()})
+	name := "vault-del-" + rand.String(5)
+	p := testhost.NewProfile(t, env.Client, name, nil, entry("vault", ""))
+	testhost.WaitCondition(t, env.Client, name, "VaultReady", plugins.ConditionTrue, "")
+
+	v.down.Store(true)
+	if err := env.Client.Delete(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	cond := testhost.WaitCondition(t, env.Client, name, "VaultReady", plugins.ConditionFalse, "VaultError: revoke waits")
+	for _, w := range []string{"finalizer " + plugins.FinalizerPrefix + "vault", "connection refused"} {
+		if !strings.Contains(cond.Message, w) {
+			t.Errorf("condition %q does not say %q", cond.Message, w)
+		}
+	}
+	if got := getProfile(t, name); got.DeletionTimestamp.IsZero() || len(got.Finalizers) == 0 {
+		t.Fatalf("the Profile was let go during the outage: finalizers %v", got.Finalizers)
+	}
+	if n := v.revokes.Load(); n != 0 {
+		t.Errorf("%d revokes counted during the outage", n)
+	}
+
+	v.down.Store(false)
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		var left kubeflowv1.Profile
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &left)
+		return apierrors.IsNotFound(err), fmt.Sprintf("Profile still there: %v", err)
+	})
+	if n := v.revokes.Load(); n != 1 {
+		t.Errorf("revoked %d engines, want 1", n)
 	}
 }

@@ -251,19 +251,34 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // channel source through which it enqueues Profiles.
 func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 	events := make(chan event.GenericEvent, 1024)
+	// stopped closes when the manager stops: the controller then no longer
+	// reads events, and a send must give up instead of blocking the Runner
+	// (and the manager's shutdown) forever.
+	stopped := make(chan struct{})
+	send := func(e event.GenericEvent) bool {
+		select {
+		case events <- e:
+			return true
+		case <-stopped:
+			return false
+		}
+	}
 	rt := plugins.Runtime{
 		Config:     r.hostConfig,
 		RESTConfig: mgr.GetConfig(),
 		Reader:     mgr.GetAPIReader(),
 		Enqueue: func(names ...string) {
 			for _, n := range names {
-				events <- event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+				if !send(event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}) {
+					return
+				}
 			}
 		},
 		// A Profile without a name stands for all of them.
-		EnqueueAll: func() { events <- event.GenericEvent{Object: &kubeflowv1.Profile{}} },
+		EnqueueAll: func() { send(event.GenericEvent{Object: &kubeflowv1.Profile{}}) },
 	}
 	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		context.AfterFunc(ctx, func() { close(stopped) })
 		if err := r.def.Runner(ctx, rt); err != nil {
 			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
 		}
@@ -472,7 +487,7 @@ func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconci
 		return reconcile.Result{}, nil
 	}
 	if err := r.runRevoke(ctx, p, r.hostConfig); err != nil {
-		return reconcile.Result{}, err
+		return r.revokeWaits(ctx, p, err, "the plugin is no longer enabled for this Profile")
 	}
 	if _, err := r.setCondition(ctx, p, nil); err != nil {
 		return reconcile.Result{}, err
@@ -497,9 +512,27 @@ func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (recon
 		cfg = r.hostConfig
 	}
 	if err := r.runRevoke(ctx, p, cfg); err != nil {
-		return reconcile.Result{}, err
+		return r.revokeWaits(ctx, p, err, "the Profile is being deleted and waits for finalizer "+fin)
 	}
 	return reconcile.Result{}, r.patchFinalizer(ctx, p, fin, false)
+}
+
+// revokeWaits reports a Revoke that could not finish on the plugin's
+// condition: False, with the reason of err (the outside system's, such as
+// PostgreSQLError, when one failed) and what waits on it, so that a Profile
+// stuck in deletion or a plugin stuck in removal says why where tools look.
+// The Warning Event is recorded when the condition changes. The Revoke is
+// always retried with backoff: nothing is let go until it succeeds.
+func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err error, what string) (reconcile.Result, error) {
+	reason := plugins.ReasonOf(err, plugins.ReasonRevokeFailed)
+	failuresTotal.WithLabelValues(r.def.Kind(), reason).Inc()
+	msg := plugins.ConditionMessage(reason, plugins.BoundMessage("revoke waits, "+what+": "+err.Error()))
+	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: msg}
+	changed, serr := r.setCondition(ctx, p, cond)
+	if changed {
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
+	}
+	return reconcile.Result{}, errors.Join(fmt.Errorf("revoke %s: %w", r.def.Kind(), err), serr)
 }
 
 func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) error {
@@ -510,9 +543,7 @@ func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg a
 	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
 	if err != nil {
-		failuresTotal.WithLabelValues(r.def.Kind(), plugins.ReasonRevokeFailed).Inc()
-		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonRevokeFailed, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
-		return fmt.Errorf("revoke %s: %w", r.def.Kind(), err)
+		return err
 	}
 	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
 	return nil
