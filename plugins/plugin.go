@@ -184,9 +184,12 @@ type Runtime struct {
 	// Reader reads from the API server without a cache, for the few reads
 	// that must not widen the host's cache (a namespace's Pods, say).
 	Reader client.Reader
-	// Enqueue asks for the named Profiles to be reconciled.
+	// Enqueue asks for the named Profiles to be reconciled. It may block
+	// while the host's queue is full, and returns at once, dropping the
+	// names, once the host stops: a Runner never hangs its shutdown on it.
 	Enqueue func(profiles ...string)
-	// EnqueueAll asks for every Profile the host serves to be reconciled.
+	// EnqueueAll asks for every Profile the host serves to be reconciled,
+	// under the same rules as Enqueue.
 	EnqueueAll func()
 }
 
