@@ -42,9 +42,10 @@ func Definition(c IAM) plugins.Definition {
 // Kind returns "AwsIamForServiceAccount".
 func (Plugin) Kind() string { return Kind }
 
-// Apply annotates the service accounts and, unless annotateOnly, adds their
-// subjects to the role's trust policy (only when that is not what was last
-// made true). A role the Profile no longer names loses our subjects.
+// Apply, unless annotateOnly, adds the service accounts' subjects to the
+// role's trust policy (only when that is not what was last made true), then
+// annotates the service accounts; a role the Profile no longer names then
+// loses our subjects. With annotateOnly it only annotates.
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
@@ -57,17 +58,25 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
 	}
-	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationRoleARN: cfg.AwsIAMRole})
-	errs := []error{annErr}
+	annotation := map[string]string{AnnotationRoleARN: cfg.AwsIAMRole}
 	if cfg.AnnotateOnly {
-		return res, errors.Join(errs...)
+		return serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
 	}
+	// A pod given a role that does not trust it fails, so the annotation
+	// waits for the trust policy; and a role named before keeps our subjects
+	// until the service accounts point at the new one.
 	c, err := p.trust(ctx, req, cfg, role)
+	if err != nil {
+		return plugins.Result{Changes: []plugins.Change{c}}, err
+	}
+	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
 	res.Add(c)
-	errs = append(errs, err)
+	if annErr != nil {
+		return res, annErr
+	}
 	stale, err := p.untrustAll(ctx, req, cfg, role)
 	res.Merge(stale)
-	return res, errors.Join(append(errs, err)...)
+	return res, err
 }
 
 // Revoke removes our annotation and our subjects from every role we added
