@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -103,11 +104,32 @@ plugins:
     enabled: all
     defaults:
       hard: {limits.cpu: "2"}
+  # Listed by no Profile: its Runner's grants sources (a watched ConfigMap
+  # and an OPA server that does not answer) run all the same, and must end
+  # with the host.
+  blobcsi:
+    defaults:
+      storage:
+      - name: standard
+        classification: unclassified
+        account: devstoreaccount1
+        credentials: {secretName: blob-account, secretNamespace: default}
+        capacity: 1Ti
+      grantSources:
+      - name: watched
+        instance: standard
+        configMap: {namespace: default, name: grants-%[1]s}
+      - name: polled
+        instance: standard
+        opa: {url: "http://127.0.0.1:9", path: storage/grants, interval: 1s}
 `, leaseID)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	// Whatever run starts must end with it; the test's own client and
+	// control plane run on.
+	leaks := goleak.IgnoreCurrent()
 
 	ctx, cancel := context.WithCancel(t.Context())
 	type result struct {
@@ -212,6 +234,12 @@ plugins:
 	r := stop()
 	if r.code != 0 {
 		t.Errorf("run exited %d after its context ended, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	// Idle keep-alive connections of the test's own clients may close late;
+	// nothing else may be left.
+	if err := goleak.Find(leaks, goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")); err != nil {
+		t.Errorf("goroutines left after run returned: %v", err)
 	}
 }
 
