@@ -52,6 +52,13 @@ type Config struct {
 	Audience string `json:"audience,omitempty" profilekit:"hostonly"`
 	// Subjects is the subject form, exact (default) or wildcard.
 	Subjects string `json:"subjects,omitempty" profilekit:"hostonly"`
+	// AdoptStatements lets the plugin claim, by giving it the Profile's Sid,
+	// a trust statement without a Sid that has exactly the form the plugin
+	// writes and trusts only the Profile's service accounts, such as one
+	// written by a version of the plugin before Sids. Off, such a statement
+	// is someone else's: kept, never changed, and its subjects are not added
+	// again. Default false.
+	AdoptStatements bool `json:"adoptStatements,omitempty" profilekit:"hostonly"`
 	// MaxPolicySize is the trust policy size limit of the account, in
 	// characters without white space. Default 2048, IAM's default quota.
 	MaxPolicySize int `json:"maxPolicySize,omitempty" profilekit:"hostonly"`

@@ -93,7 +93,8 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 }
 
 func (c *Config) edit(namespace string) trustpolicy.Edit {
-	e := trustpolicy.Edit{Provider: c.OIDCProvider, Audience: c.Audience, MaxSize: c.MaxPolicySize, Wildcard: c.Subjects == SubjectsWildcard}
+	e := trustpolicy.Edit{Provider: c.OIDCProvider, Audience: c.Audience, Namespace: namespace, MaxSize: c.MaxPolicySize,
+		Wildcard: c.Subjects == SubjectsWildcard, Adopt: c.AdoptStatements}
 	for _, sa := range c.ServiceAccounts {
 		if e.Wildcard {
 			e.Subjects = append(e.Subjects, serviceaccounts.Subject("*", sa))
@@ -173,8 +174,9 @@ func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config
 	return res, errors.Join(errs...)
 }
 
-// untrust removes the Profile's subjects from the role's trust policy. The
-// wildcard form's statements serve every Profile and stay.
+// untrust removes the Profile's statement, found by its Sid, from the role's
+// trust policy; no other statement is touched. The wildcard form's statement
+// serves every Profile and stays.
 func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, role string) (plugins.Change, error) {
 	change := plugins.Change{Kind: "IAMRoleTrustPolicy", Name: role}
 	edit := cfg.edit(plugins.Namespace(req.Profile))
@@ -195,7 +197,7 @@ func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, r
 				return nil
 			}
 		}
-		out, changed, err := trustpolicy.RemoveSubjects(doc, edit)
+		out, changed, err := trustpolicy.RemoveStatement(doc, edit)
 		if err != nil {
 			return fmt.Errorf("role %s: %w", role, err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/irsa/iammock"
+	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -112,9 +113,9 @@ func TestTrustLifecycle(t *testing.T) {
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 
 	subject := "system:serviceaccount:" + name + ":default-editor"
-	t.Run("the trust policy gains our subject and keeps the rest", func(t *testing.T) {
+	t.Run("the trust policy gains our statement, with our Sid, and keeps the rest", func(t *testing.T) {
 		want := strings.TrimSuffix(startPolicy, `]}`) + `,
- {"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+ {"Sid":"` + trustpolicy.StatementID(provider, name) + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
   "Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subject + `"}}}]}`
 		if diff := cmp.Diff(canonical(t, want), canonical(t, store.doc(role))); diff != "" {
 			t.Errorf("trust policy (-want +got):\n%s", diff)
@@ -138,7 +139,7 @@ func TestTrustLifecycle(t *testing.T) {
 		}
 	})
 
-	t.Run("revoke removes our subject and our annotation only", func(t *testing.T) {
+	t.Run("revoke removes our statement and our annotation only", func(t *testing.T) {
 		iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).Times(1)
 		iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).Times(1)
 		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
@@ -151,7 +152,7 @@ func TestTrustLifecycle(t *testing.T) {
 			return len(p.Finalizers) == 0 && plugins.FindCondition(p.Status.Conditions, condType) == nil,
 				"finalizers " + strings.Join(p.Finalizers, ",")
 		})
-		// The statement held only our subject, so it went; the others stay.
+		// Our statement went; the others stay.
 		if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, store.doc(role))); diff != "" {
 			t.Errorf("trust policy after revoke (-want +got):\n%s", diff)
 		}

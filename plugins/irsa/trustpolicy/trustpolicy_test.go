@@ -87,8 +87,14 @@ func canonical(t *testing.T, doc string) string {
 	return string(out)
 }
 
+// sidA is the Sid of team-a's statement.
+var sidA = StatementID(provider, "team-a")
+
+// ownA is team-a's statement as the plugin writes it.
+var ownA = `{"Sid":"` + sidA + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subA + `"}}}`
+
 func TestAddSubjects(t *testing.T) {
-	edit := Edit{Provider: provider, Audience: DefaultAudience, Subjects: []string{subA}}
+	edit := Edit{Provider: provider, Audience: DefaultAudience, Subjects: []string{subA}, Namespace: "team-a"}
 	tests := []struct {
 		reason      string
 		doc         string
@@ -98,55 +104,75 @@ func TestAddSubjects(t *testing.T) {
 		wantErr     string
 	}{
 		{
-			reason:      "a subject joins the provider's subject list, as a list",
+			reason:      "a subject gets a statement of ours, never a place in someone else's",
 			doc:         eksctlPolicy,
 			edit:        edit,
 			wantChanged: true,
 			want: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
-				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":["` + subB + `","` + subA + `"]}}}]}`,
+				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subB + `"}}},` + ownA + `]}`,
 		},
 		{
-			reason: "a subject already there changes nothing",
+			reason: "a subject someone else's statement already names changes nothing",
 			doc:    eksctlPolicy,
-			edit:   Edit{Provider: provider, Subjects: []string{subB}},
+			edit:   Edit{Provider: provider, Subjects: []string{subB}, Namespace: "team-b"},
 			want:   eksctlPolicy,
 		},
 		{
-			reason:      "foreign statements and conditions are kept; the plain statement gets the subject, deduplicated",
-			doc:         mixedPolicy,
-			edit:        edit,
+			reason:      "foreign statements and conditions are kept; a subject joins our own statement, deduplicated",
+			doc:         strings.Replace(mixedPolicy, `"Sid": "Profiles",`, `"Sid": "`+sidA+`",`, 1),
+			edit:        Edit{Provider: provider, Subjects: []string{subA, subA}, Namespace: "team-a"},
 			wantChanged: true,
 			want: `{"Version":"2012-10-17","Id":"kept-as-is","Statement":[
 				{"Sid":"Ec2","Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"},
 				{"Sid":"Tagged","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":["sts:AssumeRoleWithWebIdentity","sts:TagSession"],
 				 "Condition":{"StringEquals":{"` + issuer + `:sub":"system:serviceaccount:ops:runner"},"StringLike":{"aws:RequestTag/team":"ops-*"}}},
-				{"Sid":"Profiles","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+				{"Sid":"` + sidA + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
 				 "Condition":{"StringEquals":{"` + issuer + `:aud":["sts.amazonaws.com"],"` + issuer + `:sub":["` + subB + `","` + subA + `"]}}}]}`,
 		},
 		{
-			reason:      "without a plain statement for the provider a new one is appended",
-			doc:         onlyForeign,
-			edit:        Edit{Provider: provider, Subjects: []string{subA, subA}},
+			reason:      "a statement of ours that someone bound with another condition is written anew",
+			doc:         `{"Statement":[{"Sid":"` + sidA + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{"` + issuer + `:sub":"` + subB + `"},"Bool":{"aws:MultiFactorAuthPresent":"true"}}}]}`,
+			edit:        edit,
 			wantChanged: true,
-			want: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"},
-				{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
-				 "Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subA + `"}}}]}`,
+			want: `{"Statement":[{"Sid":"` + sidA + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":["` + subB + `","` + subA + `"]}}}]}`,
 		},
 		{
-			reason:      "the wildcard form matches with StringLike in a statement of its own",
+			reason:      "without a statement of ours a new one is appended",
+			doc:         onlyForeign,
+			edit:        Edit{Provider: provider, Subjects: []string{subA, subA}, Namespace: "team-a"},
+			wantChanged: true,
+			want:        `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"},` + ownA + `]}`,
+		},
+		{
+			reason:      "the wildcard form matches with StringLike in the statement all Profiles share",
 			doc:         eksctlPolicy,
 			edit:        Edit{Provider: provider, Subjects: []string{"system:serviceaccount:*:default-editor"}, Wildcard: true},
 			wantChanged: true,
 			want: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
 				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subB + `"}}},
-				{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+				{"Sid":"` + WildcardStatementID(provider) + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
 				 "Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com"},"StringLike":{"` + issuer + `:sub":"system:serviceaccount:*:default-editor"}}}]}`,
+		},
+		{
+			reason:      "with adopt, an unmarked statement of our form naming only our subjects gets our Sid",
+			doc:         eksctlPolicy,
+			edit:        Edit{Provider: provider, Subjects: []string{subB}, Namespace: "team-b", Adopt: true},
+			wantChanged: true,
+			want: `{"Version":"2012-10-17","Statement":[{"Sid":"` + StatementID(provider, "team-b") + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subB + `"}}}]}`,
+		},
+		{
+			reason: "adopt leaves a statement that names another Profile's subject too",
+			doc:    mixedPolicy,
+			edit:   Edit{Provider: provider, Subjects: []string{"system:serviceaccount:ops:runner"}, Namespace: "ops", Adopt: true},
+			want:   mixedPolicy,
 		},
 		{
 			reason:  "a policy past the size limit says by how much",
 			doc:     eksctlPolicy,
-			edit:    Edit{Provider: provider, Subjects: []string{subA}, MaxSize: 300},
-			wantErr: "trust policy would be 452 characters, 152 over the limit of 300",
+			edit:    Edit{Provider: provider, Subjects: []string{subA}, Namespace: "team-a", MaxSize: 300},
+			wantErr: "trust policy would be 804 characters, 504 over the limit of 300",
 		},
 		{
 			reason:  "a document that is not JSON is an error",
@@ -187,58 +213,52 @@ func TestAddSubjects(t *testing.T) {
 }
 
 func TestSizeErrorIsTyped(t *testing.T) {
-	_, _, err := AddSubjects(eksctlPolicy, Edit{Provider: provider, Subjects: []string{subA}, MaxSize: 100})
+	_, _, err := AddSubjects(eksctlPolicy, Edit{Provider: provider, Subjects: []string{subA}, Namespace: "team-a", MaxSize: 100})
 	var se *SizeError
 	if !errors.As(err, &se) || se.Limit != 100 || se.Size <= 100 {
 		t.Errorf("error = %#v, want a *SizeError over 100", err)
 	}
 }
 
-func TestRemoveSubjects(t *testing.T) {
+func TestRemoveStatement(t *testing.T) {
 	tests := []struct {
 		reason      string
 		doc         string
-		subjects    []string
+		namespace   string
 		want        string
 		wantChanged bool
 	}{
 		{
-			reason:      "only our subject leaves; foreign statements, conditions and subjects stay",
-			doc:         mustAdd(t, mixedPolicy, subA),
-			subjects:    []string{subA},
+			reason:      "only our statement leaves; foreign statements, conditions and subjects stay",
+			doc:         mustAdd(t, mixedPolicy, "team-a", subA),
+			namespace:   "team-a",
 			wantChanged: true,
-			want: `{"Version":"2012-10-17","Id":"kept-as-is","Statement":[
-				{"Sid":"Ec2","Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"},
-				{"Sid":"Tagged","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":["sts:AssumeRoleWithWebIdentity","sts:TagSession"],
-				 "Condition":{"StringEquals":{"` + issuer + `:sub":"system:serviceaccount:ops:runner"},"StringLike":{"aws:RequestTag/team":"ops-*"}}},
-				{"Sid":"Profiles","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
-				 "Condition":{"StringEquals":{"` + issuer + `:aud":["sts.amazonaws.com"],"` + issuer + `:sub":"` + subB + `"}}}]}`,
+			want:        mixedPolicy,
 		},
 		{
-			reason:   "a subject that is not there changes nothing",
-			doc:      eksctlPolicy,
-			subjects: []string{subA},
-			want:     eksctlPolicy,
+			reason:    "a subject in someone else's statement stays, even when it is ours",
+			doc:       eksctlPolicy,
+			namespace: "team-b",
+			want:      eksctlPolicy,
 		},
 		{
-			reason:      "a statement left without subjects is dropped, never left trusting every service account",
-			doc:         mustAdd(t, onlyForeign, subA),
-			subjects:    []string{subA},
-			wantChanged: true,
-			want:        `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`,
+			reason:    "another Profile's statement stays",
+			doc:       mustAdd(t, onlyForeign, "team-b", subB),
+			namespace: "team-a",
+			want:      mustAdd(t, onlyForeign, "team-b", subB),
 		},
 		{
 			reason:      "the last statement keeps an empty subject list, which matches no one",
-			doc:         eksctlPolicy,
-			subjects:    []string{subB},
+			doc:         `{"Version":"2012-10-17","Statement":[` + ownA + `]}`,
+			namespace:   "team-a",
 			wantChanged: true,
-			want: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+			want: `{"Version":"2012-10-17","Statement":[{"Sid":"` + sidA + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
 				"Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":[]}}}]}`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			got, changed, err := RemoveSubjects(tt.doc, Edit{Provider: provider, Subjects: tt.subjects})
+			got, changed, err := RemoveStatement(tt.doc, Edit{Provider: provider, Namespace: tt.namespace})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,9 +272,9 @@ func TestRemoveSubjects(t *testing.T) {
 	}
 }
 
-func mustAdd(t *testing.T, doc, sub string) string {
+func mustAdd(t *testing.T, doc, namespace, sub string) string {
 	t.Helper()
-	out, _, err := AddSubjects(doc, Edit{Provider: provider, Subjects: []string{sub}})
+	out, _, err := AddSubjects(doc, Edit{Provider: provider, Subjects: []string{sub}, Namespace: namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
