@@ -266,4 +266,3 @@ func dedupe(values []string) []string {
 	}
 	return out
 }
-
