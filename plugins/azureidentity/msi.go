@@ -24,9 +24,11 @@ type Credential struct {
 }
 
 // Credentials is the part of the Azure managed identity API the plugin
-// calls: federated identity credentials, by identity and name, put and
+// calls: federated identity credentials, by identity and name, read, put and
 // deleted.
 type Credentials interface {
+	// Get returns the named credential, and false when it does not exist.
+	Get(ctx context.Context, id IdentityRef, name string) (Credential, bool, error)
 	// Put creates or replaces the named credential.
 	Put(ctx context.Context, id IdentityRef, name string, c Credential) error
 	// Delete deletes the named credential; one that does not exist is done.
@@ -51,6 +53,28 @@ func (s *sdkCredentials) client(sub string) (*armmsi.FederatedIdentityCredential
 func notFound(err error) bool {
 	var re *azcore.ResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+func (s *sdkCredentials) Get(ctx context.Context, id IdentityRef, name string) (Credential, bool, error) {
+	c, err := s.client(id.Subscription)
+	if err != nil {
+		return Credential{}, false, err
+	}
+	resp, err := c.Get(ctx, id.ResourceGroup, id.Name, name, nil)
+	if notFound(err) {
+		return Credential{}, false, nil
+	}
+	if err != nil {
+		return Credential{}, false, err
+	}
+	var out Credential
+	if p := resp.Properties; p != nil {
+		out = Credential{Issuer: deref(p.Issuer), Subject: deref(p.Subject)}
+		for _, a := range p.Audiences {
+			out.Audiences = append(out.Audiences, deref(a))
+		}
+	}
+	return out, true, nil
 }
 
 func (s *sdkCredentials) Put(ctx context.Context, id IdentityRef, name string, cr Credential) error {
@@ -106,6 +130,14 @@ func (l *lazyCredentials) get() (Credentials, error) {
 	return l.c, nil
 }
 
+func (l *lazyCredentials) Get(ctx context.Context, id IdentityRef, name string) (Credential, bool, error) {
+	c, err := l.get()
+	if err != nil {
+		return Credential{}, false, err
+	}
+	return c.Get(ctx, id, name)
+}
+
 func (l *lazyCredentials) Put(ctx context.Context, id IdentityRef, name string, cr Credential) error {
 	c, err := l.get()
 	if err != nil {
@@ -120,4 +152,11 @@ func (l *lazyCredentials) Delete(ctx context.Context, id IdentityRef, name strin
 		return err
 	}
 	return c.Delete(ctx, id, name)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -40,16 +40,6 @@ func Definition(c Credentials) plugins.Definition {
 // Kind returns "AzureWorkloadIdentity".
 func (Plugin) Kind() string { return Kind }
 
-// CredentialName is the name of the federated credential of one service
-// account: profilekit-<namespace>-<name>, within Azure's 120 characters.
-func CredentialName(namespace, name string) string {
-	n := strings.ReplaceAll("profilekit-"+namespace+"-"+name, ".", "-")
-	if len(n) > 120 {
-		n = n[:120]
-	}
-	return n
-}
-
 type credential struct {
 	key  string
 	id   IdentityRef
@@ -110,7 +100,8 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	case cfg.Issuer == "":
 		return res, errors.Join(annErr, plugins.Terminalf(plugins.ReasonInvalidConfig, "plugin %s: issuer: the cluster's OIDC issuer must be set in the host configuration", Kind))
 	}
-	creds, err := cfg.credentials(plugins.Namespace(req.Profile))
+	ns := plugins.Namespace(req.Profile)
+	creds, err := cfg.credentials(ns)
 	if err != nil {
 		return res, errors.Join(annErr, plugins.Terminal(plugins.ReasonInvalidSpec, err))
 	}
@@ -118,24 +109,62 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	keep := make([]string, 0, len(creds))
 	for _, c := range creds {
 		keep = append(keep, c.key)
+	}
+	// Credentials no longer wanted go first: Azure takes one credential per
+	// issuer and subject, and one of an older name may hold ours.
+	stale, err := p.deleteAll(ctx, req, keep)
+	res.Merge(stale)
+	errs = append(errs, err)
+	recorded, err := req.Outside.Recorded(ctx)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	for _, c := range creds {
 		change := plugins.Change{Kind: "FederatedIdentityCredential", Namespace: c.id.Name, Name: c.name, Action: plugins.Unchanged}
 		desired := struct {
 			Identity   IdentityRef
 			Name       string
 			Credential Credential
 		}{c.id, c.name, c.cred}
-		called, err := req.Outside.Ensure(ctx, System, c.key, desired, func(ctx context.Context) error {
-			return p.creds.Put(ctx, c.id, c.name, c.cred)
+		_, err := req.Outside.Ensure(ctx, System, c.key, desired, func(ctx context.Context) error {
+			action, err := p.put(ctx, c, slices.Contains(recorded, c.key))
+			change.Action = action
+			return err
 		})
-		if called && err == nil {
-			change.Action = plugins.Configured
-		}
 		res.Add(change)
 		errs = append(errs, err)
 	}
-	stale, err := p.deleteAll(ctx, req, keep)
-	res.Merge(stale)
-	return res, errors.Join(append(errs, err)...)
+	return res, errors.Join(errs...)
+}
+
+// put makes the credential c, unless one of its name that is not ours for
+// this Profile is there: a Conflict, and nothing is touched. One of its name
+// is ours when its issuer, subject and audiences are exactly c's, or when
+// the record holds it (we made it) and its subject is still c's.
+func (p Plugin) put(ctx context.Context, c credential, recorded bool) (plugins.Action, error) {
+	live, found, err := p.creds.Get(ctx, c.id, c.name)
+	if err != nil {
+		return plugins.Unchanged, fmt.Errorf("read federated credential %s of %s: %w", c.name, c.id.Name, err)
+	}
+	switch {
+	case found && live.equal(c.cred):
+		return plugins.Unchanged, nil
+	case found && !(recorded && live.Subject == c.cred.Subject):
+		return plugins.Skipped, plugins.Terminalf(plugins.ReasonConflict,
+			"federated credential %s of identity %s exists with issuer %q, subject %q and audiences %q, and is not this Profile's; left untouched",
+			c.name, c.id.Name, live.Issuer, live.Subject, live.Audiences)
+	}
+	if err := p.creds.Put(ctx, c.id, c.name, c.cred); err != nil {
+		return plugins.Unchanged, fmt.Errorf("put federated credential %s of %s: %w", c.name, c.id.Name, err)
+	}
+	if found {
+		return plugins.Configured, nil
+	}
+	return plugins.Created, nil
+}
+
+func (c Credential) equal(o Credential) bool {
+	return c.Issuer == o.Issuer && c.Subject == o.Subject && slices.Equal(c.Audiences, o.Audiences)
 }
 
 // Revoke removes our annotations and deletes our federated credentials, and
@@ -152,27 +181,57 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 }
 
 // deleteAll deletes each credential recorded as made, except those in keep,
-// and forgets it.
+// and forgets it. One that someone replaced with a credential of another
+// subject is left as it is, and forgotten.
 func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []string) (plugins.Result, error) {
 	var res plugins.Result
 	keys, err := req.Outside.Recorded(ctx)
 	if err != nil {
 		return res, err
 	}
-	slices.Sort(keys)
+	ns := plugins.Namespace(req.Profile)
 	var errs []error
 	for _, k := range keys {
 		id, name, ok := parseKey(k)
 		if !ok || slices.Contains(keep, k) {
 			continue
 		}
-		err := req.Outside.Call(ctx, System, func(ctx context.Context) error { return p.creds.Delete(ctx, id, name) })
+		action := plugins.Deleted
+		err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
+			live, found, err := p.creds.Get(ctx, id, name)
+			switch {
+			case err != nil:
+				return err
+			case !found:
+				action = ""
+				return nil
+			case !ownedBy(name, live, ns):
+				action = plugins.Skipped
+				return nil
+			}
+			return p.creds.Delete(ctx, id, name)
+		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete federated credential %s of %s: %w", name, id.Name, err))
 			continue
 		}
-		res.Add(plugins.Change{Kind: "FederatedIdentityCredential", Namespace: id.Name, Name: name, Action: plugins.Deleted})
+		if action != "" {
+			res.Add(plugins.Change{Kind: "FederatedIdentityCredential", Namespace: id.Name, Name: name, Action: action})
+		}
 		errs = append(errs, req.Outside.Forget(ctx, k))
 	}
 	return res, errors.Join(errs...)
+}
+
+// ownedBy reports whether a credential of name that the record holds is
+// still the one the plugin made for a service account of namespace: its
+// subject is such a service account's, and name is that service account's
+// credential name (or the name versions before CredentialName's scheme
+// gave it).
+func ownedBy(name string, live Credential, namespace string) bool {
+	sa, ok := strings.CutPrefix(live.Subject, serviceaccounts.Subject(namespace, ""))
+	if !ok || sa == "" {
+		return false
+	}
+	return name == CredentialName(namespace, sa) || name == legacyCredentialName(namespace, sa)
 }

@@ -52,8 +52,9 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 	creds := iammock.NewMockCredentials(ctrl)
 	ref := azureidentity.IdentityRef{Subscription: sub, ResourceGroup: "kubeflow", Name: "team-a"}
 	name := "az-" + rand.String(5)
-	credName := "profilekit-" + name + "-default-editor"
+	credName := "profilekit-" + name + "_default-editor"
 	want := azureidentity.Credential{Issuer: issuer, Subject: "system:serviceaccount:" + name + ":default-editor", Audiences: []string{azureidentity.DefaultAudience}}
+	creds.EXPECT().Get(gomock.Any(), ref, credName).Return(azureidentity.Credential{}, false, nil).Times(1)
 	creds.EXPECT().Put(gomock.Any(), ref, credName, want).Return(nil).Times(1)
 
 	h := testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{
@@ -83,6 +84,7 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 	})
 
 	t.Run("revoke deletes our credential and our annotations only", func(t *testing.T) {
+		creds.EXPECT().Get(gomock.Any(), ref, credName).Return(want, true, nil).Times(1)
 		creds.EXPECT().Delete(gomock.Any(), ref, credName).Return(nil).Times(1)
 		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(map[string]string{"team.example.org/contact": "alice"}))

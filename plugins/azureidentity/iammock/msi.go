@@ -79,6 +79,46 @@ func (c *MockCredentialsDeleteCall) DoAndReturn(f func(context.Context, azureide
 	return c
 }
 
+// Get mocks base method.
+func (m *MockCredentials) Get(ctx context.Context, id azureidentity.IdentityRef, name string) (azureidentity.Credential, bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "Get", ctx, id, name)
+	ret0, _ := ret[0].(azureidentity.Credential)
+	ret1, _ := ret[1].(bool)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// Get indicates an expected call of Get.
+func (mr *MockCredentialsMockRecorder) Get(ctx, id, name any) *MockCredentialsGetCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Get", reflect.TypeOf((*MockCredentials)(nil).Get), ctx, id, name)
+	return &MockCredentialsGetCall{Call: call}
+}
+
+// MockCredentialsGetCall wrap *gomock.Call
+type MockCredentialsGetCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockCredentialsGetCall) Return(arg0 azureidentity.Credential, arg1 bool, arg2 error) *MockCredentialsGetCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockCredentialsGetCall) Do(f func(context.Context, azureidentity.IdentityRef, string) (azureidentity.Credential, bool, error)) *MockCredentialsGetCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockCredentialsGetCall) DoAndReturn(f func(context.Context, azureidentity.IdentityRef, string) (azureidentity.Credential, bool, error)) *MockCredentialsGetCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // Put mocks base method.
 func (m *MockCredentials) Put(ctx context.Context, id azureidentity.IdentityRef, name string, c azureidentity.Credential) error {
 	m.ctrl.T.Helper()
