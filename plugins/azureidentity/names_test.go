@@ -1,7 +1,11 @@
 package azureidentity_test
 
 import (
+	"regexp"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/profilekit/profilekit/plugins/azureidentity"
 )
@@ -31,4 +35,38 @@ func TestCredentialNamesDoNotCollide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// azureName is Azure's rule for a federated credential's name.
+var azureName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{2,119}$`)
+
+// FuzzCredentialName: two different valid service accounts (namespace, name)
+// never share a credential name, short or hashed, and every name keeps
+// Azure's rules and the plugin's prefix.
+func FuzzCredentialName(f *testing.F) {
+	long := strings.Repeat("x", 120)
+	for _, seed := range [][4]string{
+		{"a-b", "c", "a", "b-c"}, {"team", "a.b", "team", "a-b"}, {"team", long + "a", "team", long + "b"},
+		{"team-a", "default-editor", "team-a", "default-editor"}, {"a", "b_c", "a", "b.c"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3])
+	}
+	f.Fuzz(func(t *testing.T, ns1, sa1, ns2, sa2 string) {
+		if !valid(ns1, sa1) || !valid(ns2, sa2) {
+			return
+		}
+		a, b := azureidentity.CredentialName(ns1, sa1), azureidentity.CredentialName(ns2, sa2)
+		if (a == b) != (ns1 == ns2 && sa1 == sa2) {
+			t.Fatalf("CredentialName(%q, %q) = %q, CredentialName(%q, %q) = %q", ns1, sa1, a, ns2, sa2, b)
+		}
+		if !azureName.MatchString(a) || !strings.HasPrefix(a, azureidentity.CredentialPrefix) {
+			t.Fatalf("CredentialName(%q, %q) = %q breaks Azure's rules or lacks the prefix", ns1, sa1, a)
+		}
+	})
+}
+
+// valid reports whether namespace is a Profile's (a DNS-1123 label) and name
+// a service account's (a DNS-1123 subdomain).
+func valid(namespace, name string) bool {
+	return len(validation.IsDNS1123Label(namespace)) == 0 && len(validation.IsDNS1123Subdomain(name)) == 0
 }
