@@ -36,7 +36,7 @@ func NewConfigMapSource(name string, c kubernetes.Interface, namespace, configMa
 	if c == nil || namespace == "" || configMap == "" {
 		return nil, fmt.Errorf("grants source %s: needs a client, a namespace and a ConfigMap name", name)
 	}
-	return &ConfigMapSource{tracker: tracker{name: name, maxDrop: o.MaxDropShare}, client: c, namespace: namespace, name: configMap}, nil
+	return &ConfigMapSource{tracker: newTracker(name, o), client: c, namespace: namespace, name: configMap}, nil
 }
 
 // DecodeConfigMap reads the grants of a ConfigMap's data: each key a JSON

@@ -58,6 +58,15 @@ type Grants struct {
 	buckets []Bucket
 	// access maps a namespace to what it may mount, sorted by volume.
 	access map[string][]Access
+	// n is the number of grants, the length of every access list together.
+	n int
+}
+
+// Grant is one namespace's access to one volume, whatever the mode: the
+// unit that the drop guard counts.
+type Grant struct {
+	Namespace string
+	Volume    string
 }
 
 // NewGrants checks and normalises buckets into a snapshot. Errors name the
@@ -88,18 +97,19 @@ func NewGrants(buckets []Bucket) (Grants, error) {
 	}
 	slices.SortFunc(out, func(a, b Bucket) int { return cmp.Compare(a.Volume, b.Volume) })
 	g := Grants{buckets: out, access: map[string][]Access{}}
+	// Buckets are taken in volume order and each gives a namespace one
+	// access at most, so every namespace's list comes out sorted by volume.
 	for _, b := range out {
 		for _, ns := range b.Readers {
-			if !slices.Contains(b.Writers, ns) {
+			if _, writes := slices.BinarySearch(b.Writers, ns); !writes {
 				g.access[ns] = append(g.access[ns], Access{Bucket: b, Mode: ReadOnly})
+				g.n++
 			}
 		}
 		for _, ns := range b.Writers {
 			g.access[ns] = append(g.access[ns], Access{Bucket: b, Mode: ReadWrite})
+			g.n++
 		}
-	}
-	for ns := range g.access {
-		slices.SortFunc(g.access[ns], func(a, b Access) int { return cmp.Compare(a.Volume, b.Volume) })
 	}
 	return g, nil
 }
@@ -171,49 +181,62 @@ func (g Grants) For(ns string) []Access { return slices.Clone(g.access[ns]) }
 func (g Grants) Namespaces() []string { return slices.Sorted(maps.Keys(g.access)) }
 
 // Len returns the number of grants: pairs of a bucket and a namespace.
-func (g Grants) Len() int {
-	n := 0
-	for _, a := range g.access {
-		n += len(a)
-	}
-	return n
-}
+func (g Grants) Len() int { return g.n }
 
 // Changed returns the namespaces whose access differs between old and new,
-// sorted.
+// sorted. Its work is linear in the grants of both.
 func Changed(old, new Grants) []string {
 	var out []string
-	for _, ns := range slices.Compact(slices.Sorted(func(yield func(string) bool) {
-		for ns := range old.access {
-			if !yield(ns) {
-				return
-			}
-		}
-		for ns := range new.access {
-			if !yield(ns) {
-				return
-			}
-		}
-	})) {
-		if !slices.EqualFunc(old.access[ns], new.access[ns], equalAccess) {
+	for ns, as := range old.access {
+		if !slices.EqualFunc(as, new.access[ns], equalAccess) {
 			out = append(out, ns)
 		}
 	}
+	for ns := range new.access {
+		if _, ok := old.access[ns]; !ok {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
 // Dropped returns how many of old's grants new no longer has (changed modes
-// count as kept).
+// count as kept). Its work is linear in the grants of both: each
+// namespace's two lists, sorted by volume, are walked side by side.
 func Dropped(old, new Grants) int {
 	n := 0
 	for ns, as := range old.access {
+		bs := new.access[ns]
+		j := 0
 		for _, a := range as {
-			if !slices.ContainsFunc(new.access[ns], func(b Access) bool { return b.Volume == a.Volume }) {
+			for j < len(bs) && bs[j].Volume < a.Volume {
+				j++
+			}
+			if j == len(bs) || bs[j].Volume != a.Volume {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// DroppedFrom returns how many of the grants in base g does not have, and
+// how many distinct grants base holds. Its work is linear in base and g.
+func DroppedFrom(base []Grant, g Grants) (dropped, total int) {
+	in := make(map[Grant]bool, len(base))
+	for _, b := range base {
+		in[b] = true
+	}
+	kept := 0
+	for ns, as := range g.access {
+		for _, a := range as {
+			if in[Grant{Namespace: ns, Volume: a.Volume}] {
+				kept++
+			}
+		}
+	}
+	return len(in) - kept, len(in)
 }
 
 func equalAccess(a, b Access) bool {

@@ -8,7 +8,7 @@ import (
 var (
 	refreshTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "profilekit_grants_refresh_total",
-		Help: "Refreshes of grants sources, by source and result (OK, or the reason the document was rejected: Unreachable, Undefined, Malformed, Missing, DropTooLarge).",
+		Help: "Refreshes of grants sources, by source and result (OK, or the reason the document was rejected: Unreachable, Undefined, Malformed, Missing, DropTooLarge, NoBaseline).",
 	}, []string{"source", "result"})
 	healthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "profilekit_grants_source_healthy",

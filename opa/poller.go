@@ -30,7 +30,7 @@ func NewPoller(name string, c *Client, path string, input any, opts Options) (*P
 	if c == nil || path == "" {
 		return nil, fmt.Errorf("grants source %s: needs a client and a path", name)
 	}
-	return &Poller{tracker: tracker{name: name, maxDrop: o.MaxDropShare}, client: c, path: path, input: input, interval: o.Interval}, nil
+	return &Poller{tracker: newTracker(name, o), client: c, path: path, input: input, interval: o.Interval}, nil
 }
 
 // Interval returns how often the Poller asks.

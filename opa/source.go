@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -30,6 +31,10 @@ type Source interface {
 	// good snapshot when the source turns unhealthy or healthy again, so
 	// that only those are reconciled. It returns nil when ctx ends.
 	Run(ctx context.Context, notify func(namespaces []string)) error
+	// Synced returns a channel that is closed once the source has taken
+	// its first good snapshot, for consumers that reported "not synced" to
+	// every Profile and must tell them all when that ends.
+	Synced() <-chan struct{}
 }
 
 // State is a source's last good snapshot and the outcome of its last refresh.
@@ -53,6 +58,9 @@ const (
 	ReasonMalformed    = "Malformed"
 	ReasonMissing      = "Missing"
 	ReasonDropTooLarge = "DropTooLarge"
+	// ReasonNoBaseline means that the first document after a start could
+	// not be checked, because Options.Baseline failed.
+	ReasonNoBaseline = "NoBaseline"
 )
 
 // RefreshError is why a refresh was not taken.
@@ -77,29 +85,36 @@ func (e *RefreshError) Unwrap() error { return e.Err }
 // withdraw at once.
 const DefaultMaxDropShare = 0.5
 
-// tracker holds a source's snapshot and applies the rules every source shares.
+// tracker holds a source's snapshot and applies the rules every source
+// shares. Offers are serialised by mu; readers load the snapshot from state
+// and never wait, whatever an offer in progress is doing.
 type tracker struct {
-	name    string
-	maxDrop float64
+	name     string
+	maxDrop  float64
+	baseline func(context.Context) ([]Grant, error)
 
-	mu    sync.Mutex
-	state State
+	mu     sync.Mutex
+	state  atomic.Pointer[State]
+	once   sync.Once
+	synced chan struct{}
+}
+
+func newTracker(name string, o Options) tracker {
+	return tracker{name: name, maxDrop: o.MaxDropShare, baseline: o.Baseline}
 }
 
 // offer takes a refresh's outcome: a document or the error that kept it from
-// being read. It returns the namespaces to notify.
+// being read. It returns the namespaces to notify. The work (the drop guard,
+// the diff) is done before the new snapshot is swapped in, so State() reads
+// the old one meanwhile.
 func (t *tracker) offer(ctx context.Context, g Grants, err error) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	logger := log.FromContext(ctx).WithValues("grantsSource", t.name)
-	old := t.state
-	if err == nil && old.Synced && old.Grants.Len() > 0 {
-		dropped := Dropped(old.Grants, g)
-		if share := float64(dropped) / float64(old.Grants.Len()); share > t.maxDrop {
-			err = &RefreshError{Source: t.name, Reason: ReasonDropTooLarge, Err: fmt.Errorf(
-				"the new document withdraws %d of %d grants (%.0f%%), more than the %.0f%% allowed at once; keeping the last good grants",
-				dropped, old.Grants.Len(), 100*share, 100*t.maxDrop)}
-		}
+	old := t.State()
+	var base []string
+	if err == nil {
+		base, err = t.guard(ctx, old, g)
 	}
 	if err != nil {
 		var re *RefreshError
@@ -109,12 +124,14 @@ func (t *tracker) offer(ctx context.Context, g Grants, err error) []string {
 		refreshTotal.WithLabelValues(t.name, re.Reason).Inc()
 		healthy.WithLabelValues(t.name).Set(0)
 		// One log line per change of reason, not per poll.
-		if old.Err == nil || old.Err.Error() != re.Error() {
-			logger.Error(re, "grants refresh rejected, keeping the last good snapshot", "reason", re.Reason, "grants", old.Grants.Len())
+		changed := old.Err == nil || old.Err.Error() != re.Error()
+		if changed {
+			logger.Error(re, "grants refresh rejected, keeping the last good snapshot", "reason", re.Reason, "grants", old.Grants.Len(), "synced", old.Synced)
 		}
-		wasHealthy := old.Err == nil
-		t.state.Err = re
-		if wasHealthy || old.Err.Error() != re.Error() {
+		next := old
+		next.Err = re
+		t.state.Store(&next)
+		if changed {
 			return t.notified(old.Grants.Namespaces())
 		}
 		return nil
@@ -122,11 +139,11 @@ func (t *tracker) offer(ctx context.Context, g Grants, err error) []string {
 	refreshTotal.WithLabelValues(t.name, "OK").Inc()
 	healthy.WithLabelValues(t.name).Set(1)
 	buckets.WithLabelValues(t.name).Set(float64(len(g.buckets)))
-	t.state = State{Grants: g, Synced: true, Taken: time.Now()}
 	var ns []string
 	switch {
 	case !old.Synced:
-		ns = g.Namespaces()
+		// The namespaces of the grants in use hear too: some lose a volume.
+		ns = slices.Compact(slices.Sorted(slices.Values(slices.Concat(base, g.Namespaces()))))
 	case old.Err != nil:
 		// Recovered: the Profiles that showed the error hear that it is gone.
 		ns = slices.Compact(slices.Sorted(slices.Values(slices.Concat(old.Grants.Namespaces(), g.Namespaces()))))
@@ -134,10 +151,46 @@ func (t *tracker) offer(ctx context.Context, g Grants, err error) []string {
 	default:
 		ns = Changed(old.Grants, g)
 	}
+	t.state.Store(&State{Grants: g, Synced: true, Taken: time.Now()})
+	if !old.Synced {
+		close(t.syncedCh())
+	}
 	if len(ns) > 0 && old.Synced {
 		logger.Info("grants changed", "namespaces", len(ns), "grants", g.Len())
 	}
 	return t.notified(ns)
+}
+
+// guard refuses a document that would withdraw more than the allowed share
+// of the grants in use: the last good snapshot, or, before there is one
+// (the first document after a start), the grants the baseline says the
+// cluster holds. It returns the baseline's namespaces.
+func (t *tracker) guard(ctx context.Context, old State, g Grants) ([]string, error) {
+	var dropped, total int
+	var ns []string
+	refusal := "the new document withdraws %d of %d grants (%.0f%%), more than the %.0f%% allowed at once; keeping the last good grants"
+	switch {
+	case old.Synced:
+		dropped, total = Dropped(old.Grants, g), old.Grants.Len()
+	case t.baseline != nil:
+		inUse, err := t.baseline(ctx)
+		if err != nil {
+			return nil, &RefreshError{Source: t.name, Reason: ReasonNoBaseline, Err: fmt.Errorf(
+				"read the grants in use, which the first document after a start is checked against: %w; nothing is taken until they can be read", err)}
+		}
+		dropped, total = DroppedFrom(inUse, g)
+		for _, b := range inUse {
+			ns = append(ns, b.Namespace)
+		}
+		refusal = "the first document since the start withdraws %d of %d grants in use in the cluster (%.0f%%), more than the %.0f%% allowed at once; nothing is taken until a document within that share arrives"
+	}
+	if total == 0 {
+		return ns, nil
+	}
+	if share := float64(dropped) / float64(total); share > t.maxDrop {
+		return ns, &RefreshError{Source: t.name, Reason: ReasonDropTooLarge, Err: fmt.Errorf(refusal, dropped, total, 100*share, 100*t.maxDrop)}
+	}
+	return ns, nil
 }
 
 func (t *tracker) notified(ns []string) []string {
@@ -145,11 +198,21 @@ func (t *tracker) notified(ns []string) []string {
 	return ns
 }
 
-// State returns the last good snapshot and how the last refresh went.
+// State returns the last good snapshot and how the last refresh went. It
+// never waits for a refresh in progress.
 func (t *tracker) State() State {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.state
+	if st := t.state.Load(); st != nil {
+		return *st
+	}
+	return State{}
+}
+
+// Synced returns a channel closed once the first good snapshot is taken.
+func (t *tracker) Synced() <-chan struct{} { return t.syncedCh() }
+
+func (t *tracker) syncedCh() chan struct{} {
+	t.once.Do(func() { t.synced = make(chan struct{}) })
+	return t.synced
 }
 
 // Name names the source.
@@ -163,6 +226,14 @@ type Options struct {
 	// may withdraw; a refresh that withdraws more is rejected. Default 0.5.
 	// 1 allows any drop, including to nothing.
 	MaxDropShare float64
+	// Baseline, when set, returns the grants in use: what the consumer's
+	// state in the cluster stands for (one Grant per volume it made from
+	// this source). The first document after a start, when there is no
+	// snapshot in memory to compare with, is checked against it under
+	// MaxDropShare, so that a restart does not reset the drop guard. A
+	// Baseline that fails refuses the document (ReasonNoBaseline). Without
+	// it the first document is taken whatever it holds.
+	Baseline func(ctx context.Context) ([]Grant, error)
 }
 
 // DefaultInterval is how often a Poller asks by default.
