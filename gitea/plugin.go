@@ -90,7 +90,11 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	}
 	ns := plugins.Namespace(req.Profile)
 	acfg := cfg.appsConfig(req.Profile)
-	on, invalid, err := apps.Wanted(ctx, req.Client, acfg, req.Profile)
+	kept, err := apps.KeptNames(ctx, req.Client, acfg, Kind, req.Profile)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	on, invalid, err := apps.Wanted(ctx, req.Client, acfg, req.Profile, kept)
 	if err != nil {
 		return plugins.Result{}, err
 	}
@@ -187,7 +191,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		// Nothing is written or deleted until every instance can be served.
 		return res, errors.Join(append(errs, invalid...)...)
 	}
-	d, err := apps.Build(acfg, req.Profile, on)
+	d, err := apps.Build(acfg, req.Profile, on, kept)
 	if err != nil {
 		return res, err
 	}

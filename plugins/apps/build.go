@@ -1,8 +1,6 @@
 package apps
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -94,34 +91,22 @@ func Choose(cfg *Config, p *kubeflowv1.Profile) []Choice {
 	return out
 }
 
-// ApplicationName returns the name of the Application of app in namespace
-// ns: <namespace>-<app>, unique in the Argo CD namespace. Argo CD puts the
-// name in a label value on what it deploys, so a name longer than 63 bytes
-// keeps its first 54 and ends with a dash and 8 hex digits of its hash.
-func ApplicationName(ns, app string) string {
-	s := ns + "-" + app
-	if len(s) <= validation.LabelValueMaxLength {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	return strings.TrimRight(s[:validation.LabelValueMaxLength-9], "-") + "-" + hex.EncodeToString(sum[:4])
-}
-
 // Build returns the Application, route and policies of each app in apps for
-// Profile p. Input that cannot be built is a terminal InvalidSpec error.
-func Build(cfg *Config, p *kubeflowv1.Profile, apps []App) (Desired, error) {
-	d, err := build(cfg, p, apps)
+// Profile p, the Applications named by kept (see KeptNames). Input that
+// cannot be built is a terminal InvalidSpec error.
+func Build(cfg *Config, p *kubeflowv1.Profile, apps []App, kept Kept) (Desired, error) {
+	d, err := build(cfg, p, apps, kept)
 	if err != nil {
 		return Desired{}, plugins.Terminal(plugins.ReasonInvalidSpec, fmt.Errorf("plugin %s: %w", Kind, err))
 	}
 	return d, nil
 }
 
-func build(cfg *Config, p *kubeflowv1.Profile, apps []App) (Desired, error) {
+func build(cfg *Config, p *kubeflowv1.Profile, apps []App, kept Kept) (Desired, error) {
 	var d Desired
 	var errs []error
 	for _, a := range apps {
-		app, err := application(cfg, p, a)
+		app, err := application(cfg, p, a, kept.Name(plugins.Namespace(p), a.Name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("apps[%s]: %w", a.Name, err))
 			continue
@@ -159,7 +144,7 @@ func build(cfg *Config, p *kubeflowv1.Profile, apps []App) (Desired, error) {
 	return d, errors.Join(errs...)
 }
 
-func application(cfg *Config, p *kubeflowv1.Profile, a App) (*Application, error) {
+func application(cfg *Config, p *kubeflowv1.Profile, a App, name string) (*Application, error) {
 	ns := plugins.Namespace(p)
 	vals := Values{Values: plugins.ValuesOf(p), RootURL: strings.TrimSuffix(cfg.RootURL, "/")}
 	vals.AppURL = vals.RootURL + a.PathPrefix(ns)
@@ -178,7 +163,7 @@ func application(cfg *Config, p *kubeflowv1.Profile, a App) (*Application, error
 	return &Application{
 		TypeMeta: metav1.TypeMeta{APIVersion: ApplicationKind.GroupVersion().String(), Kind: ApplicationKind.Kind},
 		Metadata: ApplicationMeta{
-			Name:       ApplicationName(ns, a.Name),
+			Name:       name,
 			Namespace:  cfg.ArgoCD.Namespace,
 			Finalizers: []string{ResourcesFinalizer},
 		},

@@ -95,7 +95,7 @@ func TestBuildApplication(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("config: %v", err)
 			}
-			d, err := apps.Build(cfg, profile("team-a", tc.owner, nil), cfg.Apps)
+			d, err := apps.Build(cfg, profile("team-a", tc.owner, nil), cfg.Apps, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -106,13 +106,32 @@ func TestBuildApplication(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := d.Applications[0]
-			if a.Metadata.Name != "team-a-web" || a.Metadata.Namespace != apps.DefaultArgoCDNamespace {
+			if a.Metadata.Name != "team-a.web" || a.Metadata.Namespace != apps.DefaultArgoCDNamespace {
 				t.Errorf("Application %s/%s", a.Metadata.Namespace, a.Metadata.Name)
 			}
 			if d := cmp.Diff(tc.want, a.Spec); d != "" {
 				t.Errorf("spec (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+func TestBuildKeepsTheFirstReleasesName(t *testing.T) {
+	cfg := apps.ConfigFromEnv(func(string) (string, bool) { return "", false })
+	cfg.Apps = []apps.App{
+		{Name: "web", Source: apps.Source{RepoURL: "https://git.example.org/web.git", Path: "deploy"}},
+		{Name: "docs", Source: apps.Source{RepoURL: "https://git.example.org/docs.git", Path: "deploy"}},
+	}
+	d, err := apps.Build(cfg, profile("team-a", "alice@example.org", nil), cfg.Apps, apps.Kept{"web": "team-a-web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range d.Applications {
+		got = append(got, a.Metadata.Name)
+	}
+	if d := cmp.Diff([]string{"team-a-web", "team-a.docs"}, got); d != "" {
+		t.Errorf("Application names (-want +got):\n%s", d)
 	}
 }
 

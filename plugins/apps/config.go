@@ -80,7 +80,8 @@ type Routing struct {
 
 // App is one application deployed into each Profile that enables it.
 type App struct {
-	// Name names the app; the Application is <namespace>-<name>.
+	// Name names the app; the Application is <namespace>.<name> (see
+	// ApplicationName).
 	Name string `json:"name"`
 	// OptInLabel is a Profile label key; a Profile with it set to true gets
 	// the app. Values that are not booleans are reported and change nothing.
@@ -196,7 +197,7 @@ func (c *Config) Validate() error {
 	if len(errs) == 0 {
 		// Build once for a sample Profile, so that routes and policies that
 		// cannot be built fail when the configuration loads.
-		if _, err := build(c, sampleProfile(), c.Apps); err != nil {
+		if _, err := build(c, sampleProfile(), c.Apps, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

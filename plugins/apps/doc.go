@@ -10,6 +10,16 @@
 // boolean is reported (AppsReady=False, InvalidLabel, naming the label and
 // value) and leaves the app as it is.
 //
+// Each Application is named <namespace>.<app> (ApplicationName), or, when
+// that is longer than 63 bytes, parts of both and a hash, with two dots.
+// Namespaces and app names never hold a dot, so no two Profiles' apps, nor
+// the apps of two plugins in one Argo CD namespace, ever share a name. An
+// Application the first release named <namespace>-<app>
+// (LegacyApplicationName), which two pairs could share, keeps that name as
+// long as it exists with the plugin's labels for its Profile, so that an
+// upgrade renames nothing (Argo CD deletes what a deleted Application
+// deployed); the plugin never writes an Application without its labels.
+//
 // Each Application gets:
 //
 //   - the source the host declares: repoURL, targetRevision, path or chart,
@@ -80,9 +90,10 @@
 // Route, Routing, Source and its Helm, Kustomize, Directory and Jsonnet
 // parts, SyncPolicy) with the JSON names, defaults and meaning of their
 // fields, the placeholders RootURL and AppURL, the Application names
-// ApplicationName gives, and the condition AppsReady. Experimental, and free
-// to change in a minor release: Build, Choose, Wanted, WaitGone, Desired,
-// Choice, and Application with its parts, the few fields of Argo CD's API
+// ApplicationName and LegacyApplicationName give, and the condition
+// AppsReady. Experimental, and free to change in a minor release: Build,
+// Choose, Wanted, WaitGone, KeptNames, Kept, Desired, Choice, and
+// Application with its parts, the few fields of Argo CD's API
 // the plugin writes; run the plugin through its Definition, and use these
 // for tests and previews.
 package apps

@@ -73,11 +73,15 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	on, invalid, err := Wanted(ctx, req.Client, cfg, req.Profile)
+	kept, err := KeptNames(ctx, req.Client, cfg, Kind, req.Profile)
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	d, err := Build(cfg, req.Profile, on)
+	on, invalid, err := Wanted(ctx, req.Client, cfg, req.Profile, kept)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	d, err := Build(cfg, req.Profile, on, kept)
 	if err != nil {
 		return plugins.Result{}, err
 	}
@@ -86,15 +90,15 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 }
 
 // Wanted returns the apps p wants. An app whose opt-in label is not a
-// boolean is kept when its Application exists (read from r, which may be
-// nil offline) and reported among the errors.
-func Wanted(ctx context.Context, r client.Reader, cfg *Config, prof *kubeflowv1.Profile) ([]App, []error, error) {
+// boolean is kept when its Application (named by kept) exists (read from
+// r, which may be nil offline) and reported among the errors.
+func Wanted(ctx context.Context, r client.Reader, cfg *Config, prof *kubeflowv1.Profile, kept Kept) ([]App, []error, error) {
 	var on []App
 	var invalid []error
 	for _, c := range Choose(cfg, prof) {
 		if c.Invalid != nil {
 			invalid = append(invalid, c.Invalid)
-			exists, err := applicationExists(ctx, r, cfg.ArgoCD.Namespace, ApplicationName(prof.Name, c.App.Name))
+			exists, err := applicationExists(ctx, r, cfg.ArgoCD.Namespace, kept.Name(plugins.Namespace(prof), c.App.Name))
 			if err != nil {
 				return nil, nil, err
 			}
