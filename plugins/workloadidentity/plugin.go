@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	iam "google.golang.org/api/iam/v1"
 
@@ -15,9 +13,6 @@ import (
 
 // System names Google IAM in outside-call metrics and condition reasons.
 const System = "GCPIAM"
-
-// keyPrefix starts the outside-state key of a Google service account's policy.
-const keyPrefix = "gsa/"
 
 // conflictRetries is how often a policy changed by someone else between our
 // read and our write is read and changed again, within one call.
@@ -44,10 +39,10 @@ func Definition(c IAM) plugins.Definition {
 // Kind returns "WorkloadIdentity".
 func (Plugin) Kind() string { return Kind }
 
-// Apply annotates the service accounts and grants them the workload identity
-// user role on the Google service account (only when that is not what was
-// last made true). A Google service account the Profile no longer names loses
-// our members.
+// Apply grants the service accounts the workload identity user role on the
+// Google service account (only when that is not what was last made true),
+// then annotates them. A Google service account the Profile no longer names
+// then loses the members we added.
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
@@ -60,12 +55,21 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
 	}
+	// A pod given a Google service account that does not let it act as it
+	// fails, so the annotation waits for the grant; the accounts named
+	// before keep our members until the annotation points elsewhere.
+	keep, c, err := p.grant(ctx, req, cfg.GCPServiceAccount, members)
+	if err != nil {
+		return plugins.Result{Changes: []plugins.Change{c}}, err
+	}
 	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount})
-	c, grantErr := p.grant(ctx, req, cfg.GCPServiceAccount, members)
 	res.Add(c)
-	stale, staleErr := p.revokeAll(ctx, req, cfg, cfg.GCPServiceAccount)
+	if annErr != nil {
+		return res, annErr
+	}
+	stale, err := p.revokeAll(ctx, req, cfg, keep)
 	res.Merge(stale)
-	return res, errors.Join(annErr, grantErr, staleErr)
+	return res, err
 }
 
 // Revoke removes our annotation and our members from every Google service
@@ -76,7 +80,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		return plugins.Result{}, err
 	}
 	res, annErr := serviceaccounts.Unannotate(ctx, req, cfg.ServiceAccounts, AnnotationGSA)
-	removed, err := p.revokeAll(ctx, req, cfg, "")
+	removed, err := p.revokeAll(ctx, req, cfg, nil)
 	res.Merge(removed)
 	return res, errors.Join(annErr, err)
 }
@@ -95,23 +99,6 @@ func (c *Config) members(req plugins.Request, gsa string) ([]string, error) {
 		out = append(out, Member(pool, plugins.Namespace(req.Profile), sa))
 	}
 	return out, nil
-}
-
-func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, members []string) (plugins.Change, error) {
-	change := plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Unchanged}
-	desired := struct {
-		ServiceAccount string
-		Role           string
-		Members        []string
-	}{gsa, RoleWorkloadIdentityUser, members}
-	_, err := req.Outside.Ensure(ctx, System, keyPrefix+gsa, desired, func(ctx context.Context) error {
-		changed, err := p.update(ctx, gsa, func(pol *iam.Policy) bool { return Grant(pol, RoleWorkloadIdentityUser, members) })
-		if changed {
-			change.Action = plugins.Configured
-		}
-		return err
-	})
-	return change, err
 }
 
 // update reads the policy of gsa, changes it with edit, and writes it with
@@ -141,43 +128,4 @@ func (p Plugin) update(ctx context.Context, gsa string, edit func(*iam.Policy) b
 		return true, nil
 	}
 	return false, fmt.Errorf("write IAM policy of %s: %d attempts: %w", gsa, conflictRetries, ErrConcurrentChange)
-}
-
-// revokeAll removes the Profile's members from each Google service account
-// recorded as granted, except keep, and forgets it.
-func (p Plugin) revokeAll(ctx context.Context, req plugins.Request, cfg *Config, keep string) (plugins.Result, error) {
-	var res plugins.Result
-	keys, err := req.Outside.Recorded(ctx)
-	if err != nil {
-		return res, err
-	}
-	slices.Sort(keys)
-	var errs []error
-	for _, k := range keys {
-		gsa, ok := strings.CutPrefix(k, keyPrefix)
-		if !ok || gsa == keep {
-			continue
-		}
-		members, err := cfg.members(req, gsa)
-		if err != nil {
-			// Not an account we could have granted: nothing to undo.
-			errs = append(errs, req.Outside.Forget(ctx, k))
-			continue
-		}
-		changed := false
-		err = req.Outside.Call(ctx, System, func(ctx context.Context) error {
-			var err error
-			changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, members) })
-			return err
-		})
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if changed {
-			res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
-		}
-		errs = append(errs, req.Outside.Forget(ctx, k))
-	}
-	return res, errors.Join(errs...)
 }

@@ -1,0 +1,190 @@
+package workloadidentity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	iam "google.golang.org/api/iam/v1"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// The outside-state keys of the plugin's record. An IAM policy has no room
+// for a proof of who added a member, so the record, a labelled object of the
+// plugin's in the Profile's namespace, is the proof: one key per member the
+// plugin added, one per member someone else had granted first.
+const (
+	// grantPrefix starts grant/<gsa>/<member>: the plugin added the member,
+	// and removes it on Revoke.
+	grantPrefix = "grant/"
+	// foreignPrefix starts foreign/<gsa>/<member>: the member held the role
+	// before the plugin's first grant; it is never removed.
+	foreignPrefix = "foreign/"
+	// legacyPrefix starts gsa/<gsa>, the key of versions before per-member
+	// keys, which granted every member of the Profile on gsa.
+	legacyPrefix = "gsa/"
+)
+
+func grantKey(gsa, member string) string   { return grantPrefix + gsa + "/" + member }
+func foreignKey(gsa, member string) string { return foreignPrefix + gsa + "/" + member }
+
+// parseKey splits a key of the record into its prefix, account and member
+// (empty for a legacy key).
+func parseKey(k string) (prefix, gsa, member string, ok bool) {
+	for _, prefix := range []string{grantPrefix, foreignPrefix, legacyPrefix} {
+		rest, found := strings.CutPrefix(k, prefix)
+		if !found {
+			continue
+		}
+		gsa, member, _ = strings.Cut(rest, "/")
+		return prefix, gsa, member, gsa != "" && (member != "") == (prefix != legacyPrefix)
+	}
+	return "", "", "", false
+}
+
+// errForeignGone is a member someone else had granted that no longer holds
+// the role: the record forgets it, and the next pass grants it as ours.
+var errForeignGone = errors.New("a member granted by someone else before the plugin no longer holds the role; the plugin grants it on the next pass")
+
+// grant makes each member hold the role on gsa (only when that is not what
+// was last made true). A member that already holds it, unrecorded, was
+// granted by someone else: it is recorded as foreign and never removed. It
+// returns the keys of the record that stay.
+func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, members []string) ([]string, plugins.Change, error) {
+	change := plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Unchanged}
+	recorded, err := req.Outside.Recorded(ctx)
+	if err != nil {
+		return nil, change, err
+	}
+	// The versions before per-member keys added every member they granted.
+	legacy := slices.Contains(recorded, legacyPrefix+gsa)
+	keep := []string{legacyPrefix + gsa}
+	var errs []error
+	for _, m := range members {
+		want := struct{ ServiceAccount, Role, Member string }{gsa, RoleWorkloadIdentityUser, m}
+		gk, fk := grantKey(gsa, m), foreignKey(gsa, m)
+		keep = append(keep, gk, fk)
+		if slices.Contains(recorded, fk) {
+			_, err := req.Outside.Ensure(ctx, System, fk, want, func(ctx context.Context) error { return p.stillGranted(ctx, gsa, m) })
+			if errors.Is(err, errForeignGone) {
+				err = errors.Join(err, req.Outside.Forget(ctx, fk))
+			}
+			errs = append(errs, err)
+			continue
+		}
+		present := false
+		called, err := req.Outside.Ensure(ctx, System, gk, want, func(ctx context.Context) error {
+			changed, err := p.update(ctx, gsa, func(pol *iam.Policy) bool {
+				present = HasMembers(pol, RoleWorkloadIdentityUser, []string{m})
+				return Grant(pol, RoleWorkloadIdentityUser, []string{m})
+			})
+			if changed {
+				change.Action = plugins.Configured
+			}
+			return err
+		})
+		if err != nil || !called || !present || legacy || slices.Contains(recorded, gk) {
+			errs = append(errs, err)
+			continue
+		}
+		// Someone else granted it before us: not ours to remove.
+		errs = append(errs, req.Outside.Forget(ctx, gk))
+		_, err = req.Outside.Ensure(ctx, System, fk, want, func(ctx context.Context) error { return p.stillGranted(ctx, gsa, m) })
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil || !legacy {
+		return keep, change, err
+	}
+	return keep, change, req.Outside.Forget(ctx, legacyPrefix+gsa)
+}
+
+// stillGranted reads the policy of gsa and returns errForeignGone unless
+// member holds the role.
+func (p Plugin) stillGranted(ctx context.Context, gsa, member string) error {
+	project, err := Project(gsa)
+	if err != nil {
+		return plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	pol, err := p.iam.Policy(ctx, Resource(project, gsa))
+	if err != nil {
+		return fmt.Errorf("read IAM policy of %s: %w", gsa, err)
+	}
+	if !HasMembers(pol, RoleWorkloadIdentityUser, []string{member}) {
+		return fmt.Errorf("member %s of %s: %w", member, gsa, errForeignGone)
+	}
+	return nil
+}
+
+// revokeAll removes, from each Google service account, the members the
+// record says the plugin added for this Profile, except the keys in keep,
+// and forgets them. Members recorded as foreign are forgotten only.
+func (p Plugin) revokeAll(ctx context.Context, req plugins.Request, cfg *Config, keep []string) (plugins.Result, error) {
+	var res plugins.Result
+	keys, err := req.Outside.Recorded(ctx)
+	if err != nil {
+		return res, err
+	}
+	ns := plugins.Namespace(req.Profile)
+	ours := map[string][]string{} // gsa -> members to remove
+	done := map[string][]string{} // gsa -> keys forgotten once they are removed
+	var errs []error
+	for _, k := range keys {
+		prefix, gsa, member, ok := parseKey(k)
+		if !ok || slices.Contains(keep, k) {
+			continue
+		}
+		switch prefix {
+		case foreignPrefix:
+			errs = append(errs, req.Outside.Forget(ctx, k))
+			continue
+		case legacyPrefix:
+			members, err := cfg.members(req, gsa)
+			if err != nil {
+				// Not an account we could have granted: nothing to undo.
+				errs = append(errs, req.Outside.Forget(ctx, k))
+				continue
+			}
+			ours[gsa] = append(ours[gsa], members...)
+		default:
+			// Only a member of this Profile's namespace can be ours.
+			if !inNamespace(member, ns) {
+				errs = append(errs, req.Outside.Forget(ctx, k))
+				continue
+			}
+			ours[gsa] = append(ours[gsa], member)
+		}
+		done[gsa] = append(done[gsa], k)
+	}
+	for _, gsa := range slices.Sorted(maps.Keys(ours)) {
+		changed := false
+		err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
+			var err error
+			changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, ours[gsa]) })
+			return err
+		})
+		if plugins.IsTerminal(err) {
+			// Not an account we could have granted: nothing to undo.
+			err = nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if changed {
+			res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
+		}
+		errs = append(errs, req.Outside.Forget(ctx, done[gsa]...))
+	}
+	return res, errors.Join(errs...)
+}
+
+// inNamespace reports whether member is a Kubernetes service account of
+// namespace: serviceAccount:<pool>[<namespace>/<name>].
+func inNamespace(member, namespace string) bool {
+	_, rest, ok := strings.Cut(member, "[")
+	return ok && strings.HasPrefix(rest, namespace+"/") && strings.HasSuffix(rest, "]")
+}
