@@ -11,16 +11,23 @@ import (
 
 func TestName(t *testing.T) {
 	long := strings.Repeat("n", 63)
+	victim := strings.Repeat("v", 48) + "-victim-abcd"
 	tests := []struct {
 		reason string
 		prefix string
 		ns     string
 		want   string
 	}{
-		{reason: "a short name is prefix and namespace", prefix: "gitea_", ns: "team-a", want: "gitea_team-a"},
-		{reason: "exactly 63 bytes is kept whole", prefix: "", ns: long, want: long},
-		{reason: "longer than 63 bytes keeps 54 and adds a hash of the whole", prefix: "gitea_", ns: long,
-			want: "gitea_" + strings.Repeat("n", 48) + "-" + hashOf("gitea_"+long)},
+		{reason: "a short name is prefix and namespace, as in the first release", prefix: "gitea_", ns: "team-a", want: "gitea_team-a"},
+		{reason: "exactly 63 bytes is kept whole", prefix: "gitea_", ns: long[:57], want: "gitea_" + long[:57]},
+		{reason: "longer than 63 bytes keeps what fits before an _ and 16 hex digits of the namespace's hash", prefix: "gitea_", ns: long,
+			want: "gitea_" + strings.Repeat("n", 40) + "_" + hashOf16(long)},
+		{reason: "the first release's hashed name of a victim is, as a namespace, a short name of its own", prefix: "gitea_", ns: strings.TrimPrefix(legacyName("gitea_", victim), "gitea_"),
+			want: legacyName("gitea_", victim)},
+		{reason: "and the victim's own name is hashed apart from it", prefix: "gitea_", ns: victim,
+			want: "gitea_" + victim[:40] + "_" + hashOf16(victim)},
+		{reason: "what is not a namespace is hashed, its odd characters made dashes", prefix: "gitea_", ns: "A_b",
+			want: "gitea_--b_" + hashOf16("A_b")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -32,10 +39,5 @@ func TestName(t *testing.T) {
 				t.Errorf("%d bytes", len(got))
 			}
 		})
-	}
-	a := gitea.Name("gitea_", strings.Repeat("x", 60)+"one")
-	b := gitea.Name("gitea_", strings.Repeat("x", 60)+"two")
-	if a == b {
-		t.Errorf("two namespaces sharing 60 characters share the name %q", a)
 	}
 }

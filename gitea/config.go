@@ -120,8 +120,11 @@ type Database struct {
 	// server's certificate, for verify-full. Labelled as AdminDSN.
 	CA *SecretKey `json:"ca,omitempty"`
 	// NamePrefix starts every role and database name, before the
-	// namespace. Two instances on one server need different ones.
-	NamePrefix string `json:"namePrefix,omitempty"`
+	// namespace (see Name). Required: a lower-case letter, then lower-case
+	// letters, digits, _ or -, ending with _, at most 32 bytes, such as
+	// gitea_. Two instances on one server need prefixes of which neither
+	// starts the other.
+	NamePrefix string `json:"namePrefix"`
 	// Encoding, LCCollate, LCCtype and Template of new databases. Default
 	// UTF8, C, C and template0, which every PostgreSQL accepts whatever
 	// locales its machine has.
@@ -133,6 +136,13 @@ type Database struct {
 	// Secret with a role's password is gone. Without it a lost Secret is
 	// reported and the role left alone.
 	RotateLostPassword bool `json:"rotateLostPassword,omitempty"`
+	// Adopt lets the plugin take over a role and database with the names
+	// a Profile wants that it did not make: it gives the role the password
+	// of the Profile's Secret, makes it the database's owner and marks
+	// both as the Profile's (see Proof). Never a role with SUPERUSER,
+	// CREATEROLE, BYPASSRLS or REPLICATION, nor one that is a member of
+	// other roles. Without it such names are a Conflict and left untouched.
+	Adopt bool `json:"adopt,omitempty"`
 	// ServiceEntry writes an Istio ServiceEntry for Host. Default: when
 	// Host is not a Service of the cluster.
 	ServiceEntry *bool `json:"serviceEntry,omitempty"`
@@ -226,7 +236,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("rootURL: required, Gitea's ROOT_URL is built from it"))
 	}
 	names := map[string]bool{}
-	servers := map[string]string{}
+	servers := map[string][]Instance{}
 	for i, in := range c.instances() {
 		at := fmt.Sprintf("instances[%d]", i)
 		if in.Name != "" {
@@ -240,11 +250,16 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: name %q: %s", at, in.Name, strings.Join(msgs, "; ")))
 		}
 		d := in.Database
-		server := net.JoinHostPort(d.Host, fmt.Sprint(d.Port)) + "|" + d.NamePrefix
-		if other, dup := servers[server]; dup {
-			errs = append(errs, fmt.Errorf("%s: database %s with namePrefix %q is also instance %s's: role and database names would collide", at, net.JoinHostPort(d.Host, fmt.Sprint(d.Port)), d.NamePrefix, other))
+		server := net.JoinHostPort(d.Host, fmt.Sprint(d.Port))
+		for _, other := range servers[server] {
+			switch o := other.Database.NamePrefix; {
+			case o == d.NamePrefix:
+				errs = append(errs, fmt.Errorf("%s: database %s with namePrefix %q is also instance %s's: role and database names would collide", at, server, d.NamePrefix, other.Name))
+			case strings.HasPrefix(d.NamePrefix, o) || strings.HasPrefix(o, d.NamePrefix):
+				errs = append(errs, fmt.Errorf("%s: database %s with namePrefix %q starts with instance %s's %q: role and database names would collide", at, server, d.NamePrefix, other.Name, o))
+			}
 		}
-		servers[server] = in.Name
+		servers[server] = append(servers[server], in)
 		if err := d.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%s.database: %w", at, err))
 		}
@@ -285,8 +300,11 @@ func (d Database) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("sslMode %q: want %s or %s", d.SSLMode, SSLVerifyFull, SSLDisable))
 	}
-	if len(d.NamePrefix) > 32 || strings.ContainsRune(d.NamePrefix, 0) {
-		errs = append(errs, fmt.Errorf("namePrefix %q: at most 32 bytes, no NUL", d.NamePrefix))
+	switch {
+	case d.NamePrefix == "":
+		errs = append(errs, errors.New(`namePrefix "": required, so that no role or database is named after a namespace alone`))
+	case len(d.NamePrefix) > MaxNamePrefix || !namePrefixRE.MatchString(d.NamePrefix):
+		errs = append(errs, fmt.Errorf("namePrefix %q: want a lower-case letter, then letters, digits, _ or -, ending with _, at most %d bytes", d.NamePrefix, MaxNamePrefix))
 	}
 	for _, s := range []struct{ field, v string }{{"encoding", d.Encoding}, {"lcCollate", d.LCCollate}, {"lcCtype", d.LCCtype}, {"template", d.Template}} {
 		if !settingRE.MatchString(s.v) {

@@ -16,9 +16,10 @@ func TestValidate(t *testing.T) {
 			Name:   "unclassified",
 			Source: apps.Source{RepoURL: "https://dl.gitea.com/charts/", Chart: "gitea"},
 			Database: gitea.Database{
-				Host:     "pg.example.net",
-				AdminDSN: gitea.SecretKey{Namespace: "profilekit-system", Name: "pg-admin"},
-				CA:       &gitea.SecretKey{Namespace: "profilekit-system", Name: "pg-ca"},
+				Host:       "pg.example.net",
+				AdminDSN:   gitea.SecretKey{Namespace: "profilekit-system", Name: "pg-admin"},
+				CA:         &gitea.SecretKey{Namespace: "profilekit-system", Name: "pg-ca"},
+				NamePrefix: "gitea_",
 			},
 		}}
 		return c
@@ -44,6 +45,24 @@ func TestValidate(t *testing.T) {
 			b.Name = "protected-b"
 			c.Instances = append(c.Instances, b)
 		}, wantErr: "role and database names would collide"},
+		{reason: "an empty name prefix would name roles after namespaces alone, such as postgres", mutate: func(c *gitea.Config) { c.Instances[0].Database.NamePrefix = "" },
+			wantErr: `namePrefix "": required`},
+		{reason: "a name prefix that could continue a namespace is refused", mutate: func(c *gitea.Config) { c.Instances[0].Database.NamePrefix = "gitea-" },
+			wantErr: `namePrefix "gitea-": want a lower-case letter, then letters, digits, _ or -, ending with _`},
+		{reason: "a name prefix in upper case is refused, PostgreSQL folds unquoted names", mutate: func(c *gitea.Config) { c.Instances[0].Database.NamePrefix = "Gitea_" },
+			wantErr: `namePrefix "Gitea_"`},
+		{reason: "one prefix starting another on one server could give one name twice", mutate: func(c *gitea.Config) {
+			b := c.Instances[0]
+			b.Name = "protected-b"
+			b.Database.NamePrefix = "gitea_pb_"
+			c.Instances = append(c.Instances, b)
+		}, wantErr: `instances[protected-b]: database pg.example.net:5432 with namePrefix "gitea_pb_" starts with instance unclassified's "gitea_": role and database names would collide`},
+		{reason: "two prefixes of which neither starts the other share a server", mutate: func(c *gitea.Config) {
+			b := c.Instances[0]
+			b.Name = "protected-b"
+			b.Database.NamePrefix = "giteapb_"
+			c.Instances = append(c.Instances, b)
+		}},
 		{reason: "a root URL is required, Gitea's ROOT_URL comes from it", mutate: func(c *gitea.Config) { c.RootURL = "" },
 			wantErr: "rootURL: required"},
 		{reason: "enable names a declared instance", mutate: func(c *gitea.Config) { c.Enable = []string{"secret"} },

@@ -112,7 +112,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	var todo []work
 	var errs []error
 	for _, in := range cfg.instances() {
-		spec := in.Spec(ns)
+		spec := in.target(req.Profile)
 		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
 		if err != nil {
 			errs = append(errs, err)
@@ -136,7 +136,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 				continue
 			}
 			if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-				ch, err := srv.Drop(ctx, spec)
+				ch, err := srv.Drop(ctx, spec, pw)
 				res.Changes = append(res.Changes, ch...)
 				return err
 			}); err != nil {
@@ -159,26 +159,16 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			if o.Offline() {
 				w.password = OfflinePassword
 			} else {
-				var roleExists bool
-				if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-					var err error
-					roleExists, err = w.server.RoleExists(ctx, spec.Role)
-					return err
-				}); err != nil {
+				setPassword, err := w.lostSecret(ctx, o, spec, ns)
+				if err != nil {
 					errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
-					continue
-				}
-				if roleExists && !in.Database.RotateLostPassword {
-					errs = append(errs, plugins.Terminalf(ReasonPasswordLost,
-						"instance %s: role %s exists but Secret %s/%s with its password is gone; restore the Secret, or set rotateLostPassword to give the role a new password",
-						in.Name, spec.Role, ns, SecretName(in.Name)))
 					continue
 				}
 				if w.password, err = NewPassword(); err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				w.setPassword = roleExists
+				w.setPassword = setPassword
 			}
 		}
 		objs = append(objs, in.secret(ns, w.password))
@@ -202,7 +192,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		return res, errors.Join(append([]error{err}, invalid...)...)
 	}
 	for _, w := range todo {
-		spec := w.in.Spec(ns)
+		spec := w.in.target(req.Profile)
 		desired := struct {
 			Server   string       `json:"server"`
 			Database DatabaseSpec `json:"database"`
@@ -263,7 +253,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			continue
 		}
 		if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-			ch, err := srv.Drop(ctx, in.Spec(ns))
+			ch, err := srv.Drop(ctx, in.target(req.Profile), pw)
 			res.Changes = append(res.Changes, ch...)
 			return err
 		}); err != nil {
@@ -290,6 +280,33 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	return res, apps.WaitGone(ctx, req.Client, Kind, req.Profile.Name)
 }
 
+// lostSecret decides, for an instance whose Secret is gone (or was never
+// written), whether the role gets a new password: none exists yet, or it
+// is ours and rotateLostPassword allows it, or adoption takes it over.
+// A role of ours without rotation is PasswordLost; anything under the
+// wanted names that is not ours is a Conflict. It writes nothing.
+func (w work) lostSecret(ctx context.Context, o *plugins.Outside, spec DatabaseSpec, ns string) (bool, error) {
+	var cat Catalog
+	if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
+		var err error
+		cat, err = w.server.Inspect(ctx, spec)
+		return err
+	}); err != nil {
+		return false, err
+	}
+	if cat.Role == nil {
+		_, err := planEnsure(cat, spec, claim{password: true})
+		return false, err
+	}
+	if cat.Role.Comment == spec.Proof && !w.in.Database.RotateLostPassword {
+		return false, plugins.Terminalf(ReasonPasswordLost,
+			"role %s exists but Secret %s/%s with its password is gone; restore the Secret, or set rotateLostPassword to give the role a new password",
+			spec.Role, ns, SecretName(w.in.Name))
+	}
+	_, err := planEnsure(cat, spec, claim{password: true, setPassword: true})
+	return true, err
+}
+
 func outsideOf(req plugins.Request) (*plugins.Outside, error) {
 	if req.Outside == nil {
 		return nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
@@ -312,6 +329,14 @@ func recordedSet(ctx context.Context, o *plugins.Outside, ret plugins.Retention)
 		out[k] = true
 	}
 	return out, nil
+}
+
+// target is the instance's role and database for Profile p, with the
+// proof they carry.
+func (in Instance) target(p *kubeflowv1.Profile) DatabaseSpec {
+	spec := in.Spec(plugins.Namespace(p))
+	spec.Profile, spec.Proof, spec.Adopt = p.Name, Proof(in.Name, p), in.Database.Adopt
+	return spec
 }
 
 func stateKey(in Instance) string { return "database/" + in.Name }

@@ -48,6 +48,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
+		// A fuzz worker runs fuzz targets only, which need neither a control
+		// plane nor a database; starting them per worker would leave them
+		// behind at every restart.
+		os.Exit(m.Run())
+	}
 	var err error
 	pg, err = testenv.StartPostgres()
 	if err != nil {
@@ -142,6 +148,10 @@ type opts struct {
 	ca         string
 	retention  plugins.Retention
 	rotateLost bool
+	// adopt sets database.adopt; only written when true.
+	adopt bool
+	// tracer, when set, sees the plugin's SQL instead of a fresh counter.
+	tracer pgx.QueryTracer
 }
 
 func hostDefaults(t *testing.T, o opts) []byte {
@@ -168,6 +178,9 @@ func hostDefaults(t *testing.T, o opts) []byte {
 			},
 		}},
 	}
+	if o.adopt {
+		cfg["instances"].([]any)[0].(map[string]any)["database"].(map[string]any)["adopt"] = true
+	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +191,11 @@ func hostDefaults(t *testing.T, o opts) []byte {
 func start(t *testing.T, o opts) (*testhost.Host, *sqlCounter) {
 	t.Helper()
 	counter := &sqlCounter{}
-	def := gitea.Plugin{Tracer: counter}.Definition()
+	var tracer pgx.QueryTracer = counter
+	if o.tracer != nil {
+		tracer = o.tracer
+	}
+	def := gitea.Plugin{Tracer: tracer}.Definition()
 	if o.retention == "" {
 		o.retention = plugins.RetentionRetain
 	}
@@ -529,7 +546,8 @@ func TestCraftedNamesCannotInjectSQL(t *testing.T) {
 	t.Run("names with quotes and dashes are quoted identifiers, nothing more", func(t *testing.T) {
 		srv := gitea.Server{Connector: gitea.Connector{DSN: pg.AdminDSN(), SSLMode: gitea.SSLVerifyFull, CA: pg.CA}}
 		for _, name := range []string{`x"; DROP ROLE postgres; --`, `a'b-c); DROP DATABASE postgres; --`} {
-			spec := gitea.DatabaseSpec{Role: name, Database: name, Encoding: "UTF8", LCCollate: "C", LCCtype: "C", Template: "template0"}
+			spec := gitea.DatabaseSpec{Role: name, Database: name, Encoding: "UTF8", LCCollate: "C", LCCtype: "C", Template: "template0",
+				Profile: "p", Proof: name + "'); DROP ROLE postgres; --"}
 			pw, _ := gitea.NewPassword()
 			if _, err := srv.Ensure(t.Context(), spec, pw, false); err != nil {
 				t.Fatalf("%q: %v", name, err)
@@ -540,7 +558,10 @@ func TestCraftedNamesCannotInjectSQL(t *testing.T) {
 			if !roleExists(t, "postgres") || !databaseExists(t, "postgres") {
 				t.Fatalf("%q: the injected statement ran", name)
 			}
-			if _, err := srv.Drop(t.Context(), spec); err != nil {
+			if _, comment, _ := catalogRole(t, name); comment != spec.Proof {
+				t.Errorf("%q: role comment %q, want the proof whole", name, comment)
+			}
+			if _, err := srv.Drop(t.Context(), spec, pw); err != nil {
 				t.Fatal(err)
 			}
 			if roleExists(t, name) {

@@ -9,30 +9,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/profilekit/profilekit/plugins"
 )
-
-// MaxIdentifier is PostgreSQL's limit on a name, in bytes.
-const MaxIdentifier = 63
-
-// Name returns the role and database name for namespace ns: prefix + ns when
-// that fits in 63 bytes, else its first 54 bytes, a dash and 8 hex digits
-// of its SHA-256, so that two long namespaces never share a name.
-func Name(prefix, ns string) string {
-	s := prefix + ns
-	if len(s) <= MaxIdentifier {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	return s[:MaxIdentifier-9] + "-" + hex.EncodeToString(sum[:4])
-}
 
 // quoteIdent quotes a name as a PostgreSQL identifier.
 func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
@@ -90,6 +75,18 @@ type Connector struct {
 // no certificate is a terminal InvalidConfig error; the DSN is never part
 // of an error.
 func (c Connector) Connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}
+
+func (c Connector) config() (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(c.DSN)
 	if err != nil {
 		return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "the administrator DSN does not parse as a PostgreSQL connection URL")
@@ -108,14 +105,42 @@ func (c Connector) Connect(ctx context.Context) (*pgx.Conn, error) {
 	if c.Tracer != nil {
 		cfg.Tracer = c.Tracer
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to PostgreSQL %s:%d: %w", cfg.Host, cfg.Port, err)
-	}
-	return conn, nil
+	return cfg, nil
 }
 
-// DatabaseSpec is one role and database to make true on a server.
+// LogsIn reports whether role logs in with password to database (the
+// administrator's database when empty), through the administrator's host,
+// port and TLS settings. A refusal by the server is false; a server that
+// cannot be reached is an error.
+func (c Connector) LogsIn(ctx context.Context, role, password, database string) (bool, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return false, err
+	}
+	cfg.User, cfg.Password = role, password
+	if database != "" {
+		cfg.Database = database
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && refusal(pgErr.Code):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("log in to PostgreSQL %s:%d as %s: %w", cfg.Host, cfg.Port, role, err)
+	}
+	return true, conn.Close(context.WithoutCancel(ctx))
+}
+
+// refusal reports whether a server's error code refuses a login: a wrong
+// password or a role that may not log in (class 28), or a database the role
+// may not open.
+func refusal(code string) bool {
+	return strings.HasPrefix(code, "28") || code == "3D000" || code == "42501"
+}
+
+// DatabaseSpec is one role and database to make true on a server, and
+// what proves them the plugin's.
 type DatabaseSpec struct {
 	Role      string `json:"role"`
 	Database  string `json:"database"`
@@ -123,141 +148,11 @@ type DatabaseSpec struct {
 	LCCollate string `json:"lcCollate"`
 	LCCtype   string `json:"lcCtype"`
 	Template  string `json:"template"`
+	// Profile names the Profile in conflicts.
+	Profile string `json:"profile"`
+	// Proof is the comment (see Proof) that role and database carry.
+	Proof string `json:"proof"`
+	// Adopt lets Ensure take over a role and database of these names that
+	// are not the plugin's (see Database.Adopt).
+	Adopt bool `json:"adopt,omitempty"`
 }
-
-// Server runs the plugin's statements on one PostgreSQL server. Every name
-// is quoted as an identifier and every value sent as a parameter or a
-// quoted literal; reads come first, and a write is sent only for what is
-// missing.
-type Server struct {
-	Connector Connector
-}
-
-func (s Server) with(ctx context.Context, fn func(*pgx.Conn) error) error {
-	conn, err := s.Connector.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return fn(conn)
-}
-
-func exists(ctx context.Context, conn *pgx.Conn, query, name string) (bool, error) {
-	var n int
-	if err := conn.QueryRow(ctx, query, name).Scan(&n); err != nil {
-		return false, err
-	}
-	return n > 0, nil
-}
-
-const (
-	roleExistsSQL     = "SELECT count(*) FROM pg_catalog.pg_roles WHERE rolname = $1"
-	databaseExistsSQL = "SELECT count(*) FROM pg_catalog.pg_database WHERE datname = $1"
-)
-
-// RoleExists reports whether role exists.
-func (s Server) RoleExists(ctx context.Context, role string) (bool, error) {
-	var ok bool
-	err := s.with(ctx, func(conn *pgx.Conn) error {
-		var err error
-		ok, err = exists(ctx, conn, roleExistsSQL, role)
-		return err
-	})
-	return ok, err
-}
-
-// Ensure makes the role (with password, when it is new or setPassword is
-// true) and the database owned by it exist, and reports what it changed.
-func (s Server) Ensure(ctx context.Context, spec DatabaseSpec, password string, setPassword bool) ([]plugins.Change, error) {
-	var changes []plugins.Change
-	err := s.with(ctx, func(conn *pgx.Conn) error {
-		role := quoteIdent(spec.Role)
-		hasRole, err := exists(ctx, conn, roleExistsSQL, spec.Role)
-		if err != nil {
-			return fmt.Errorf("read role: %w", err)
-		}
-		if !hasRole || setPassword {
-			verifier, err := scramVerifier(password)
-			if err != nil {
-				return err
-			}
-			stmt := "CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD " + quoteLiteral(verifier)
-			action := plugins.Created
-			if hasRole {
-				stmt = "ALTER ROLE " + role + " PASSWORD " + quoteLiteral(verifier)
-				action = plugins.Configured
-			}
-			if _, err := conn.Exec(ctx, stmt); err != nil {
-				return fmt.Errorf("%s role %s: %w", strings.TrimSuffix(string(action), "d"), spec.Role, err)
-			}
-			changes = append(changes, plugins.Change{Kind: "PostgresRole", Name: spec.Role, Action: action})
-		}
-		hasDB, err := exists(ctx, conn, databaseExistsSQL, spec.Database)
-		if err != nil {
-			return fmt.Errorf("read database: %w", err)
-		}
-		if hasDB {
-			return nil
-		}
-		// An administrator that is not a superuser (a managed server's)
-		// must be a member of the role to make it a database's owner.
-		var super bool
-		if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
-			return fmt.Errorf("read administrator: %w", err)
-		}
-		if !super {
-			if _, err := conn.Exec(ctx, "GRANT "+role+" TO CURRENT_USER"); err != nil {
-				return fmt.Errorf("grant role %s to the administrator: %w", spec.Role, err)
-			}
-		}
-		stmt := "CREATE DATABASE " + quoteIdent(spec.Database) + " OWNER " + role +
-			" TEMPLATE " + quoteIdent(spec.Template) +
-			" ENCODING " + quoteLiteral(spec.Encoding) +
-			" LC_COLLATE " + quoteLiteral(spec.LCCollate) +
-			" LC_CTYPE " + quoteLiteral(spec.LCCtype)
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("create database %s: %w", spec.Database, err)
-		}
-		if _, err := conn.Exec(ctx, "REVOKE ALL ON DATABASE "+quoteIdent(spec.Database)+" FROM PUBLIC"); err != nil {
-			return fmt.Errorf("revoke public access to database %s: %w", spec.Database, err)
-		}
-		changes = append(changes, plugins.Change{Kind: "PostgresDatabase", Name: spec.Database, Action: plugins.Created})
-		return nil
-	})
-	return changes, err
-}
-
-// Drop terminates the connections to the database, then drops it and the
-// role. What is already gone is done.
-func (s Server) Drop(ctx context.Context, spec DatabaseSpec) ([]plugins.Change, error) {
-	var changes []plugins.Change
-	err := s.with(ctx, func(conn *pgx.Conn) error {
-		hasDB, err := exists(ctx, conn, databaseExistsSQL, spec.Database)
-		if err != nil {
-			return fmt.Errorf("read database: %w", err)
-		}
-		if hasDB {
-			if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()", spec.Database); err != nil {
-				return fmt.Errorf("terminate connections to %s: %w", spec.Database, err)
-			}
-			if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+quoteIdent(spec.Database)+" WITH (FORCE)"); err != nil {
-				return fmt.Errorf("drop database %s: %w", spec.Database, err)
-			}
-			changes = append(changes, plugins.Change{Kind: "PostgresDatabase", Name: spec.Database, Action: plugins.Deleted})
-		}
-		hasRole, err := exists(ctx, conn, roleExistsSQL, spec.Role)
-		if err != nil {
-			return fmt.Errorf("read role: %w", err)
-		}
-		if hasRole {
-			if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+quoteIdent(spec.Role)); err != nil {
-				return fmt.Errorf("drop role %s: %w", spec.Role, err)
-			}
-			changes = append(changes, plugins.Change{Kind: "PostgresRole", Name: spec.Role, Action: plugins.Deleted})
-		}
-		return nil
-	})
-	return changes, err
-}
-
-var errNoSecret = errors.New("secret not found")

@@ -1,0 +1,197 @@
+package gitea
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// Proof returns the comment the plugin writes on the role and the database
+// it makes for an instance and Profile, and looks for before it alters,
+// adopts or drops them. It holds the Profile's UID, so that a later Profile
+// of the same name does not inherit what an earlier one left.
+func Proof(instance string, p *kubeflowv1.Profile) string {
+	return fmt.Sprintf("profilekit: made by plugin %s, instance %s, for profile %s (uid %s)", Kind, instance, p.Name, p.UID)
+}
+
+// RoleState is what PostgreSQL's catalog says of a role.
+type RoleState struct {
+	// Comment is the role's comment, "" when it has none.
+	Comment string
+	// Privileged names the rights the role holds that the plugin never
+	// alters a role with: SUPERUSER, CREATEROLE, BYPASSRLS, REPLICATION.
+	Privileged []string
+	// CreateDB is whether the role may create databases itself.
+	CreateDB bool
+	// MemberOf is how many roles it is a member of.
+	MemberOf int
+}
+
+// DatabaseState is what PostgreSQL's catalog says of a database.
+type DatabaseState struct {
+	// Owner is the owning role's name.
+	Owner string
+	// Comment is the database's comment, "" when it has none.
+	Comment string
+}
+
+// Catalog is what a server holds under the names of one DatabaseSpec; a
+// nil field is a missing object.
+type Catalog struct {
+	Role     *RoleState
+	Database *DatabaseState
+}
+
+// claim is what a pass knows besides the catalog.
+type claim struct {
+	// password is whether a password is known: the one in the Profile's
+	// Secret, or a new one about to be written there.
+	password bool
+	// setPassword asks to give an existing role that password.
+	setPassword bool
+	// loginChecked and loggedIn say whether the known password was tried
+	// on an unmarked role, and whether it logged in.
+	loginChecked, loggedIn bool
+}
+
+// ensurePlan is what Ensure writes, derived from the catalog alone.
+type ensurePlan struct {
+	checkLogin     bool
+	createRole     bool
+	alterPassword  bool
+	markRole       bool
+	createDatabase bool
+	ownDatabase    bool
+	markDatabase   bool
+}
+
+// roleVerdict says whether the role is the plugin's for spec's Profile:
+// it carries the proof, or it carries no comment at all and the password in
+// the Profile's Secret logs in as it (what the first release made, before
+// proofs). needLogin asks for that login first. A role that is not ours
+// gives the reason.
+func roleVerdict(r *RoleState, spec DatabaseSpec, c claim) (ours, needLogin bool, why string) {
+	switch {
+	case r.Comment == spec.Proof:
+		return true, false, ""
+	case len(r.Privileged) > 0:
+		return false, false, "it holds " + strings.Join(r.Privileged, ", ")
+	case r.Comment != "":
+		return false, false, fmt.Sprintf("its comment is %q", r.Comment)
+	case !c.password || c.setPassword:
+		return false, false, "it has no profilekit comment, and no password of the Profile's Secret to prove it with"
+	case !c.loginChecked:
+		return false, true, ""
+	case c.loggedIn:
+		return true, false, ""
+	}
+	return false, false, "it has no profilekit comment, and the password in the Profile's Secret does not log in as it"
+}
+
+// databaseOurs reports whether a database is the plugin's: it carries the
+// proof, or it carries no comment and belongs to a role of ours that cannot
+// create databases itself, so that only an administrator made it: the
+// plugin, stopped between CREATE DATABASE and COMMENT, or the first release.
+func databaseOurs(d *DatabaseState, r *RoleState, roleOurs bool, spec DatabaseSpec) bool {
+	return d.Comment == spec.Proof ||
+		d.Comment == "" && roleOurs && d.Owner == spec.Role && r != nil && !r.CreateDB
+}
+
+// planEnsure decides what Ensure writes. A role or database with the wanted
+// name that is not the plugin's is a Conflict, unless spec.Adopt allows
+// taking it over (never a role with the rights of RoleState.Privileged, nor
+// one that is a member of other roles); a Conflict writes nothing at all.
+func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
+	var p ensurePlan
+	var errs []error
+	roleOurs := false
+	switch r := cat.Role; {
+	case r == nil:
+		p.createRole, roleOurs = true, true
+	default:
+		ours, needLogin, why := roleVerdict(r, spec, c)
+		switch {
+		case needLogin:
+			return ensurePlan{checkLogin: true}, nil
+		case ours && c.setPassword && len(r.Privileged) > 0:
+			errs = append(errs, plugins.Terminalf(plugins.ReasonConflict, "role %s holds %s; its password is not changed", spec.Role, strings.Join(r.Privileged, ", ")))
+		case ours:
+			roleOurs = true
+			p.alterPassword = c.setPassword
+			p.markRole = r.Comment != spec.Proof
+		case spec.Adopt && len(r.Privileged) == 0 && r.MemberOf == 0:
+			roleOurs = true
+			p.alterPassword, p.markRole = true, true
+		default:
+			if spec.Adopt && r.MemberOf > 0 {
+				why += fmt.Sprintf("; it is a member of %d roles, which adoption refuses", r.MemberOf)
+			}
+			errs = append(errs, conflict("role", spec.Role, spec.Profile, why))
+		}
+	}
+	switch d := cat.Database; {
+	case d == nil:
+		p.createDatabase, p.markDatabase = true, true
+	case databaseOurs(d, cat.Role, roleOurs, spec):
+		p.markDatabase = d.Comment != spec.Proof
+	case spec.Adopt && roleOurs:
+		p.ownDatabase = d.Owner != spec.Role
+		p.markDatabase = true
+	default:
+		errs = append(errs, conflict("database", spec.Database, spec.Profile, describeDatabase(d)))
+	}
+	if len(errs) > 0 {
+		return ensurePlan{}, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// dropPlan is what Drop removes.
+type dropPlan struct {
+	checkLogin bool
+	database   bool
+	role       bool
+}
+
+// planDrop decides what Drop removes: only what is the plugin's for spec's
+// Profile. Anything else under the wanted names is a Conflict, and then
+// nothing is dropped.
+func planDrop(cat Catalog, spec DatabaseSpec, c claim) (dropPlan, error) {
+	var p dropPlan
+	var errs []error
+	roleOurs := false
+	if r := cat.Role; r != nil {
+		ours, needLogin, why := roleVerdict(r, spec, c)
+		if needLogin {
+			return dropPlan{checkLogin: true}, nil
+		}
+		if !ours {
+			errs = append(errs, conflict("role", spec.Role, spec.Profile, why))
+		}
+		roleOurs, p.role = ours, ours
+	}
+	if d := cat.Database; d != nil {
+		if !databaseOurs(d, cat.Role, roleOurs, spec) {
+			errs = append(errs, conflict("database", spec.Database, spec.Profile, describeDatabase(d)))
+		}
+		p.database = true
+	}
+	if len(errs) > 0 {
+		return dropPlan{}, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+func conflict(what, name, profile, why string) error {
+	return plugins.Terminalf(plugins.ReasonConflict, "%s %s exists and was not made by profilekit for profile %s (%s); left untouched", what, name, profile, why)
+}
+
+func describeDatabase(d *DatabaseState) string {
+	if d.Comment == "" {
+		return fmt.Sprintf("owner %s, no profilekit comment", d.Owner)
+	}
+	return fmt.Sprintf("owner %s, comment %q", d.Owner, d.Comment)
+}
