@@ -7,20 +7,42 @@
 // instance's opt-in label set to true) the plugin makes:
 //
 //   - on the instance's PostgreSQL server, with pgx: one role (LOGIN, no
-//     other rights) and one database owned by it, named from the namespace
-//     (namePrefix + namespace; longer than 63 bytes, the first 54 bytes, a
-//     dash and 8 hex digits of a hash, so that two namespaces never share a
-//     name). Every name is a quoted identifier and every value a parameter
-//     or quoted literal. New databases get encoding UTF8, locale C and
-//     template template0 unless configured, which every PostgreSQL accepts
-//     whatever locales its machine has; public access to them is revoked;
+//     other rights) and one database owned by it, named by Name from the
+//     instance's namePrefix and the namespace: namePrefix + namespace, or,
+//     longer than 63 bytes, namePrefix, what fits of the namespace, an _
+//     and 16 hex digits of the namespace's SHA-256. A namespace never holds
+//     an _, so a short name never meets a hashed one, and no two namespaces
+//     share a name. Every name is a quoted identifier and every value a
+//     parameter or quoted literal. New databases get encoding UTF8, locale
+//     C and template template0 unless configured, which every PostgreSQL
+//     accepts whatever locales its machine has; public access to them is
+//     revoked;
+//   - on both, a comment that proves them the plugin's for this Profile
+//     (Proof: plugin, instance, Profile name and UID), written in the same
+//     transaction as the role, and after the database. The plugin changes a
+//     role's password, adopts, or drops only what carries that proof. A
+//     database without a comment owned by a role with the proof that cannot
+//     create databases itself is the plugin's too (a pass stopped between
+//     CREATE DATABASE and COMMENT), and is finished. A role without any
+//     comment, as the first release made them, is proven when the password
+//     in the Profile's Secret logs in as it, and then marked, with its
+//     database. Anything else under the wanted names (another Profile's,
+//     another program's, a SUPERUSER) is a Conflict on GiteaReady naming
+//     it, and nothing is written or dropped, unless the instance sets
+//     database.adopt, which takes over such a role and database (never one
+//     with SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION, nor a member of
+//     other roles), gives the role the Secret's password and marks both. A
+//     Profile deleted and created again under the same name is another
+//     Profile: what the first left (retention Retain) is a Conflict for the
+//     second until an administrator comments it with the second's proof, or
+//     adoption is on;
 //   - the Secret gitea-<instance>-db in the Profile's namespace, with PGHOST,
 //     PGPORT, PGDATABASE, PGUSER, PGPASSWORD and PGSSLMODE. The password is
 //     generated once, written to the Secret before the role, and sent to
 //     the server only as a SCRAM-SHA-256 verifier. It is never rotated
-//     silently: when a role exists and its Secret is gone the condition says
-//     so (reason PasswordLost), and a new password is set only when the
-//     host's rotateLostPassword allows it;
+//     silently: when a role of ours exists and its Secret is gone the
+//     condition says so (reason PasswordLost), and a new password is set
+//     only when the host's rotateLostPassword allows it;
 //   - the Gitea Application through the apps plugin's builder: the host's
 //     chart and values, with the plugin's values over them (the database,
 //     the password from the Secret by reference, ROOT_URL = rootURL +
@@ -44,15 +66,27 @@
 //
 // Outside calls go through the shared outside-state record: a pass with
 // nothing changed sends no SQL at all. A database error is a retried error
-// on GiteaReady (reason PostgreSQLError) and nothing is deleted; an invalid
-// configuration is terminal (InvalidSpec or InvalidConfig, naming the field).
+// on GiteaReady (reason PostgreSQLError, with the server's own message) and
+// nothing is deleted; an invalid configuration is terminal (InvalidSpec or
+// InvalidConfig, naming the field).
+//
+// namePrefix is required: a lower-case letter, then lower-case letters,
+// digits, _ or -, ending with _, at most 32 bytes (such as gitea_), so that
+// no role is named after a namespace alone (a Profile named postgres) and
+// every name shows where the prefix ends. Instances that share a server
+// need prefixes of which neither starts the other; their names then differ
+// within the prefix. Servers are compared by host and port as configured.
 //
 // An instance the Profile no longer wants, and Revoke, remove the app, route,
 // policy and ServiceEntry, and wait for Argo CD to remove what the
 // Application deployed before the Profile's finalizer goes. The database,
 // the role and the Secret with its password stay (retention Retain; a
 // deleted Profile's Secret goes with its namespace); with retention Delete
-// the role's connections are terminated and database and role dropped.
+// the role's connections are terminated and database and role dropped, if
+// both are the plugin's: anything else under their names is a Conflict,
+// nothing is dropped, and the finalizer stays until an administrator
+// resolves it. A deletion that waits on an unreachable server keeps the
+// finalizer and says so on GiteaReady (PostgreSQLError).
 //
 // Host configuration:
 //
@@ -68,6 +102,7 @@
 //	        host: gitea-unclassified.postgres.database.example.net
 //	        adminDSN: {namespace: profilekit-system, name: gitea-unclassified-admin}
 //	        ca: {namespace: profilekit-system, name: gitea-unclassified-ca}
+//	        namePrefix: gitea_
 //	    - name: protected-b
 //	      optInLabel: gitea.example.org/protected-b
 //	      source: {repoURL: https://dl.gitea.com/charts/, chart: gitea, targetRevision: 12.1.0}
@@ -75,6 +110,7 @@
 //	        host: gitea-protected-b.postgres.database.example.net
 //	        adminDSN: {namespace: profilekit-system, name: gitea-protected-b-admin}
 //	        ca: {namespace: profilekit-system, name: gitea-protected-b-ca}
+//	        namePrefix: gitea_
 //
 // A Profile that wants the unclassified Gitea:
 //
@@ -94,9 +130,11 @@
 // SecretKey) with the JSON names, defaults and meaning of their fields, the
 // Secret's name and keys (SecretName, KeyHost and the others), the
 // Application's name (AppName), the database and role names Name gives,
-// which existing databases are found by, ReasonPasswordLost and the system
-// name PostgreSQL, and the condition GiteaReady. Experimental, and free to
+// which existing databases are found by, the comment Proof gives, which
+// proves them the plugin's, ReasonPasswordLost and the system name
+// PostgreSQL, and the condition GiteaReady. Experimental, and free to
 // change in a minor release: Plugin's methods beyond the Plugin interface,
-// Owns, Connector, Server, DatabaseSpec, NewPassword and MaxIdentifier; run
-// the plugin through its Definition, and use these for tests and previews.
+// Owns, Connector, Server, DatabaseSpec, Catalog, RoleState, DatabaseState,
+// NewPassword, MaxIdentifier and MaxNamePrefix; run the plugin through its
+// Definition, and use these for tests and previews.
 package gitea
