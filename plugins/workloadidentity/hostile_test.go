@@ -1,0 +1,184 @@
+package workloadidentity_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/mock/gomock"
+	iam "google.golang.org/api/iam/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/workloadidentity"
+	"github.com/profilekit/profilekit/plugins/workloadidentity/iammock"
+)
+
+// outage stands between the plugin and the account: while down, every call
+// fails as an unreachable API would.
+type outage struct {
+	down atomic.Bool
+	acct *account
+}
+
+var errUnavailable = errors.New("googleapi: Error 503: the service is currently unavailable")
+
+func (o *outage) get(ctx context.Context, r string) (*iam.Policy, error) {
+	if o.down.Load() {
+		return nil, errUnavailable
+	}
+	return o.acct.get(ctx, r)
+}
+
+func (o *outage) set(ctx context.Context, r string, p *iam.Policy) error {
+	if o.down.Load() {
+		return errUnavailable
+	}
+	return o.acct.set(ctx, r, p)
+}
+
+// hostile starts a host whose IAM is acct behind an outage switch.
+func hostile(t *testing.T, acct *account) *outage {
+	t.Helper()
+	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
+	api := iammock.NewMockIAM(ctrl)
+	o := &outage{acct: acct}
+	api.EXPECT().Policy(gomock.Any(), resource).DoAndReturn(o.get).AnyTimes()
+	api.EXPECT().SetPolicy(gomock.Any(), resource, gomock.Any()).DoAndReturn(o.set).AnyTimes()
+	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api)})
+	return o
+}
+
+// profileWithGrant makes a Profile that names gsa, with its service
+// account, and waits until the plugin is done with it.
+func profileWithGrant(t *testing.T, prefix string) (name, member string) {
+	t.Helper()
+	name = prefix + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	return name, "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+}
+
+// stopListing removes the plugin from the Profile and waits until Revoke
+// let it go.
+func stopListing(t *testing.T, name string) {
+	t.Helper()
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
+	})
+}
+
+func TestMemberGrantedBeforeUsIsNeverRevoked(t *testing.T) {
+	name := "wi-foreign-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	before := []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{admin, member}}}
+	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: before}}
+	hostile(t, acct)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	stopListing(t, name)
+	if diff := cmp.Diff(before, acct.bindings()); diff != "" {
+		t.Errorf("bindings after revoke (-want +got):\n%s", diff)
+	}
+	acct.mu.Lock()
+	defer acct.mu.Unlock()
+	if acct.writes != 0 {
+		t.Errorf("the policy was written %d times, want never", acct.writes)
+	}
+}
+
+func TestConditionalBindingStays(t *testing.T) {
+	name := "wi-cond-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	cond := &iam.Binding{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member},
+		Condition: &iam.Expr{Title: "office hours", Expression: `request.time.getHours("Europe/Berlin") < 18`}}
+	acct := &account{policy: &iam.Policy{Etag: "e", Version: 3, Bindings: []*iam.Binding{cond}}}
+	hostile(t, acct)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	want := []*iam.Binding{cond, {Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member}}}
+	if diff := cmp.Diff(want, acct.bindings()); diff != "" {
+		t.Errorf("bindings after apply (-want +got):\n%s", diff)
+	}
+	stopListing(t, name)
+	if diff := cmp.Diff([]*iam.Binding{cond}, acct.bindings()); diff != "" {
+		t.Errorf("bindings after revoke (-want +got):\n%s", diff)
+	}
+}
+
+// A member someone else granted first and later took away becomes ours on
+// the next verification, and is then removed with the Profile.
+func TestForeignMemberTakenAwayBecomesOurs(t *testing.T) {
+	name := "wi-gone-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member}}}}}
+	hostile(t, acct)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	acct.mu.Lock()
+	acct.policy.Bindings = nil
+	acct.mu.Unlock()
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationReverify: "1"}
+	})
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		return workloadidentity.HasMembers(&iam.Policy{Bindings: acct.bindings()}, workloadidentity.RoleWorkloadIdentityUser, []string{member}),
+			"member not granted again"
+	})
+	stopListing(t, name)
+	if got := acct.bindings(); len(got) != 0 {
+		t.Errorf("bindings after revoke = %+v, want none: the member was ours", got)
+	}
+}
+
+func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
+	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: []*iam.Binding{{Role: "roles/iam.serviceAccountTokenCreator", Members: []string{admin}}}}}
+	o := hostile(t, acct)
+	name, member := profileWithGrant(t, "wi-outage-")
+
+	o.down.Store(true)
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatalf("the Profile went during the outage: %v", err)
+	}
+	if !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+workloadidentity.Kind) {
+		t.Errorf("finalizers %v lack ours during the outage", p.Finalizers)
+	}
+	if !workloadidentity.HasMembers(&iam.Policy{Bindings: acct.bindings()}, workloadidentity.RoleWorkloadIdentityUser, []string{member}) {
+		t.Errorf("the member went during the outage")
+	}
+
+	o.down.Store(false)
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
+		return apierrors.IsNotFound(err), "the Profile is still there"
+	})
+	want := []*iam.Binding{{Role: "roles/iam.serviceAccountTokenCreator", Members: []string{admin}}}
+	if diff := cmp.Diff(want, acct.bindings()); diff != "" {
+		t.Errorf("bindings after the outage (-want +got):\n%s", diff)
+	}
+}
