@@ -81,15 +81,21 @@ type Desired struct {
 	Off      []Gated
 }
 
-// Build returns the NetworkPolicies for p under cfg. A gate that is missing,
-// false or not a boolean leaves its policy out (fail closed); the last case
-// is listed in Off with Invalid set, for the condition. A selector that is
-// invalid once the Profile's name is put in is a terminal InvalidSpec error.
+// Build returns the NetworkPolicies for p under cfg, from its effective
+// policies (the preset's and the host's, see Config.Effective). A gate that
+// is missing, false or not a boolean leaves its policy out (fail closed);
+// the last case is listed in Off with Invalid set, for the condition. A
+// selector that is invalid once the Profile's name is put in is a terminal
+// InvalidSpec error; an unknown preset is a terminal InvalidConfig error.
 func Build(cfg *Config, p *kubeflowv1.Profile) (Desired, error) {
+	policies, err := cfg.Effective()
+	if err != nil {
+		return Desired{}, plugins.Terminal(plugins.ReasonInvalidConfig, err)
+	}
 	v := plugins.ValuesOf(p)
 	var d Desired
 	var errs []error
-	for _, pol := range cfg.Policies {
+	for _, pol := range policies {
 		if pol.Gate != nil {
 			if g, on := evalGate(pol.Name, pol.Gate, p, cfg.Gates); !on {
 				d.Off = append(d.Off, g)

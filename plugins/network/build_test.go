@@ -2,6 +2,7 @@ package network
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,6 +321,16 @@ func TestPresetsAndExamplesLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	statcanPreset, err := Preset("statcan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ten policies of the StatCan-style platform, in the preset's order.
+	ten := []string{
+		"allow-gateway-ingress", "allow-knative-ingress", "allow-cluster-local-gateway-egress",
+		"allow-unclassified-egress", "allow-unclassified-gateway-egress", "allow-protected-b-https-egress",
+		"allow-vault-egress", "allow-pipelines-egress", "allow-elasticsearch-egress", "allow-artifactory-egress",
+	}
 	tests := []struct {
 		reason string
 		data   []byte
@@ -327,11 +338,11 @@ func TestPresetsAndExamplesLoad(t *testing.T) {
 	}{
 		{"isolated", isolated, []string{"default-deny", "allow-same-namespace", "allow-dns", "allow-istiod", "allow-ingress-gateway"}},
 		{"multitenant", multitenant, []string{"default-deny", "allow-same-namespace", "allow-dns", "allow-from-trusted", "allow-to-trusted"}},
-		{"statcan", statcan, []string{
-			"allow-same-namespace", "allow-system-to-notebook", "allow-knative-ingress",
-			"allow-unclassified-https-egress", "allow-protected-b-https-egress", "allow-vault-egress", "allow-artifactory-egress",
+		{"statcan preset", statcanPreset, ten},
+		{"statcan example: the preset, then the platform's own policies", statcan, append(slices.Clone(ten),
+			"allow-same-namespace", "allow-system-to-notebook",
 			"allow-gitea-ingress", "allow-gitea-egress-postgres", "allow-s3proxy-ingress", "allow-s3proxy-egress",
-		}},
+		)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -339,8 +350,12 @@ func TestPresetsAndExamplesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			policies, err := cfg.Effective()
+			if err != nil {
+				t.Fatal(err)
+			}
 			var got []string
-			for _, p := range cfg.Policies {
+			for _, p := range policies {
 				got = append(got, p.Name)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -348,7 +363,7 @@ func TestPresetsAndExamplesLoad(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff([]string{"isolated", "multitenant"}, Presets()); diff != "" {
+	if diff := cmp.Diff([]string{"isolated", "multitenant", "statcan"}, Presets()); diff != "" {
 		t.Errorf("Presets (-want +got):\n%s", diff)
 	}
 	if _, err := Preset("open"); err == nil {

@@ -24,8 +24,15 @@ const Kind = "network"
 // a Profile may only turn gated policies on or off through Gates, so that a
 // tenant can never widen its own network access beyond what the host offers.
 type Config struct {
+	// Preset names a shipped preset (see Presets) whose policies every
+	// Profile gets before Policies. Empty means none: no preset is ever on
+	// unless the host names it.
+	Preset string `json:"preset,omitempty" profilekit:"hostonly"`
+	// Exclude names policies of the preset that Profiles do not get.
+	Exclude []string `json:"exclude,omitempty" profilekit:"hostonly"`
 	// Policies are the NetworkPolicies every Profile gets, each one unless
-	// its gate is off.
+	// its gate is off. One with the name of a preset's policy replaces it
+	// (see Effective).
 	Policies []Policy `json:"policies,omitempty" profilekit:"hostonly"`
 	// Gates sets the spec gates of gated policies: gate name -> true or false
 	// (a boolean or a string). A value that does not parse as true keeps the
@@ -91,26 +98,32 @@ func (v *GateValue) UnmarshalJSON(b []byte) error {
 // is the host's decision (see Preset for starting points).
 func NewConfig() *Config { return &Config{} }
 
-// Validate checks every policy, its selectors, peers, ports and placeholders,
-// and that each spec gate the Profile sets belongs to a policy.
+// Validate checks the preset and its exclusions, then every policy a
+// Profile may get (see Effective): its selectors, peers, ports and
+// placeholders; and that each spec gate the Profile sets belongs to one.
 func (c *Config) Validate() error {
+	if err := c.validatePreset(); err != nil {
+		return err
+	}
 	var errs []error
 	names := map[string]bool{}
-	specGates := map[string]bool{}
 	for i, p := range c.Policies {
-		at := fmt.Sprintf("policies[%d]", i)
-		if p.Name != "" {
-			at = fmt.Sprintf("policies[%s]", p.Name)
-		}
 		if names[p.Name] {
-			errs = append(errs, fmt.Errorf("%s: name given twice", at))
+			errs = append(errs, fmt.Errorf("%s: name given twice", policyPath(i, p)))
 		}
 		names[p.Name] = true
+	}
+	policies, err := c.Effective()
+	if err != nil {
+		return err
+	}
+	specGates := map[string]bool{}
+	for i, p := range policies {
 		if p.Gate != nil && p.Gate.Spec != "" {
 			specGates[p.Gate.Spec] = true
 		}
 		if err := p.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", at, err))
+			errs = append(errs, fmt.Errorf("%s: %w", policyPath(i, p), err))
 		}
 	}
 	for _, k := range sortedKeys(c.Gates) {
@@ -119,6 +132,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// policyPath names a policy in errors, by name when it has one.
+func policyPath(i int, p Policy) string {
+	if p.Name != "" {
+		return fmt.Sprintf("policies[%s]", p.Name)
+	}
+	return fmt.Sprintf("policies[%d]", i)
 }
 
 func (p *Policy) validate() error {

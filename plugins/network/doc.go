@@ -28,45 +28,42 @@
 //
 // Presets ship as configuration (see Preset and the presets folder):
 // isolated (default deny; same-namespace traffic, DNS and istiod egress,
-// ingress from the ingress gateway) and multitenant (tenants reach each other
-// only through namespaces with a trusted label).
+// ingress from the ingress gateway), multitenant (tenants reach each other
+// only through namespaces with a trusted label) and statcan (StatCan's
+// example: ten policies that separate unclassified from Protected B
+// workloads by their data.statcan.gc.ca/classification label; ingress from
+// the ingress gateway and Knative; egress to the cluster-local gateway,
+// Vault, Kubeflow Pipelines, Elasticsearch and Artifactory for every
+// workload; the internet and the ingress gateway for unclassified ones;
+// HTTPS on the approved cloud network for Protected B ones). No preset is on
+// unless the host names one in preset; its values are examples, so a policy
+// of the same name under policies replaces one of the preset's in place,
+// exclude leaves one out, and the host's other policies come after the
+// preset's (see Config.Effective).
 //
 // Host configuration, a StatCan-style set (testdata/statcan.yaml has all of
-// it, with Knative ingress, unclassified HTTPS egress and Artifactory):
+// it, with the Gitea database and the S3 proxy's ingress):
 //
 //	network:
 //	  enabled: all
 //	  defaults:
+//	    preset: statcan
+//	    # This platform keeps its logs elsewhere.
+//	    exclude: [allow-elasticsearch-egress]
 //	    policies:
+//	    # Its approved cloud network is another range: replaces the preset's.
+//	    - name: allow-protected-b-https-egress
+//	      podSelector:
+//	        matchLabels: {data.statcan.gc.ca/classification: protected-b}
+//	      policyTypes: [Egress]
+//	      egress:
+//	      - to: [{ipBlock: {cidr: 10.140.0.0/16}}]
+//	        ports: [{protocol: TCP, port: 443}]
 //	    - name: allow-same-namespace
 //	      podSelector: {}
 //	      policyTypes: [Ingress]
 //	      ingress:
 //	      - from: [{podSelector: {}}]
-//	    - name: allow-system-to-notebook
-//	      podSelector:
-//	        matchExpressions: [{key: notebook-name, operator: Exists}]
-//	      policyTypes: [Ingress]
-//	      ingress:
-//	      - from:
-//	        - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: istio-system}}
-//	        - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: kubeflow}}
-//	        ports: [{protocol: TCP, port: 8888}]
-//	    - name: allow-protected-b-https-egress
-//	      podSelector:
-//	        matchLabels: {data.aaw.example.ca/classification: protected-b}
-//	      policyTypes: [Egress]
-//	      egress:
-//	      - to: [{ipBlock: {cidr: 10.130.0.0/16, except: [10.130.200.0/24]}}]
-//	        ports: [{protocol: TCP, port: 443}]
-//	    - name: allow-vault-egress
-//	      podSelector: {}
-//	      policyTypes: [Egress]
-//	      egress:
-//	      - to:
-//	        - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: vault-system}}
-//	          podSelector: {matchLabels: {app.kubernetes.io/name: vault}}
-//	        ports: [{protocol: TCP, port: 8200}]
 //	    - name: allow-gitea-ingress
 //	      gate: {label: gitea.aaw.example.ca/enabled}
 //	      podSelector: {matchLabels: {app: gitea}}
@@ -103,8 +100,8 @@
 // Definition, Config, Policy, Gate and GateValue with the JSON names and
 // meaning of their fields, LoadConfig, the preset names Presets lists, and
 // the condition NetworkReady. Experimental, and free to change in a minor
-// release: Build, Desired and Gated; run the plugin through its Definition,
-// and use these for tests and previews.
+// release: Build, Desired, Gated and Config.Effective; run the plugin
+// through its Definition, and use these for tests and previews.
 //
 // A preset's policies may be tightened in a minor release; the CHANGELOG
 // says so when one is.

@@ -64,7 +64,7 @@ func ExamplePreset() {
 		fmt.Println(p.Name, p.PolicyTypes)
 	}
 	// Output:
-	// [isolated multitenant]
+	// [isolated multitenant statcan]
 	// default-deny [Ingress Egress]
 	// allow-same-namespace [Ingress Egress]
 	// allow-dns [Egress]

@@ -2,12 +2,8 @@ package network
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"path"
-	"slices"
-	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,36 +62,6 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 // Revoke deletes the Profile's NetworkPolicies that this plugin wrote.
 func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	return req.Objects.DeleteAll(ctx)
-}
-
-//go:embed presets/*.yaml
-var presets embed.FS
-
-// Presets returns the names of the shipped presets, sorted.
-func Presets() []string {
-	entries, _ := presets.ReadDir("presets")
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
-	}
-	slices.Sort(names)
-	return names
-}
-
-// Preset returns a shipped preset as JSON, ready to be the plugin's host
-// defaults (reconcilers.WithDefaults) or to be decoded with LoadConfig. The
-// presets are starting points: their namespaces and labels are the common
-// defaults, and a host that differs copies the YAML and edits it.
-func Preset(name string) ([]byte, error) {
-	data, err := presets.ReadFile(path.Join("presets", name+".yaml"))
-	if err != nil {
-		return nil, fmt.Errorf("network preset %q: not one of %v", name, Presets())
-	}
-	out, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("network preset %q: %w", name, err)
-	}
-	return out, nil
 }
 
 // LoadConfig decodes a config from YAML or JSON over the built-in defaults,

@@ -84,7 +84,7 @@ func hostDefaults(t *testing.T, source string, extra bool) []byte {
 	if !extra {
 		return data
 	}
-	var cfg map[string][]any
+	var cfg map[string]any
 	var edges []any
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,8 @@ func hostDefaults(t *testing.T, source string, extra bool) []byte {
 	if err := yaml.Unmarshal([]byte(edgeCases), &edges); err != nil {
 		t.Fatal(err)
 	}
-	cfg["policies"] = append(cfg["policies"], edges...)
+	own, _ := cfg["policies"].([]any)
+	cfg["policies"] = append(own, edges...)
 	out, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -180,15 +181,19 @@ func assertQuietResync(t *testing.T, h *testhost.Host) {
 // StatCan-style example, all gates on and with the edge cases added, to the
 // real API server, then checks that a resync sends nothing.
 func TestConfigurationsAreAcceptedAndResyncIsQuiet(t *testing.T) {
-	for _, source := range []string{"isolated", "multitenant", "testdata/statcan.yaml"} {
+	for _, source := range []string{"isolated", "multitenant", "statcan", "testdata/statcan.yaml"} {
 		t.Run(source, func(t *testing.T) {
 			defaults := hostDefaults(t, source, true)
 			cfg, err := network.LoadConfig(defaults)
 			if err != nil {
 				t.Fatal(err)
 			}
+			policies, err := cfg.Effective()
+			if err != nil {
+				t.Fatal(err)
+			}
 			var want []string
-			for _, p := range cfg.Policies {
+			for _, p := range policies {
 				want = append(want, p.Name)
 			}
 			h := start(t, defaults)
@@ -231,15 +236,14 @@ func TestGateToggles(t *testing.T) {
 	h := start(t, hostDefaults(t, "testdata/statcan.yaml", false))
 	name := uniqueName("gates")
 	const gate = "gitea.aaw.example.ca/enabled"
-	always := []string{
-		"allow-same-namespace", "allow-system-to-notebook", "allow-knative-ingress",
-		"allow-unclassified-https-egress", "allow-protected-b-https-egress", "allow-vault-egress", "allow-artifactory-egress",
-	}
+	always := append(slices.Clone(statcanPreset),
+		"allow-same-namespace", "allow-system-to-notebook",
+	)
 	gitea := []string{"allow-gitea-ingress", "allow-gitea-egress-postgres"}
 	s3proxy := []string{"allow-s3proxy-ingress", "allow-s3proxy-egress"}
 	testhost.NewProfile(t, env.Client, name, nil, networkPlugin(""))
 	base := waitPolicies(t, name, always...)
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "7 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "12 objects in sync")
 
 	// unchanged reports whether the always-on policies are the same objects
 	// at the same versions, so that a toggle touched only its own policies.
@@ -257,7 +261,7 @@ func TestGateToggles(t *testing.T) {
 		h.Counter.Reset()
 		setProfile(t, name, func(p *kubeflowv1.Profile) { p.Labels = map[string]string{gate: "true"} })
 		waitPolicies(t, name, append(slices.Clone(always), gitea...)...)
-		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "9 objects in sync")
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "14 objects in sync")
 		unchanged(t)
 		if got := h.Counter.Mutating("networkpolicies"); len(got) != 2 {
 			t.Errorf("network policy writes = %v, want the two gated policies applied", got)
@@ -278,7 +282,7 @@ func TestGateToggles(t *testing.T) {
 
 	t.Run("label false keeps them off and is not an error", func(t *testing.T) {
 		setProfile(t, name, func(p *kubeflowv1.Profile) { p.Labels[gate] = "false" })
-		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "7 objects in sync")
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "12 objects in sync")
 		waitPolicies(t, name, always...)
 	})
 
