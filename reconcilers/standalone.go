@@ -428,7 +428,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	}
 	inSync := len(res.Changes) - res.Count(plugins.Deleted)
 	msg := plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d objects in sync", inSync))
-	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg}); err != nil {
+	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation}); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
@@ -462,7 +462,7 @@ func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err erro
 	failuresTotal.WithLabelValues(r.def.Kind(), reason).Inc()
 	// A spec with thousands of problems must not make a condition or an
 	// Event larger than the API server takes: both are bounded.
-	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.FailureMessage(err, fallback)}
+	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: plugins.FailureMessage(err, fallback), ObservedGeneration: p.Generation}
 	changed, serr := r.setCondition(ctx, p, cond)
 	if changed {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
@@ -484,6 +484,9 @@ func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconci
 	fin := r.def.Finalizer()
 	hasFin := fin != "" && controllerutil.ContainsFinalizer(p, fin)
 	if !hasFin && plugins.FindCondition(p.Status.Conditions, r.def.Condition()) == nil {
+		if r.status != nil && r.status.ReadyStale(p) {
+			r.status.Touch(p.Name)
+		}
 		return reconcile.Result{}, nil
 	}
 	if err := r.runRevoke(ctx, p, r.hostConfig); err != nil {
@@ -527,7 +530,7 @@ func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err
 	reason := plugins.ReasonOf(err, plugins.ReasonRevokeFailed)
 	failuresTotal.WithLabelValues(r.def.Kind(), reason).Inc()
 	msg := plugins.ConditionMessage(reason, plugins.BoundMessage("revoke waits, "+what+": "+err.Error()))
-	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: msg}
+	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionFalse, Message: msg, ObservedGeneration: p.Generation}
 	changed, serr := r.setCondition(ctx, p, cond)
 	if changed {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
@@ -566,6 +569,9 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 		r.status.Drop(p.Name, r.def.Condition())
 	}
 	if _, changed := next(p.Status.Conditions); !changed {
+		if r.status != nil && r.status.ReadyStale(p) {
+			r.status.Touch(p.Name)
+		}
 		return false, nil
 	}
 	if r.status != nil && c != nil {
@@ -594,6 +600,10 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 	}
 	if err != nil {
 		return wrote, fmt.Errorf("write %s condition: %w", r.def.Condition(), err)
+	}
+	if wrote && r.status != nil {
+		// The removal changed what Ready sums up.
+		r.status.Touch(p.Name)
 	}
 	return wrote, nil
 }

@@ -48,6 +48,17 @@ func getProfile(t *testing.T, name string) *kubeflowv1.Profile {
 	return &p
 }
 
+// pluginConditions returns p's conditions but the Profile-level Ready.
+func pluginConditions(p *kubeflowv1.Profile) []kubeflowv1.ProfileCondition {
+	var out []kubeflowv1.ProfileCondition
+	for _, c := range p.Status.Conditions {
+		if c.Type != plugins.ConditionReady {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func exists(t *testing.T, obj client.Object) (bool, string) {
 	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
@@ -222,7 +233,9 @@ func TestRemovingAnOutsideStatePluginRevokesAndDropsTheFinalizer(t *testing.T) {
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		p := getProfile(t, name)
-		return len(p.Finalizers) == 0 && len(p.Status.Conditions) == 0, fmt.Sprintf("finalizers %v, conditions %v", p.Finalizers, p.Status.Conditions)
+		// Only the Profile-level Ready is left: no plugin serves it now.
+		onlyReady := len(p.Status.Conditions) == 1 && p.Status.Conditions[0].Type == plugins.ConditionReady && p.Status.Conditions[0].Status == plugins.ConditionTrue
+		return len(p.Finalizers) == 0 && onlyReady, fmt.Sprintf("finalizers %v, conditions %v", p.Finalizers, p.Status.Conditions)
 	})
 	if n := revokes.Load(); n != 1 {
 		t.Errorf("revoked %d times, want 1", n)
@@ -251,12 +264,16 @@ func TestStatusWriterGathersConditions(t *testing.T) {
 	}
 	w.Set(name, "BetaReady", nil)
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		got := getProfile(t, name).Status.Conditions
+		got := pluginConditions(getProfile(t, name))
 		return len(got) == 2, fmt.Sprintf("conditions %v", got)
 	})
-	got := getProfile(t, name).Status.Conditions
+	got := pluginConditions(getProfile(t, name))
 	if got[0].Type != "AlphaReady" || got[1].Type != "GammaReady" {
 		t.Errorf("conditions = %v, want AlphaReady and GammaReady", got)
+	}
+	// The same write carries Ready: no plugin is expected for this Profile.
+	if c := plugins.FindCondition(getProfile(t, name).Status.Conditions, plugins.ConditionReady); c == nil || c.Status != plugins.ConditionTrue {
+		t.Errorf("Ready = %v, want True", c)
 	}
 	if writes := h.Counter.Mutating("/profiles/" + name + "/status"); len(writes) != 1 {
 		t.Errorf("status writes = %v, want exactly one", writes)
@@ -302,7 +319,7 @@ func TestStatusWriterWaitsForEveryExpectedPlugin(t *testing.T) {
 	}
 	w.Set(name, "BetaReady", ready("BetaReady", plugins.ConditionTrue))
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		got := getProfile(t, name).Status.Conditions
+		got := pluginConditions(getProfile(t, name))
 		return len(got) == 2, fmt.Sprintf("conditions %v", got)
 	})
 	if writes := h.Counter.Mutating("/profiles/" + name + "/status"); len(writes) != 1 {
@@ -333,7 +350,7 @@ func TestStatusWriterWaitIsBounded(t *testing.T) {
 	begin := time.Now()
 	w.Set(name, "AlphaReady", &kubeflowv1.ProfileCondition{Type: "AlphaReady", Status: plugins.ConditionTrue, Message: "m"})
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		got := getProfile(t, name).Status.Conditions
+		got := pluginConditions(getProfile(t, name))
 		return len(got) == 1, fmt.Sprintf("conditions %v", got)
 	})
 	if took := time.Since(begin); took < wait {

@@ -46,6 +46,13 @@ const DefaultStatusWait = 3 * time.Second
 // to a Profile that already carries every condition is written after the
 // delay alone.
 //
+// Every write also carries the Profile-level condition Ready (see
+// plugins.Ready): True when every plugin that applies to the Profile reports
+// True for the Profile's generation, else False with the first failing
+// plugin's reason, so that `kubectl wait --for=condition=Ready` and health
+// checks have one condition to read. A Reconciler that finds Ready out of
+// date with nothing else to write asks for it with Touch.
+//
 // Updates go through the status subresource, guarded by the resource version
 // and retried on conflict; a write that fails is tried again with backoff. A
 // host shares one StatusWriter between all its Reconcilers (WithStatusWriter).
@@ -123,6 +130,43 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 	w.queue.AddAfter(profile, w.delay)
 }
 
+// Touch asks the writer to look at the Profile's Ready condition although no
+// plugin condition changed, as a Reconciler does when it finds Ready out of
+// date (a host that just started serving the Profile, a plugin no longer
+// applying). Nothing is written when Ready already holds.
+func (w *StatusWriter) Touch(profile string) {
+	w.mu.Lock()
+	if w.pending[profile] == nil {
+		w.pending[profile] = map[string]*kubeflowv1.ProfileCondition{}
+		w.since[profile] = time.Now()
+	}
+	w.mu.Unlock()
+	w.queue.AddAfter(profile, w.delay)
+}
+
+// ReadyStale reports whether p's Ready condition differs from what p's
+// plugin conditions make it: reconcilers call Touch then.
+func (w *StatusWriter) ReadyStale(p *kubeflowv1.Profile) bool {
+	want := plugins.Ready(p.Generation, p.Status.Conditions, w.serving(p))
+	live := plugins.FindCondition(p.Status.Conditions, plugins.ConditionReady)
+	return live == nil || !plugins.SameCondition(*live, want)
+}
+
+// serving returns the condition types of the plugins that apply to p,
+// sorted.
+func (w *StatusWriter) serving(p *kubeflowv1.Profile) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for t, applies := range w.expected {
+		if applies(p) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Drop forgets a pending condition of type t for the Profile, for a caller
 // that writes the Profile's condition itself.
 func (w *StatusWriter) Drop(profile, t string) {
@@ -177,7 +221,7 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	var cached kubeflowv1.Profile
 	err := w.client.Get(ctx, client.ObjectKey{Name: name}, &cached)
 	if apierrors.IsNotFound(err) {
-		w.take(name)
+		_, _ = w.take(name)
 		return nil
 	}
 	if err != nil {
@@ -187,8 +231,8 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 		w.queue.AddAfter(name, left)
 		return nil
 	}
-	changes := w.take(name)
-	if len(changes) == 0 {
+	changes, ok := w.take(name)
+	if !ok {
 		return nil
 	}
 	first := true // the cached Profile first; conflicts read afresh
@@ -202,7 +246,9 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 		}
 		first = false
 		conds, changed := applyConditions(p.Status.Conditions, changes)
-		if !changed {
+		// Ready sums up the plugins' conditions, in the same write.
+		conds, readyChanged := plugins.SetCondition(conds, plugins.Ready(p.Generation, conds, w.serving(p)))
+		if !changed && !readyChanged {
 			return nil
 		}
 		p.Status.Conditions = conds
@@ -226,14 +272,15 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	return err
 }
 
-// take removes and returns the pending conditions of a Profile.
-func (w *StatusWriter) take(name string) map[string]*kubeflowv1.ProfileCondition {
+// take removes and returns the pending conditions of a Profile, and whether
+// it had any or was touched.
+func (w *StatusWriter) take(name string) (map[string]*kubeflowv1.ProfileCondition, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	changes := w.pending[name]
+	changes, ok := w.pending[name]
 	delete(w.pending, name)
 	delete(w.since, name)
-	return changes
+	return changes, ok
 }
 
 // holdFor returns how much longer the pending conditions of p wait for an

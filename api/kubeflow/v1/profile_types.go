@@ -50,6 +50,13 @@ type ProfileCondition struct {
 	// Message says why the condition has its status.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// ObservedGeneration is the Profile's metadata.generation that the
+	// condition was set from. The upstream schema does not keep it: on a
+	// cluster that runs upstream's CRD it is dropped on write and reads as 0,
+	// which means unknown.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // ProfileStatus is the observed state of a Profile.
