@@ -10,6 +10,7 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,6 +50,9 @@ type ProfileReconciler struct {
 	AzureCredentials azureidentity.Credentials
 	// fork: host defaults of the Azure plugin (the cluster's OIDC issuer).
 	AzureDefaults []byte
+
+	// Passes counts reconciles, as upstream's request counter metric does.
+	Passes atomic.Int64
 }
 
 // fork: profilekit's adapter, instantiated with the fork's own types.
