@@ -23,7 +23,9 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{ControllerManager: true, Istio: true}) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{ControllerManager: true, Istio: true})
+}
 
 // TestForkDrivesPlugins runs quotas and limitrange through the adapter the way
 // the upstream controller runs its own plugins, against the real API server.
