@@ -69,12 +69,12 @@ func DecodeConfigMap(data map[string]string) (Grants, error) {
 // take reads one version of the ConfigMap (nil when it is gone).
 func (s *ConfigMapSource) take(ctx context.Context, cm *corev1.ConfigMap) []string {
 	if cm == nil {
-		return s.offer(ctx, Grants{}, &RefreshError{Source: s.name, Reason: ReasonMissing,
+		return s.offer(ctx, Grants{}, &RefreshError{Source: s.Name(), Reason: ReasonMissing,
 			Err: fmt.Errorf("ConfigMap %s/%s does not exist", s.namespace, s.name)})
 	}
 	g, err := DecodeConfigMap(cm.Data)
 	if err != nil {
-		return s.offer(ctx, Grants{}, &RefreshError{Source: s.name, Reason: ReasonMalformed,
+		return s.offer(ctx, Grants{}, &RefreshError{Source: s.Name(), Reason: ReasonMalformed,
 			Err: fmt.Errorf("ConfigMap %s/%s: %w", s.namespace, s.name, err)})
 	}
 	return s.offer(ctx, g, nil)
