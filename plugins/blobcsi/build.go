@@ -60,11 +60,15 @@ func render(tmpl, namespace, volume string) (string, error) {
 }
 
 // ContainerName turns a rendered name into a valid blob container name:
-// lower case, letters, digits and single hyphens, 3 to 63 characters. A name
-// that is valid stays as it is; any other gets a short hash of the original
-// so that two namespaces never share a container and the result is stable.
+// lower case, letters, digits and single hyphens, 3 to 63 characters. A
+// valid name stays as it is, unless it ends like a hashed name (a hyphen and
+// 20 hexadecimal digits); any other name becomes its letters and digits, cut
+// to fit, a hyphen, and 20 hexadecimal digits of the SHA-256 of the whole
+// name. Kept names never end like hashed ones, so the two forms never meet,
+// and two hashed names meet only if 80 bits of SHA-256 collide: the mapping
+// is injective, and stable.
 func ContainerName(s string) string {
-	if opa.ValidateContainerName(s) == nil {
+	if opa.ValidateContainerName(s) == nil && !hashedName.MatchString(s) {
 		return s
 	}
 	var b strings.Builder
@@ -76,16 +80,22 @@ func ContainerName(s string) string {
 		}
 	}
 	sum := sha256.Sum256([]byte(s))
-	suffix := hex.EncodeToString(sum[:4])
+	suffix := hex.EncodeToString(sum[:])[:hashDigits]
 	base := strings.Trim(b.String(), "-")
-	if len(base) > 63-len(suffix)-1 {
-		base = strings.Trim(base[:63-len(suffix)-1], "-")
+	if len(base) > 63-hashDigits-1 {
+		base = strings.Trim(base[:63-hashDigits-1], "-")
 	}
 	if base == "" {
-		return "ns-" + suffix
+		base = "c"
 	}
 	return base + "-" + suffix
 }
+
+// hashDigits is the length of the hash that ends a hashed container name.
+const hashDigits = 20
+
+// hashedName matches the end of every hashed container name.
+var hashedName = regexp.MustCompile(`-[0-9a-f]{20}$`)
 
 // Desired returns the volumes the Profile should have: one per chosen
 // instance, and one per shared bucket the grants give its namespace (a

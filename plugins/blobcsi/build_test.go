@@ -1,6 +1,8 @@
 package blobcsi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -41,9 +43,12 @@ func mustGrants(t *testing.T, doc string) opa.Grants {
 func TestContainerName(t *testing.T) {
 	cases := []struct{ reason, in, want string }{
 		{"a valid name stays", "team-a", "team-a"},
-		{"a short name gets a hash", "ab", "ab-fb8e20fc"},
-		{"double hyphens are collapsed and hashed", "team--a", "team-a-" + hash8("team--a")},
-		{"a long name is cut and hashed", strings.Repeat("a", 70), strings.Repeat("a", 54) + "-" + hash8(strings.Repeat("a", 70))},
+		{"a short name gets a hash", "ab", "ab-" + hash20("ab")},
+		{"double hyphens are collapsed and hashed", "team--a", "team-a-" + hash20("team--a")},
+		{"a long name is cut and hashed", strings.Repeat("a", 70), strings.Repeat("a", 42) + "-" + hash20(strings.Repeat("a", 70))},
+		{"a valid name shaped like a hashed one is hashed too", "ab-" + hash20("ab"), "ab-" + hash20("ab") + "-" + hash20("ab-"+hash20("ab"))},
+		{"a name with nothing to keep", "--", "c-" + hash20("--")},
+		{"a valid name that ends in a shorter hash stays", "ab-fb8e20fc", "ab-fb8e20fc"},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
@@ -58,9 +63,45 @@ func TestContainerName(t *testing.T) {
 	}
 }
 
-func hash8(s string) string {
-	n := ContainerName(s)
-	return n[len(n)-8:]
+func hash20(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:20]
+}
+
+// oldHash is the 8-digit hash that earlier versions put on hashed names,
+// which a valid name could copy.
+func oldHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:4])
+}
+
+// FuzzContainerName: two different rendered names never get one container,
+// and every container name is valid. The seeds include the collisions the
+// earlier mapping allowed: a valid name equal to another name's hashed form.
+func FuzzContainerName(f *testing.F) {
+	f.Add("ab", "ab-"+oldHash("ab"))
+	f.Add("team--a", "team-a-"+oldHash("team--a"))
+	f.Add(strings.Repeat("a", 70), strings.Repeat("a", 54)+"-"+oldHash(strings.Repeat("a", 70)))
+	f.Add("x", "ns-"+oldHash("x"))
+	f.Add("ab", "ab-"+hash20("ab"))
+	f.Add("--", "c-"+hash20("--"))
+	f.Add("a--b", "a---b")
+	f.Add("Team-A", "team-a")
+	f.Add(strings.Repeat("b", 64), strings.Repeat("b", 65))
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ca, cb := ContainerName(a), ContainerName(b)
+		for in, out := range map[string]string{a: ca, b: cb} {
+			if err := opa.ValidateContainerName(out); err != nil {
+				t.Fatalf("ContainerName(%q) = %q: %v", in, out, err)
+			}
+		}
+		if a != b && ca == cb {
+			t.Fatalf("ContainerName(%q) = ContainerName(%q) = %q", a, b, ca)
+		}
+		if ContainerName(a) != ca {
+			t.Fatalf("ContainerName(%q) is not stable", a)
+		}
+	})
 }
 
 func TestDesired(t *testing.T) {
