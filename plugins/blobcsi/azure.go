@@ -3,11 +3,14 @@ package blobcsi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
@@ -62,28 +65,133 @@ func (c containers) client(ctx context.Context, in Instance, name string) (*cont
 	return svc.NewContainerClient(name), nil
 }
 
-// ensure creates the container; one that exists already is fine.
-func (c containers) ensure(ctx context.Context, in Instance, name string) error {
+// The container metadata that proves profilekit made a container for a
+// Profile. Azure metadata names are C# identifiers and case-insensitive.
+const (
+	MetaPlugin     = "profilekit_plugin"
+	MetaProfile    = "profilekit_profile"
+	MetaProfileUID = "profilekit_profileuid"
+)
+
+// proof is who a container was made for.
+type proof struct {
+	Profile, UID string
+}
+
+func (pr proof) metadata() map[string]*string {
+	return map[string]*string{MetaPlugin: to.Ptr(Kind), MetaProfile: to.Ptr(pr.Profile), MetaProfileUID: to.Ptr(pr.UID)}
+}
+
+// proofOf reads the proof in a container's metadata, if it has one.
+func proofOf(md map[string]*string) (proof, bool) {
+	get := func(key string) string {
+		for k, v := range md {
+			if strings.EqualFold(k, key) && v != nil {
+				return *v
+			}
+		}
+		return ""
+	}
+	if get(MetaPlugin) != Kind || get(MetaProfileUID) == "" {
+		return proof{}, false
+	}
+	return proof{Profile: get(MetaProfile), UID: get(MetaProfileUID)}, true
+}
+
+// takeOver says whether a container without proof for this Profile may be
+// used (and is stamped with the proof): made by an earlier version (legacy),
+// or adopted by the host's explicit choice (adopt).
+type takeOver struct {
+	legacy func(ctx context.Context) (bool, error)
+	adopt  bool
+}
+
+// ensure creates the container with the proof of want. A container that
+// exists already is used when it carries that proof; when it does not, it
+// is stamped and used only when take allows, else it is a Conflict and
+// nothing is written to it.
+func (c containers) ensure(ctx context.Context, in Instance, name string, want proof, take takeOver) error {
 	cc, err := c.client(ctx, in, name)
 	if err != nil {
 		return err
 	}
-	_, err = cc.Create(ctx, nil)
-	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+	_, err = cc.Create(ctx, &container.CreateOptions{Metadata: want.metadata()})
+	if err == nil {
+		return nil
+	}
+	if !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 		return fmt.Errorf("create container %s in account %s: %w", name, in.Account, err)
+	}
+	props, err := cc.GetProperties(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("read container %s in account %s: %w", name, in.Account, err)
+	}
+	got, proven := proofOf(props.Metadata)
+	if proven && got.UID == want.UID {
+		return nil
+	}
+	legacy := false
+	if !proven && take.legacy != nil {
+		if legacy, err = take.legacy(ctx); err != nil {
+			return err
+		}
+	}
+	if !legacy && !take.adopt {
+		whose := "carries no proof that profilekit made it for Profile " + want.Profile
+		if proven {
+			whose = fmt.Sprintf("was made by profilekit for another Profile %s (UID %s), not for Profile %s (UID %s)", got.Profile, got.UID, want.Profile, want.UID)
+		}
+		return plugins.Terminalf(plugins.ReasonConflict,
+			"container %s in account %s (instance %s) exists and %s; it is left untouched and not mounted (rename it, or set adoptContainers on the instance to take it over)",
+			name, in.Account, in.Name, whose)
+	}
+	md := map[string]*string{}
+	for k, v := range props.Metadata {
+		if _, ours := want.metadata()[strings.ToLower(k)]; !ours {
+			md[k] = v
+		}
+	}
+	maps.Copy(md, want.metadata())
+	if _, err := cc.SetMetadata(ctx, &container.SetMetadataOptions{Metadata: md}); err != nil {
+		return fmt.Errorf("write the proof on container %s in account %s: %w", name, in.Account, err)
 	}
 	return nil
 }
 
-// remove deletes the container and its blobs; one that is gone is fine.
-func (c containers) remove(ctx context.Context, in Instance, name string) error {
+// removed says what remove did with a container.
+type removed int
+
+const (
+	removedGone removed = iota
+	removedDeleted
+	removedNotOurs
+)
+
+// remove deletes the container and its blobs when it carries the proof of
+// want (or is legacy: made by an earlier version, which wrote no proof); a
+// container that is gone is fine, and any other is left alone.
+func (c containers) remove(ctx context.Context, in Instance, name string, want proof, legacy bool) (removed, error) {
 	cc, err := c.client(ctx, in, name)
 	if err != nil {
-		return err
+		return removedGone, err
 	}
-	_, err = cc.Delete(ctx, nil)
+	props, err := cc.GetProperties(ctx, nil)
+	if bloberror.HasCode(err, bloberror.ContainerNotFound, bloberror.ContainerBeingDeleted) {
+		return removedGone, nil
+	}
+	if err != nil {
+		return removedGone, fmt.Errorf("read container %s in account %s: %w", name, in.Account, err)
+	}
+	got, proven := proofOf(props.Metadata)
+	if !(proven && got.UID == want.UID) && !(!proven && legacy) {
+		return removedNotOurs, nil
+	}
+	// Unmodified since the proof was read: a container replaced meanwhile
+	// is not deleted.
+	_, err = cc.Delete(ctx, &container.DeleteOptions{AccessConditions: &container.AccessConditions{
+		ModifiedAccessConditions: &container.ModifiedAccessConditions{IfUnmodifiedSince: props.LastModified}}})
 	if err != nil && !bloberror.HasCode(err, bloberror.ContainerNotFound, bloberror.ContainerBeingDeleted) {
-		return fmt.Errorf("delete container %s in account %s: %w", name, in.Account, err)
+		return removedGone, fmt.Errorf("delete container %s in account %s: %w", name, in.Account, err)
 	}
-	return nil
+	return removedDeleted, nil
 }

@@ -44,6 +44,17 @@ type Config struct {
 	MaxVolumeDeletes int `json:"maxVolumeDeletes,omitempty" profilekit:"hostonly"`
 	// DeleteWindow is the period MaxVolumeDeletes counts over. Default 10m.
 	DeleteWindow metav1.Duration `json:"deleteWindow,omitempty" profilekit:"hostonly"`
+	// DeleteRecord is the ConfigMap in which the plugin records its volume
+	// deletions across the cluster, so that MaxVolumeDeletes holds across
+	// restarts and across hosts. Default: DefaultDeleteRecord in the
+	// namespace of the first storage instance's credentials Secret.
+	DeleteRecord ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
+}
+
+// ConfigMapRef names a ConfigMap.
+type ConfigMapRef struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
 }
 
 // Instance is one storage account offered to Profiles.
@@ -74,6 +85,13 @@ type Instance struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Default gives the instance to Profiles that do not choose.
 	Default bool `json:"default,omitempty"`
+	// AdoptContainers lets the plugin take over a container that exists at
+	// a Profile's container name without profilekit's proof for that
+	// Profile (made by hand, by other software, or for an earlier Profile
+	// of the same name): it is stamped with the proof, mounted, and deleted
+	// with the Profile when retention is Delete. Off by default: such a
+	// container is a Conflict and is left untouched.
+	AdoptContainers bool `json:"adoptContainers,omitempty"`
 }
 
 // Credentials name a Secret with the account's name and key
@@ -140,6 +158,7 @@ type Names struct {
 const (
 	DefaultMaxVolumeDeletes = 20
 	DefaultDeleteWindow     = 10 * time.Minute
+	DefaultDeleteRecord     = "profilekit-blobcsi-deletes"
 )
 
 // NewConfig returns a Config holding the built-in defaults.
@@ -204,6 +223,14 @@ func (c *Config) Validate() error {
 	if c.MaxVolumeDeletes < 0 {
 		errs = append(errs, fmt.Errorf("maxVolumeDeletes %d: want zero or more", c.MaxVolumeDeletes))
 	}
+	if ref := c.DeleteRecord; ref.Namespace != "" || ref.Name != "" {
+		if msgs := validation.IsDNS1123Label(ref.Namespace); ref.Namespace != "" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("deleteRecord.namespace %q: %s", ref.Namespace, strings.Join(msgs, "; ")))
+		}
+		if msgs := validation.IsDNS1123Subdomain(ref.Name); ref.Name != "" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("deleteRecord.name %q: %s", ref.Name, strings.Join(msgs, "; ")))
+		}
+	}
 	if c.DeleteWindow.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("deleteWindow %s: want a positive duration", c.DeleteWindow.Duration))
 	}
@@ -227,6 +254,18 @@ func (c *Config) Chosen() []Instance {
 		}
 	}
 	return out
+}
+
+// deleteRecord returns where the volume deletion record lives.
+func (c *Config) deleteRecord() ConfigMapRef {
+	ref := c.DeleteRecord
+	if ref.Name == "" {
+		ref.Name = DefaultDeleteRecord
+	}
+	if ref.Namespace == "" && len(c.Storage) > 0 {
+		ref.Namespace = c.Storage[0].Credentials.SecretNamespace
+	}
+	return ref
 }
 
 // Instance returns the instance named name.

@@ -19,7 +19,34 @@
 // change are reconciled. A source that is unreachable, malformed, undefined,
 // or would withdraw too many grants at once keeps its last good grants:
 // nothing is removed, and the Profiles concerned report BlobcsiReady=False
-// with reason GrantsStale.
+// with reason GrantsStale. A restart does not reset that guard: the first
+// document after a start is checked against the grants that the plugin's
+// claims in the cluster stand for (their LabelSource, and the volume name
+// the claim template gives them), and one that would withdraw more than
+// maxDropShare of them is refused. Until a source has a snapshot (refused,
+// OPA down, the ConfigMap missing), none of its volumes is added or removed
+// and every Profile reports GrantsNotSynced with the source's reason; its
+// first snapshot reconciles every Profile.
+//
+// # Containers are a shared space
+//
+// A storage account is shared with other tenants and other software, so the
+// plugin proves what it made. ContainerName is injective: a valid rendered
+// name is kept unless it ends like a hashed name, and every other name gets
+// 20 hexadecimal digits of its SHA-256, so that two Profiles never get one
+// container. A container the plugin creates carries metadata (MetaPlugin,
+// MetaProfile, MetaProfileUID) that proves it was made for that Profile. A
+// container that exists at the wanted name without that proof (made by
+// hand, by other software, or for an earlier Profile of the same name) is a
+// Conflict on the condition, naming it: it is not written to, not mounted
+// (no volume is written for it) and never deleted, unless the instance sets
+// adoptContainers, the explicit opt-in that stamps the proof on it and
+// takes it over. Containers made by versions that wrote no proof are
+// recognised by their outside-state record in the Profile's namespace (key
+// container/<instance>): the next pass stamps the proof on them and records
+// them anew. Revoke with retention Delete deletes a container only when it
+// carries the Profile's proof (or that earlier record), and only if it was
+// not modified since the proof was read.
 //
 // Removal (a grant withdrawn, an instance no longer chosen, the plugin
 // revoked) deletes the claim, then the PersistentVolume once the claim is
@@ -28,8 +55,14 @@
 // (reason VolumeInUse) names the pods. A change to an immutable field (the
 // volume source, the access mode) replaces the pair when nothing mounts it.
 // More than maxVolumeDeletes deletions within deleteWindow across the
-// cluster are held and reported (VolumeDeletesHeld). Revoke keeps the
-// containers unless the host's retention is Delete.
+// cluster are held and reported (VolumeDeletesHeld). The deletions are
+// counted in a ConfigMap the plugin owns (deleteRecord; by default
+// profilekit-blobcsi-deletes beside the first instance's credentials
+// Secret), written with its resourceVersion as a precondition, so that the
+// cap holds across restarts and across hosts that share a cluster; a
+// ConfigMap of that name without the plugin's labels is a Conflict and
+// holds every deletion. Revoke keeps the containers unless the host's
+// retention is Delete.
 //
 // Host configuration (see examples/host/config/statcan.yaml for three
 // instances and two grant sources):
@@ -44,11 +77,13 @@
 //	      account: examplestandard
 //	      credentials: {secretName: standard-storage, secretNamespace: profilekit-system}
 //	      default: true
+//	      # adoptContainers: true   # take over containers without our proof
 //	    grantSources:
 //	    - name: unclassified
 //	      instance: standard
 //	      opa: {url: "http://opa.gateway:8181", path: storage/grants/unclassified, interval: 30s}
 //	    pvcLabels: {automount.example.org/blob: "true"}
+//	    deleteRecord: {namespace: profilekit-system, name: profilekit-blobcsi-deletes}
 //
 // A Profile that chooses its instances:
 //
@@ -68,7 +103,8 @@
 // Stable under semver (see the README's Versioning section): Kind,
 // Definition and its options (WithHTTPClient), Config and the types it holds
 // with the JSON names, defaults and meaning of their fields, the labels
-// LabelInstance and LabelSource, the Secret keys, the reasons
+// LabelInstance and LabelSource, the Secret keys, the container metadata
+// keys (MetaPlugin, MetaProfile, MetaProfileUID), the reasons
 // (ReasonGrantsStale, ReasonGrantsNotSynced, ReasonVolumeInUse,
 // ReasonVolumeDeletesHeld), and the condition BlobcsiReady. The names it
 // derives from a namespace (containers, volumes, claims) are stable too:

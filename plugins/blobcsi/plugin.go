@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/profilekit/profilekit/opa"
 	"github.com/profilekit/profilekit/plugins"
@@ -45,8 +41,9 @@ const (
 )
 
 // Plugin writes a Profile's blob CSI volumes and creates its containers.
-// The grants sources and the cluster-wide deletion count live in the
-// plugin value, shared by every Profile it serves.
+// The grants sources live in the plugin value, shared by every Profile it
+// serves; the cluster-wide deletion count lives in the cluster (a ConfigMap
+// the plugin owns), so that a restart does not reset it.
 type Plugin struct {
 	st *state
 }
@@ -59,7 +56,6 @@ type state struct {
 	mu      sync.Mutex
 	sources map[string]opa.Source
 	reader  client.Reader
-	deletes []time.Time
 }
 
 // Option configures the plugin.
@@ -95,98 +91,6 @@ func Definition(opts ...Option) plugins.Definition {
 // Kind returns "blobcsi".
 func (Plugin) Kind() string { return Kind }
 
-// run starts the grants sources of the host's config and enqueues the
-// Profiles whose grants change.
-func (p Plugin) run(ctx context.Context, rt plugins.Runtime) error {
-	cfg, ok := rt.Config.(*Config)
-	if !ok {
-		return fmt.Errorf("config is %T", rt.Config)
-	}
-	sources := map[string]opa.Source{}
-	var cs kubernetes.Interface
-	for _, gs := range cfg.GrantSources {
-		o := opa.Options{MaxDropShare: gs.MaxDropShare}
-		switch {
-		case gs.OPA != nil:
-			c, err := opa.NewClient(gs.OPA.URL)
-			if err != nil {
-				return err
-			}
-			o.Interval = gs.OPA.Interval.Duration
-			src, err := opa.NewPoller(gs.Name, c, gs.OPA.Path, nil, o)
-			if err != nil {
-				return err
-			}
-			sources[gs.Name] = src
-		case gs.ConfigMap != nil:
-			if cs == nil {
-				var err error
-				if cs, err = kubernetes.NewForConfig(rt.RESTConfig); err != nil {
-					return err
-				}
-			}
-			src, err := opa.NewConfigMapSource(gs.Name, cs, gs.ConfigMap.Namespace, gs.ConfigMap.Name, o)
-			if err != nil {
-				return err
-			}
-			sources[gs.Name] = src
-		}
-	}
-	p.st.mu.Lock()
-	p.st.sources, p.st.reader = sources, rt.Reader
-	p.st.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, src := range sources {
-		wg.Go(func() {
-			_ = src.Run(ctx, func(ns []string) { rt.Enqueue(ns...) })
-		})
-	}
-	wg.Wait()
-	return nil
-}
-
-// grants returns the snapshots of the config's sources, the sources whose
-// volumes must not be removed now (not synced, or not running), and the
-// errors to report.
-func (p Plugin) grants(ctx context.Context, req plugins.Request, cfg *Config) (map[string]opa.Grants, map[string]bool, error) {
-	p.st.mu.Lock()
-	sources := p.st.sources
-	p.st.mu.Unlock()
-	out := map[string]opa.Grants{}
-	unknown := map[string]bool{}
-	var errs []error
-	for _, gs := range cfg.GrantSources {
-		src, ok := sources[gs.Name]
-		if !ok {
-			unknown[gs.Name] = true
-			if req.Outside != nil && req.Outside.Offline() {
-				// Offline rendering: shared buckets are not known; say which
-				// call was not made.
-				if gs.OPA != nil {
-					_ = req.Outside.Call(ctx, SystemOPA, func(context.Context) error { return nil })
-				}
-				continue
-			}
-			errs = append(errs, fmt.Errorf("grants source %s is not running", gs.Name))
-			continue
-		}
-		st := src.State()
-		if !st.Synced {
-			unknown[gs.Name] = true
-			errs = append(errs, fmt.Errorf("grants source %s has no snapshot yet: %v", gs.Name, st.Err))
-			continue
-		}
-		out[gs.Name] = st.Grants
-		// Only the Profiles the kept grants name are affected (and hear when
-		// the source recovers); the others have nothing of it to keep.
-		if st.Err != nil && len(st.Grants.For(plugins.Namespace(req.Profile))) > 0 {
-			errs = append(errs, plugins.Terminal(ReasonGrantsStale, fmt.Errorf("%w; keeping the grants taken at %s, nothing is removed",
-				st.Err, st.Taken.UTC().Format(time.RFC3339))))
-		}
-	}
-	return out, unknown, errors.Join(errs...)
-}
-
 // Apply creates the Profile's containers, writes its volumes, and removes
 // the volumes it no longer has, within the rules: no pod is ever touched, a
 // volume a pod mounts waits for it, and the cluster-wide deletion limit
@@ -213,14 +117,27 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			ready = append(ready, v)
 			continue
 		}
-		want := map[string]string{"account": v.Instance.Account, "endpoint": v.Instance.endpoint(), "container": v.Container}
+		// The Profile's UID is part of the desired state: the container
+		// carries it as proof, and a Profile made again under the same name
+		// must prove its claim to the container afresh.
+		want := map[string]string{"account": v.Instance.Account, "endpoint": v.Instance.endpoint(), "container": v.Container, "profileUID": string(req.Profile.UID)}
+		take := takeOver{adopt: v.Instance.AdoptContainers, legacy: func(ctx context.Context) (bool, error) {
+			keys, err := req.Outside.Recorded(ctx)
+			return slices.Contains(keys, legacyContainerKey(v.Instance.Name)), err
+		}}
 		called, err := req.Outside.Ensure(ctx, SystemAzureBlob, containerKey(v.Instance.Name), want, func(ctx context.Context) error {
-			return azure.ensure(ctx, v.Instance, v.Container)
+			return azure.ensure(ctx, v.Instance, v.Container, proofFor(req), take)
 		})
 		if err != nil {
+			// No volume is written for a container that is not there or
+			// not ours, and a volume that exists for it is not removed.
 			errs = append(errs, err)
 			failed[v.Claim] = true
 			continue
+		}
+		if called {
+			// The record of an earlier version is replaced by this one.
+			errs = append(errs, req.Outside.Forget(ctx, legacyContainerKey(v.Instance.Name)))
 		}
 		action := plugins.Unchanged
 		if called {
@@ -261,14 +178,14 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		keep["pvc/"+v.Claim], keep["pv/"+v.PV] = true, true
 	}
 	var stale []pair
-	for _, name := range sortedKeys(live.pvcs) {
+	for _, name := range slices.Sorted(maps.Keys(live.pvcs)) {
 		pvc := live.pvcs[name]
 		if keep["pvc/"+name] || unknown[pvc.Labels[LabelSource]] || failed[name] {
 			continue
 		}
 		stale = append(stale, pair{claim: pvc, name: name})
 	}
-	for _, name := range sortedKeys(live.pvs) {
+	for _, name := range slices.Sorted(maps.Keys(live.pvs)) {
 		pv := live.pvs[name]
 		if keep["pv/"+name] || unknown[pv.Labels[LabelSource]] {
 			continue
@@ -281,7 +198,18 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	return res, errors.Join(errs...)
 }
 
-func containerKey(instance string) string { return "container/" + instance }
+// containerKey is the outside-state key of a Profile's container in an
+// instance, made or taken over with the proof in its metadata.
+func containerKey(instance string) string { return "owned-container/" + instance }
+
+// legacyContainerKey is the key under which versions that wrote no proof
+// recorded a container they made: it is the proof for those containers.
+func legacyContainerKey(instance string) string { return "container/" + instance }
+
+// proofFor is the proof of the Profile a request is for.
+func proofFor(req plugins.Request) proof {
+	return proof{Profile: req.Profile.Name, UID: string(req.Profile.UID)}
+}
 
 func (p Plugin) reader(req plugins.Request) client.Reader {
 	p.st.mu.Lock()
@@ -333,250 +261,4 @@ func isNil(o client.Object) bool {
 		return x == nil
 	}
 	return false
-}
-
-// mustReplace says why the live pair cannot be brought to v in place (the
-// volume source of a PV and most of a claim's spec are immutable), or "".
-func mustReplace(v Volume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) string {
-	var why []string
-	if pv != nil && pv.DeletionTimestamp == nil {
-		csi := pv.Spec.CSI
-		switch {
-		case csi == nil || csi.Driver != Driver:
-			why = append(why, "the driver")
-		case csi.VolumeHandle != v.VolumeHandle():
-			why = append(why, "the volume handle")
-		case csi.VolumeAttributes["containerName"] != v.Container || csi.VolumeAttributes["storageAccount"] != v.Instance.Account ||
-			csi.VolumeAttributes["protocol"] != v.Instance.protocol() || csi.VolumeAttributes["resourceGroup"] != v.Instance.ResourceGroup:
-			why = append(why, "the volume attributes")
-		case csi.ReadOnly != v.ReadOnly:
-			why = append(why, "read-only")
-		case csi.NodeStageSecretRef == nil || csi.NodeStageSecretRef.Name != v.Instance.Credentials.SecretName ||
-			csi.NodeStageSecretRef.Namespace != v.Instance.Credentials.SecretNamespace:
-			why = append(why, "the mount Secret")
-		}
-	}
-	if pvc != nil && pvc.DeletionTimestamp == nil {
-		if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{v.AccessMode()}) {
-			why = append(why, "the access mode")
-		} else if pvc.Spec.VolumeName != v.PV {
-			why = append(why, "the bound volume")
-		}
-	}
-	return strings.Join(why, " and ")
-}
-
-// pair is a claim and/or a PersistentVolume to delete, with why when it is
-// replaced rather than removed.
-type pair struct {
-	name  string
-	claim *corev1.PersistentVolumeClaim
-	pv    *corev1.PersistentVolume
-	why   string
-}
-
-// remove deletes stale and replaced volumes. Claims go first; a
-// PersistentVolume goes once its claim is gone. A claim that pods mount is
-// deleted all the same (the API server's pvc-protection finalizer keeps it
-// until they end) and the pods are named; pods are never touched. When the
-// claims to delete now exceed the cluster-wide allowance, none is deleted.
-func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, live liveState, pairs []pair) (plugins.Result, error) {
-	var res plugins.Result
-	if len(pairs) == 0 {
-		return res, nil
-	}
-	pods, err := p.mounting(ctx, req)
-	if err != nil {
-		return res, err
-	}
-	var errs, pending []error
-	var act []pair
-	for _, pr := range pairs {
-		if pr.why != "" && pr.claim != nil && len(pods[pr.claim.Name]) > 0 {
-			// Retried with backoff, not terminal: nothing of ours changes
-			// when the pods end (pods are not watched), so only a retry
-			// notices.
-			errs = append(errs, fmt.Errorf("%s: volume %s changes %s; it is replaced when pods %s no longer mount it",
-				ReasonVolumeInUse, pr.name, pr.why, strings.Join(pods[pr.claim.Name], ", ")))
-			continue
-		}
-		act = append(act, pr)
-	}
-	// The allowance counts volumes: claims deleted now, and replaced pairs.
-	n := 0
-	for _, pr := range act {
-		if pr.claim != nil && pr.claim.DeletionTimestamp == nil || pr.claim == nil && pr.why != "" {
-			n++
-		}
-	}
-	if n > 0 && !p.allowDeletes(n, cfg) {
-		errs = append(errs, plugins.Terminalf(ReasonVolumeDeletesHeld,
-			"removing %d volumes would exceed the limit of %d volume deletions per %s across the cluster; nothing was deleted (raise maxVolumeDeletes, or wait)",
-			n, cfg.MaxVolumeDeletes, cfg.DeleteWindow.Duration))
-		act = nil
-	}
-	for _, pr := range act {
-		if pr.claim != nil {
-			if pr.claim.DeletionTimestamp == nil {
-				if err := deleteOwned(ctx, req.Client, pr.claim); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				res.Add(plugins.Change{Kind: "PersistentVolumeClaim", Namespace: pr.claim.Namespace, Name: pr.claim.Name, Action: plugins.Deleted})
-			}
-			if users := pods[pr.claim.Name]; len(users) > 0 {
-				pending = append(pending, fmt.Errorf("PersistentVolumeClaim %s is deleted but pods %s still mount it; it goes when they end (pods are never deleted or evicted)",
-					pr.claim.Name, strings.Join(users, ", ")))
-			}
-		}
-		pv := pr.pv
-		if pv == nil || pv.DeletionTimestamp != nil {
-			continue
-		}
-		if ref := pv.Spec.ClaimRef; pr.why == "" && ref != nil && ref.Namespace == plugins.Namespace(req.Profile) && live.pvcs[ref.Name] != nil {
-			// A removed volume's PV waits for its claim to be gone.
-			continue
-		}
-		if err := deleteOwned(ctx, req.Client, pv); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Deleted})
-	}
-	if len(pending) > 0 {
-		errs = append(errs, plugins.Terminal(ReasonVolumeInUse, errors.Join(pending...)))
-	}
-	return res, errors.Join(errs...)
-}
-
-// allowDeletes takes n deletions from the cluster-wide allowance, or none
-// when fewer than n are left in the window.
-func (p Plugin) allowDeletes(n int, cfg *Config) bool {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	cut := time.Now().Add(-cfg.DeleteWindow.Duration)
-	p.st.deletes = slices.DeleteFunc(p.st.deletes, func(t time.Time) bool { return t.Before(cut) })
-	if len(p.st.deletes)+n > cfg.MaxVolumeDeletes {
-		return false
-	}
-	for range n {
-		p.st.deletes = append(p.st.deletes, time.Now())
-	}
-	return true
-}
-
-// mounting maps claim names to the pods in the Profile's namespace that
-// mount them and have not ended, sorted. It reads the namespace's pods
-// directly, not through a cache of every pod.
-func (p Plugin) mounting(ctx context.Context, req plugins.Request) (map[string][]string, error) {
-	var pods corev1.PodList
-	if err := p.reader(req).List(ctx, &pods, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	out := map[string][]string{}
-	for _, pod := range pods.Items {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for _, vol := range pod.Spec.Volumes {
-			if c := vol.PersistentVolumeClaim; c != nil {
-				out[c.ClaimName] = append(out[c.ClaimName], pod.Name)
-			}
-		}
-	}
-	for k := range out {
-		slices.Sort(out[k])
-	}
-	return out, nil
-}
-
-// deleteOwned deletes obj if it carries our labels, with its UID as a
-// precondition; gone already is fine.
-func deleteOwned(ctx context.Context, c client.Writer, obj client.Object) error {
-	l := obj.GetLabels()
-	if l[plugins.LabelManagedBy] != plugins.ManagedByValue || l[plugins.LabelPlugin] != Kind {
-		return nil
-	}
-	uid := obj.GetUID()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
-	}
-	log.FromContext(ctx).V(1).Info("deleted", "object", client.ObjectKeyFromObject(obj))
-	return nil
-}
-
-// Revoke removes every volume of the Profile under the same rules as
-// Apply, and deletes its containers only when retention is Delete.
-func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	live, err := p.live(ctx, req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	var pairs []pair
-	for _, name := range sortedKeys(live.pvcs) {
-		pairs = append(pairs, pair{claim: live.pvcs[name], name: name})
-	}
-	for _, name := range sortedKeys(live.pvs) {
-		pairs = append(pairs, pair{pv: live.pvs[name], name: name})
-	}
-	res, err := p.remove(ctx, req, cfg, live, pairs)
-	if err != nil {
-		return res, err
-	}
-	// Containers are touched only once no volume of the Profile is left,
-	// so that no pod ever loses a mounted container.
-	if left, err := p.live(ctx, req); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
-		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", len(left.pvcs), len(left.pvs)))
-	}
-	var errs []error
-	keys, err := req.Outside.Recorded(ctx)
-	if err != nil {
-		return res, errors.Join(append(errs, err)...)
-	}
-	azure := containers{reader: p.reader(req), transport: p.st.transport}
-	ns := plugins.Namespace(req.Profile)
-	for _, key := range keys {
-		instance, ok := strings.CutPrefix(key, containerKey(""))
-		if !ok {
-			continue
-		}
-		in, known := cfg.Instance(instance)
-		name := instance
-		if known {
-			rendered, err := render(cfg.Names.Container, ns, in.Name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			name = ContainerName(rendered)
-		}
-		if req.Retention != plugins.RetentionDelete || !known {
-			// User data stays; the record is dropped so that nothing claims it.
-			res.Add(plugins.Change{Kind: "BlobContainer", Name: in.Account + "/" + name, Action: plugins.Unchanged})
-			errs = append(errs, req.Outside.Forget(ctx, key))
-			continue
-		}
-		err := req.Outside.Call(ctx, SystemAzureBlob, func(ctx context.Context) error { return azure.remove(ctx, in, name) })
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		res.Add(plugins.Change{Kind: "BlobContainer", Name: in.Account + "/" + name, Action: plugins.Deleted})
-		errs = append(errs, req.Outside.Forget(ctx, key))
-	}
-	return res, errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -48,6 +48,10 @@ const (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	// Fuzz workers run pure functions only: no servers.
+	if slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
+		return m.Run()
+	}
 	fail := func(err error) int { fmt.Fprintf(os.Stderr, "testenv: %v\n", err); return 1 }
 	var err error
 	if azurite, err = testenv.StartAzurite(); err != nil {
@@ -134,6 +138,9 @@ func hostConfig(dataPath string, extra map[string]any) []byte {
 			"opa": map[string]any{"url": opaSrv.URL, "path": "storage/grants/unclassified", "interval": pollEvery.String()},
 		}},
 		"pvcLabels": map[string]string{"automount.example.org/blob": "true"},
+		// Each host config counts its deletions apart: tests share the
+		// API server, and the count outlives a host.
+		"deleteRecord": map[string]any{"name": unique("deletes")},
 	}
 	for k, v := range extra {
 		cfg[k] = v
@@ -184,11 +191,18 @@ func (h *harness) profile(t *testing.T, name string, ps ...kubeflowv1.Plugin) {
 
 func start(t *testing.T, cfg []byte, opts ...reconcilers.Option) *harness {
 	t.Helper()
+	return startShard(t, map[string]string{"test": strings.ToLower(rand.String(6))}, cfg, opts...)
+}
+
+// startShard runs a host, with fresh plugin state, for the Profiles labelled
+// shard. A second call for one shard after the first host stopped is a
+// restart.
+func startShard(t *testing.T, shard map[string]string, cfg []byte, opts ...reconcilers.Option) *harness {
+	t.Helper()
 	az := &counter{inner: http.DefaultTransport}
 	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: az}))
 	pp := &perProfile{Plugin: def.Plugin, n: map[string]int{}}
 	def.Plugin = pp
-	shard := map[string]string{"test": strings.ToLower(rand.String(6))}
 	h := testhost.Start(t, env, testhost.Plugin{Def: def, Options: append([]reconcilers.Option{
 		reconcilers.WithDefaults(cfg), reconcilers.WithShard(labels.SelectorFromSet(shard))}, opts...)})
 	return &harness{host: h, azure: az, applies: pp, shard: shard}

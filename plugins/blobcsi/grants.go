@@ -1,0 +1,178 @@
+package blobcsi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/opa"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// run starts the grants sources of the host's config and enqueues the
+// Profiles whose grants change, and every Profile once a source takes its
+// first snapshot (until then each reports GrantsNotSynced).
+func (p Plugin) run(ctx context.Context, rt plugins.Runtime) error {
+	cfg, ok := rt.Config.(*Config)
+	if !ok {
+		return fmt.Errorf("config is %T", rt.Config)
+	}
+	sources, err := newSources(cfg, rt)
+	if err != nil {
+		return err
+	}
+	p.st.mu.Lock()
+	p.st.sources, p.st.reader = sources, rt.Reader
+	p.st.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, src := range sources {
+		wg.Go(func() {
+			_ = src.Run(ctx, func(ns []string) { rt.Enqueue(ns...) })
+		})
+		wg.Go(func() {
+			select {
+			case <-src.Synced():
+				if rt.EnqueueAll != nil {
+					rt.EnqueueAll()
+				}
+			case <-ctx.Done():
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// newSources makes the config's grants sources. Each compares its first
+// document after a start with the grants the plugin's claims in the cluster
+// stand for, so that a restart does not reset the drop guard.
+func newSources(cfg *Config, rt plugins.Runtime) (map[string]opa.Source, error) {
+	sources := map[string]opa.Source{}
+	var cs kubernetes.Interface
+	for _, gs := range cfg.GrantSources {
+		o := opa.Options{MaxDropShare: gs.MaxDropShare}
+		if rt.Reader != nil {
+			o.Baseline = inUse(rt.Reader, cfg, gs.Name)
+		}
+		switch {
+		case gs.OPA != nil:
+			c, err := opa.NewClient(gs.OPA.URL)
+			if err != nil {
+				return nil, err
+			}
+			o.Interval = gs.OPA.Interval.Duration
+			src, err := opa.NewPoller(gs.Name, c, gs.OPA.Path, nil, o)
+			if err != nil {
+				return nil, err
+			}
+			sources[gs.Name] = src
+		case gs.ConfigMap != nil:
+			if cs == nil {
+				var err error
+				if cs, err = kubernetes.NewForConfig(rt.RESTConfig); err != nil {
+					return nil, err
+				}
+			}
+			src, err := opa.NewConfigMapSource(gs.Name, cs, gs.ConfigMap.Namespace, gs.ConfigMap.Name, o)
+			if err != nil {
+				return nil, err
+			}
+			sources[gs.Name] = src
+		}
+	}
+	return sources, nil
+}
+
+// inUse returns the grants that the plugin's claims from source stand for,
+// across the cluster: one per claim that is not being deleted. Only the
+// claims' metadata are read, from the API server.
+func inUse(r client.Reader, cfg *Config, source string) func(context.Context) ([]opa.Grant, error) {
+	return func(ctx context.Context) ([]opa.Grant, error) {
+		var l metav1.PartialObjectMetadataList
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
+		if err := r.List(ctx, &l, client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, LabelSource: source}); err != nil {
+			return nil, fmt.Errorf("list the claims of grants source %s: %w", source, err)
+		}
+		out := make([]opa.Grant, 0, len(l.Items))
+		for _, c := range l.Items {
+			if c.DeletionTimestamp == nil {
+				out = append(out, opa.Grant{Namespace: c.Namespace, Volume: volumeOf(cfg.Names.Claim, c.Namespace, c.Name)})
+			}
+		}
+		return out, nil
+	}
+}
+
+// volumeOf returns the volume name a claim was named after by the claim
+// template: what the template puts around {{ .Volume }} taken off. A name
+// the template does not explain counts as its own volume, which the drop
+// guard then counts as withdrawn: it errs on the side of taking nothing.
+func volumeOf(tmpl, ns, claim string) string {
+	const mark = "\x00"
+	rendered, err := render(tmpl, ns, mark)
+	if err != nil {
+		return claim
+	}
+	prefix, suffix, ok := strings.Cut(rendered, mark)
+	if !ok || strings.Contains(suffix, mark) || len(claim) <= len(prefix)+len(suffix) ||
+		!strings.HasPrefix(claim, prefix) || !strings.HasSuffix(claim, suffix) {
+		return claim
+	}
+	return claim[len(prefix) : len(claim)-len(suffix)]
+}
+
+// grants returns the snapshots of the config's sources, the sources whose
+// volumes must not be removed now (not synced, or not running), and the
+// errors to report.
+func (p Plugin) grants(ctx context.Context, req plugins.Request, cfg *Config) (map[string]opa.Grants, map[string]bool, error) {
+	p.st.mu.Lock()
+	sources := p.st.sources
+	p.st.mu.Unlock()
+	out := map[string]opa.Grants{}
+	unknown := map[string]bool{}
+	var errs []error
+	for _, gs := range cfg.GrantSources {
+		src, ok := sources[gs.Name]
+		if !ok {
+			unknown[gs.Name] = true
+			if req.Outside != nil && req.Outside.Offline() {
+				// Offline rendering: shared buckets are not known; say which
+				// call was not made.
+				if gs.OPA != nil {
+					_ = req.Outside.Call(ctx, SystemOPA, func(context.Context) error { return nil })
+				}
+				continue
+			}
+			errs = append(errs, fmt.Errorf("grants source %s is not running", gs.Name))
+			continue
+		}
+		st := src.State()
+		if !st.Synced {
+			unknown[gs.Name] = true
+			// Terminal: the source's first snapshot enqueues every Profile.
+			why := "it has not answered yet"
+			if st.Err != nil {
+				why = st.Err.Error()
+			}
+			errs = append(errs, plugins.Terminalf(ReasonGrantsNotSynced,
+				"grants source %s has no snapshot yet (%s); none of its volumes is added or removed until it has", gs.Name, why))
+			continue
+		}
+		out[gs.Name] = st.Grants
+		// Only the Profiles the kept grants name are affected (and hear when
+		// the source recovers); the others have nothing of it to keep.
+		if st.Err != nil && len(st.Grants.For(plugins.Namespace(req.Profile))) > 0 {
+			errs = append(errs, plugins.Terminal(ReasonGrantsStale, fmt.Errorf("%w; keeping the grants taken at %s, nothing is removed",
+				st.Err, st.Taken.UTC().Format(time.RFC3339))))
+		}
+	}
+	return out, unknown, errors.Join(errs...)
+}

@@ -1,0 +1,269 @@
+package blobcsi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// mustReplace says why the live pair cannot be brought to v in place (the
+// volume source of a PV and most of a claim's spec are immutable), or "".
+func mustReplace(v Volume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) string {
+	var why []string
+	if pv != nil && pv.DeletionTimestamp == nil {
+		csi := pv.Spec.CSI
+		switch {
+		case csi == nil || csi.Driver != Driver:
+			why = append(why, "the driver")
+		case csi.VolumeHandle != v.VolumeHandle():
+			why = append(why, "the volume handle")
+		case csi.VolumeAttributes["containerName"] != v.Container || csi.VolumeAttributes["storageAccount"] != v.Instance.Account ||
+			csi.VolumeAttributes["protocol"] != v.Instance.protocol() || csi.VolumeAttributes["resourceGroup"] != v.Instance.ResourceGroup:
+			why = append(why, "the volume attributes")
+		case csi.ReadOnly != v.ReadOnly:
+			why = append(why, "read-only")
+		case csi.NodeStageSecretRef == nil || csi.NodeStageSecretRef.Name != v.Instance.Credentials.SecretName ||
+			csi.NodeStageSecretRef.Namespace != v.Instance.Credentials.SecretNamespace:
+			why = append(why, "the mount Secret")
+		}
+	}
+	if pvc != nil && pvc.DeletionTimestamp == nil {
+		if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{v.AccessMode()}) {
+			why = append(why, "the access mode")
+		} else if pvc.Spec.VolumeName != v.PV {
+			why = append(why, "the bound volume")
+		}
+	}
+	return strings.Join(why, " and ")
+}
+
+// pair is a claim and/or a PersistentVolume to delete, with why when it is
+// replaced rather than removed.
+type pair struct {
+	name  string
+	claim *corev1.PersistentVolumeClaim
+	pv    *corev1.PersistentVolume
+	why   string
+}
+
+// remove deletes stale and replaced volumes. Claims go first; a
+// PersistentVolume goes once its claim is gone. A claim that pods mount is
+// deleted all the same (the API server's pvc-protection finalizer keeps it
+// until they end) and the pods are named; pods are never touched. When the
+// claims to delete now exceed the cluster-wide allowance, none is deleted.
+func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, live liveState, pairs []pair) (plugins.Result, error) {
+	var res plugins.Result
+	if len(pairs) == 0 {
+		return res, nil
+	}
+	pods, err := p.mounting(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	var errs, pending []error
+	var act []pair
+	for _, pr := range pairs {
+		if pr.why != "" && pr.claim != nil && len(pods[pr.claim.Name]) > 0 {
+			// Retried with backoff, not terminal: nothing of ours changes
+			// when the pods end (pods are not watched), so only a retry
+			// notices.
+			errs = append(errs, fmt.Errorf("%s: volume %s changes %s; it is replaced when pods %s no longer mount it",
+				ReasonVolumeInUse, pr.name, pr.why, strings.Join(pods[pr.claim.Name], ", ")))
+			continue
+		}
+		act = append(act, pr)
+	}
+	// The allowance counts volumes: claims deleted now, and replaced pairs.
+	n := 0
+	for _, pr := range act {
+		if pr.claim != nil && pr.claim.DeletionTimestamp == nil || pr.claim == nil && pr.why != "" {
+			n++
+		}
+	}
+	if n > 0 {
+		ok, err := p.deletes(req, cfg).take(ctx, n)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			act = nil
+		case !ok:
+			errs = append(errs, plugins.Terminalf(ReasonVolumeDeletesHeld,
+				"removing %d volumes would exceed the limit of %d volume deletions per %s across the cluster; nothing was deleted (raise maxVolumeDeletes, or wait)",
+				n, cfg.MaxVolumeDeletes, cfg.DeleteWindow.Duration))
+			act = nil
+		}
+	}
+	for _, pr := range act {
+		if pr.claim != nil {
+			if pr.claim.DeletionTimestamp == nil {
+				if err := deleteOwned(ctx, req.Client, pr.claim); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				res.Add(plugins.Change{Kind: "PersistentVolumeClaim", Namespace: pr.claim.Namespace, Name: pr.claim.Name, Action: plugins.Deleted})
+			}
+			if users := pods[pr.claim.Name]; len(users) > 0 {
+				pending = append(pending, fmt.Errorf("PersistentVolumeClaim %s is deleted but pods %s still mount it; it goes when they end (pods are never deleted or evicted)",
+					pr.claim.Name, strings.Join(users, ", ")))
+			}
+		}
+		pv := pr.pv
+		if pv == nil || pv.DeletionTimestamp != nil {
+			continue
+		}
+		if ref := pv.Spec.ClaimRef; pr.why == "" && ref != nil && ref.Namespace == plugins.Namespace(req.Profile) && live.pvcs[ref.Name] != nil {
+			// A removed volume's PV waits for its claim to be gone.
+			continue
+		}
+		if err := deleteOwned(ctx, req.Client, pv); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Deleted})
+	}
+	if len(pending) > 0 {
+		errs = append(errs, plugins.Terminal(ReasonVolumeInUse, errors.Join(pending...)))
+	}
+	return res, errors.Join(errs...)
+}
+
+// deletes returns the cluster-wide record of volume deletions.
+func (p Plugin) deletes(req plugins.Request, cfg *Config) deleteRecord {
+	ref := cfg.deleteRecord()
+	return deleteRecord{reader: p.reader(req), writer: req.Client, key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
+		max: cfg.MaxVolumeDeletes, window: cfg.DeleteWindow.Duration, now: time.Now}
+}
+
+// mounting maps claim names to the pods in the Profile's namespace that
+// mount them and have not ended, sorted. It reads the namespace's pods
+// directly, not through a cache of every pod.
+func (p Plugin) mounting(ctx context.Context, req plugins.Request) (map[string][]string, error) {
+	var pods corev1.PodList
+	if err := p.reader(req).List(ctx, &pods, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	out := map[string][]string{}
+	for _, pod := range pods.Items {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, vol := range pod.Spec.Volumes {
+			if c := vol.PersistentVolumeClaim; c != nil {
+				out[c.ClaimName] = append(out[c.ClaimName], pod.Name)
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out, nil
+}
+
+// deleteOwned deletes obj if it carries our labels, with its UID as a
+// precondition; gone already is fine.
+func deleteOwned(ctx context.Context, c client.Writer, obj client.Object) error {
+	l := obj.GetLabels()
+	if l[plugins.LabelManagedBy] != plugins.ManagedByValue || l[plugins.LabelPlugin] != Kind {
+		return nil
+	}
+	uid := obj.GetUID()
+	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	}
+	log.FromContext(ctx).V(1).Info("deleted", "object", client.ObjectKeyFromObject(obj))
+	return nil
+}
+
+// Revoke removes every volume of the Profile under the same rules as
+// Apply, and deletes its containers only when retention is Delete.
+func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	live, err := p.live(ctx, req)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	var pairs []pair
+	for _, name := range slices.Sorted(maps.Keys(live.pvcs)) {
+		pairs = append(pairs, pair{claim: live.pvcs[name], name: name})
+	}
+	for _, name := range slices.Sorted(maps.Keys(live.pvs)) {
+		pairs = append(pairs, pair{pv: live.pvs[name], name: name})
+	}
+	res, err := p.remove(ctx, req, cfg, live, pairs)
+	if err != nil {
+		return res, err
+	}
+	// Containers are touched only once no volume of the Profile is left,
+	// so that no pod ever loses a mounted container.
+	if left, err := p.live(ctx, req); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
+		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", len(left.pvcs), len(left.pvs)))
+	}
+	var errs []error
+	keys, err := req.Outside.Recorded(ctx)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	azure := containers{reader: p.reader(req), transport: p.st.transport}
+	ns := plugins.Namespace(req.Profile)
+	want := proofFor(req)
+	for _, key := range keys {
+		instance, legacy := strings.CutPrefix(key, legacyContainerKey(""))
+		if !legacy {
+			var ok bool
+			if instance, ok = strings.CutPrefix(key, containerKey("")); !ok {
+				continue
+			}
+		}
+		in, known := cfg.Instance(instance)
+		name := instance
+		if known {
+			rendered, err := render(cfg.Names.Container, ns, in.Name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			name = ContainerName(rendered)
+		}
+		if req.Retention != plugins.RetentionDelete || !known {
+			// User data stays; the record is dropped so that nothing claims it.
+			res.Add(plugins.Change{Kind: "BlobContainer", Name: in.Account + "/" + name, Action: plugins.Unchanged})
+			errs = append(errs, req.Outside.Forget(ctx, key))
+			continue
+		}
+		var done removed
+		err := req.Outside.Call(ctx, SystemAzureBlob, func(ctx context.Context) error {
+			var err error
+			done, err = azure.remove(ctx, in, name, want, legacy)
+			return err
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		action := plugins.Deleted
+		if done == removedNotOurs {
+			// Not our proof (replaced by someone else since): never deleted.
+			action = plugins.Skipped
+			log.FromContext(ctx).Info("container kept: it does not carry the proof that profilekit made it for this Profile",
+				"account", in.Account, "container", name)
+		}
+		res.Add(plugins.Change{Kind: "BlobContainer", Name: in.Account + "/" + name, Action: action})
+		errs = append(errs, req.Outside.Forget(ctx, key))
+	}
+	return res, errors.Join(errs...)
+}
