@@ -1,0 +1,256 @@
+package azureidentity_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/mock/gomock"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/azureidentity"
+	"github.com/profilekit/profilekit/plugins/azureidentity/iammock"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+var ref = azureidentity.IdentityRef{Subscription: sub, ResourceGroup: "kubeflow", Name: "team-a"}
+
+// msi is Azure's side of the hostile tests: the federated credentials of
+// one identity, by name, behind an outage switch.
+type msi struct {
+	mu    sync.Mutex
+	creds map[string]azureidentity.Credential
+	down  atomic.Bool
+}
+
+var errUnavailable = errors.New("503 Service Unavailable")
+
+func (m *msi) get(_ context.Context, _ azureidentity.IdentityRef, name string) (azureidentity.Credential, bool, error) {
+	if m.down.Load() {
+		return azureidentity.Credential{}, false, errUnavailable
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.creds[name]
+	return c, ok, nil
+}
+
+func (m *msi) put(_ context.Context, _ azureidentity.IdentityRef, name string, c azureidentity.Credential) error {
+	if m.down.Load() {
+		return errUnavailable
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.creds[name] = c
+	return nil
+}
+
+func (m *msi) del(_ context.Context, _ azureidentity.IdentityRef, name string) error {
+	if m.down.Load() {
+		return errUnavailable
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.creds, name)
+	return nil
+}
+
+func (m *msi) held() map[string]azureidentity.Credential {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.creds)
+}
+
+// hostile starts a host whose Azure is m, serving the given service accounts.
+func hostile(t *testing.T, m *msi, serviceAccounts ...string) {
+	t.Helper()
+	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
+	creds := iammock.NewMockCredentials(ctrl)
+	creds.EXPECT().Get(gomock.Any(), ref, gomock.Any()).DoAndReturn(m.get).AnyTimes()
+	creds.EXPECT().Put(gomock.Any(), ref, gomock.Any(), gomock.Any()).DoAndReturn(m.put).AnyTimes()
+	creds.EXPECT().Delete(gomock.Any(), ref, gomock.Any()).DoAndReturn(m.del).AnyTimes()
+	if len(serviceAccounts) == 0 {
+		serviceAccounts = []string{"default-editor"}
+	}
+	defaults := `{"issuer":"` + issuer + `","serviceAccounts":["` + strings.Join(serviceAccounts, `","`) + `"]}`
+	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{reconcilers.WithDefaults([]byte(defaults))}})
+}
+
+const spec = `{"identity":"` + identity + `","clientId":"` + clientID + `"}`
+
+func ours(namespace, sa string) azureidentity.Credential {
+	return azureidentity.Credential{Issuer: issuer, Subject: "system:serviceaccount:" + namespace + ":" + sa, Audiences: []string{azureidentity.DefaultAudience}}
+}
+
+// stopListing removes the plugin from the Profile and waits until Revoke
+// let it go.
+func stopListing(t *testing.T, name string) {
+	t.Helper()
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
+	})
+}
+
+func TestForeignCredentialWithOurNameIsAConflict(t *testing.T) {
+	name := "az-foreign-" + rand.String(5)
+	credName := azureidentity.CredentialName(name, "default-editor")
+	// Another cluster's credential for a service account of the same name.
+	foreign := azureidentity.Credential{Issuer: "https://oidc.example.org/other-cluster/", Subject: "system:serviceaccount:" + name + ":default-editor", Audiences: []string{azureidentity.DefaultAudience}}
+	m := &msi{creds: map[string]azureidentity.Credential{credName: foreign}}
+	hostile(t, m)
+	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonConflict+": federated credential "+credName)
+	if !strings.Contains(cond.Message, foreign.Issuer) {
+		t.Errorf("condition %q does not say what is there", cond.Message)
+	}
+	stopListing(t, name)
+	if diff := cmp.Diff(map[string]azureidentity.Credential{credName: foreign}, m.held()); diff != "" {
+		t.Errorf("credentials (-want +got):\n%s", diff)
+	}
+}
+
+func TestReplacedCredentialIsLeftOnRevoke(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	hostile(t, m)
+	name := "az-replaced-" + rand.String(5)
+	credName := azureidentity.CredentialName(name, "default-editor")
+	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if diff := cmp.Diff(map[string]azureidentity.Credential{credName: ours(name, "default-editor")}, m.held()); diff != "" {
+		t.Fatalf("credentials after apply (-want +got):\n%s", diff)
+	}
+	replaced := ours("ops", "runner")
+	m.mu.Lock()
+	m.creds[credName] = replaced
+	m.mu.Unlock()
+	stopListing(t, name)
+	if diff := cmp.Diff(map[string]azureidentity.Credential{credName: replaced}, m.held()); diff != "" {
+		t.Errorf("credentials after revoke (-want +got):\n%s", diff)
+	}
+}
+
+// Under the names before CredentialName's scheme, x-y's service account z
+// and x's service account y-z shared profilekit-x-y-z.
+func TestCraftedNamesDoNotMeet(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	hostile(t, m, "z", "y-z")
+	x := "az-col-" + rand.String(5)
+	xy := x + "-y"
+	for _, ns := range []string{x, xy} {
+		testhost.NewProfile(t, env.Client, ns, nil, entry(spec))
+		testhost.CreateServiceAccount(t, env.Client, ns, "z", nil)
+		testhost.CreateServiceAccount(t, env.Client, ns, "y-z", nil)
+	}
+	for _, ns := range []string{x, xy} {
+		testhost.WaitCondition(t, env.Client, ns, condType, plugins.ConditionTrue, "")
+	}
+	want := map[string]azureidentity.Credential{}
+	for _, ns := range []string{x, xy} {
+		for _, sa := range []string{"z", "y-z"} {
+			want[azureidentity.CredentialName(ns, sa)] = ours(ns, sa)
+		}
+	}
+	if diff := cmp.Diff(want, m.held()); diff != "" {
+		t.Fatalf("credentials of both Profiles (-want +got):\n%s", diff)
+	}
+	stopListing(t, xy)
+	delete(want, azureidentity.CredentialName(xy, "z"))
+	delete(want, azureidentity.CredentialName(xy, "y-z"))
+	if diff := cmp.Diff(want, m.held()); diff != "" {
+		t.Errorf("credentials after revoking %s (-want +got):\n%s", xy, diff)
+	}
+	stopListing(t, x)
+	if got := m.held(); len(got) != 0 {
+		t.Errorf("credentials left: %v", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	hostile(t, m)
+	name := "az-outage-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	m.down.Store(true)
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatalf("the Profile went during the outage: %v", err)
+	}
+	if !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+azureidentity.Kind) {
+		t.Errorf("finalizers %v lack ours during the outage", p.Finalizers)
+	}
+	if got := m.held(); len(got) != 1 {
+		t.Errorf("credentials during the outage = %v, want ours still there", got)
+	}
+	m.down.Store(false)
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
+		return apierrors.IsNotFound(err), "the Profile is still there"
+	})
+	if got := m.held(); len(got) != 0 {
+		t.Errorf("credentials after the outage: %v", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// A credential the previous naming scheme made, which the record holds, is
+// replaced by one of the current name; one the record does not hold is
+// someone else's and stays.
+func TestRecordedLegacyCredentialIsRenamed(t *testing.T) {
+	name := "az-legacy-" + rand.String(5)
+	legacy, unrecorded := "profilekit-"+name+"-default-editor", "profilekit-"+name+"-runner"
+	m := &msi{creds: map[string]azureidentity.Credential{legacy: ours(name, "default-editor"), unrecorded: ours(name, "runner")}}
+	hostile(t, m, "default-editor", "runner")
+	testhost.NewProfile(t, env.Client, name, nil)
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.CreateServiceAccount(t, env.Client, name, "runner", nil)
+	labels := plugins.OwnershipLabels(azureidentity.Kind, name)
+	labels[plugins.LabelRole] = plugins.RoleOutsideState
+	record := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: plugins.StateName(azureidentity.Kind), Labels: labels},
+		Data:       map[string]string{"state.json": `{"credential/` + sub + `/kubeflow/team-a/` + legacy + `":{"hash":"0","at":"2026-01-01T00:00:00Z"}}`},
+	}
+	if err := env.Client.Create(t.Context(), record); err != nil {
+		t.Fatal(err)
+	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{entry(spec)} })
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	want := map[string]azureidentity.Credential{
+		azureidentity.CredentialName(name, "default-editor"): ours(name, "default-editor"),
+		azureidentity.CredentialName(name, "runner"):         ours(name, "runner"),
+		unrecorded: ours(name, "runner"),
+	}
+	if diff := cmp.Diff(want, m.held()); diff != "" {
+		t.Errorf("credentials (-want +got):\n%s", diff)
+	}
+	stopListing(t, name)
+	if diff := cmp.Diff(map[string]azureidentity.Credential{unrecorded: ours(name, "runner")}, m.held()); diff != "" {
+		t.Errorf("credentials after revoke (-want +got):\n%s", diff)
+	}
+}
