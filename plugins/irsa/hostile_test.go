@@ -3,18 +3,183 @@ package irsa_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/irsa/iammock"
+	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 	"github.com/profilekit/profilekit/reconcilers"
 )
+
+// outage stands between the plugin and the roles: while down, every call
+// fails as an unreachable IAM would.
+type outage struct {
+	down   atomic.Bool
+	writes atomic.Int32
+	roles  *roles
+}
+
+var errUnavailable = errors.New("api error ServiceUnavailable: Service Unavailable")
+
+func (o *outage) get(ctx context.Context, name string) (string, error) {
+	if o.down.Load() {
+		return "", errUnavailable
+	}
+	return o.roles.get(ctx, name)
+}
+
+func (o *outage) set(ctx context.Context, name, doc string) error {
+	if o.down.Load() {
+		return errUnavailable
+	}
+	o.writes.Add(1)
+	return o.roles.set(ctx, name, doc)
+}
+
+// hostile starts a host whose IAM holds doc as the role's trust policy.
+func hostile(t *testing.T, doc string, defaults string) *outage {
+	t.Helper()
+	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
+	iam := iammock.NewMockIAM(ctrl)
+	o := &outage{roles: &roles{docs: map[string]string{role: doc}}}
+	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(o.get).AnyTimes()
+	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(o.set).AnyTimes()
+	opts := []reconcilers.Option{reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"` + defaults + `}`))}
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: opts})
+	return o
+}
+
+// trusted makes a Profile that names the role, with its service account,
+// and waits until the plugin is done with it.
+func trusted(t *testing.T, name string) {
+	t.Helper()
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+}
+
+// stopListing removes the plugin from the Profile and waits until Revoke
+// let it go.
+func stopListing(t *testing.T, name string) {
+	t.Helper()
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
+	})
+}
+
+// legacy is a statement of the form versions before Sids wrote (and eksctl
+// writes), trusting only the service account of namespace.
+func legacy(namespace string) string {
+	return `{"Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{"` +
+		issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"system:serviceaccount:` + namespace + `:default-editor"}}}`
+}
+
+func TestForeignStatementWithOurSubjectIsLeftAlone(t *testing.T) {
+	name := "irsa-foreign-" + rand.String(5)
+	doc := `{"Version":"2012-10-17","Statement":[` + legacy(name) + `]}`
+	o := hostile(t, doc, "")
+	trusted(t, name)
+	stopListing(t, name)
+	if got := o.roles.doc(role); got != doc {
+		t.Errorf("trust policy = %s\nwant it untouched: %s", got, doc)
+	}
+	if n := o.writes.Load(); n != 0 {
+		t.Errorf("the trust policy was written %d times, want never", n)
+	}
+}
+
+func TestAdoptStatementsClaimsOnlyOurForm(t *testing.T) {
+	name := "irsa-adopt-" + rand.String(5)
+	// The second statement trusts our subject too, but also another's.
+	shared := strings.Replace(legacy(name), `:default-editor"`, `:default-editor","system:serviceaccount:ops:runner"]`, 1)
+	shared = strings.Replace(shared, `:sub":"system`, `:sub":["system`, 1)
+	doc := `{"Version":"2012-10-17","Statement":[` + legacy(name) + `,` + shared + `]}`
+	o := hostile(t, doc, `,"adoptStatements":true`)
+	trusted(t, name)
+	claimed := `{"Sid":"` + trustpolicy.StatementID(provider, name) + `",` + strings.TrimPrefix(legacy(name), "{")
+	if want := `{"Version":"2012-10-17","Statement":[` + claimed + `,` + shared + `]}`; o.roles.doc(role) != want {
+		t.Errorf("trust policy after apply = %s\nwant %s", o.roles.doc(role), want)
+	}
+	stopListing(t, name)
+	if want := `{"Version":"2012-10-17","Statement":[` + shared + `]}`; o.roles.doc(role) != want {
+		t.Errorf("trust policy after revoke = %s\nwant %s", o.roles.doc(role), want)
+	}
+}
+
+// Two Profiles whose names differ only by a dash get statements of their
+// own; revoking one leaves the other's.
+func TestCraftedNamesKeepTheirStatements(t *testing.T) {
+	o := hostile(t, startPolicy, "")
+	q := "irsa-col-" + rand.String(5)
+	a, b := q+"-z", q+"z"
+	trusted(t, a)
+	trusted(t, b)
+	for _, ns := range []string{a, b} {
+		if id := trustpolicy.StatementID(provider, ns); strings.Count(o.roles.doc(role), `"Sid":"`+id+`"`) != 1 {
+			t.Fatalf("trust policy lacks %s's statement %s:\n%s", ns, id, o.roles.doc(role))
+		}
+	}
+	stopListing(t, a)
+	doc := o.roles.doc(role)
+	if strings.Contains(doc, trustpolicy.StatementID(provider, a)) || !strings.Contains(doc, "system:serviceaccount:"+b+":default-editor") {
+		t.Errorf("after revoking %s the trust policy is\n%s", a, doc)
+	}
+	stopListing(t, b)
+	if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
+		t.Errorf("trust policy after both revokes (-want +got):\n%s", diff)
+	}
+}
+
+func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
+	o := hostile(t, startPolicy, "")
+	name := "irsa-outage-" + rand.String(5)
+	trusted(t, name)
+	withUs := o.roles.doc(role)
+
+	o.down.Store(true)
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatalf("the Profile went during the outage: %v", err)
+	}
+	if !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+irsa.Kind) {
+		t.Errorf("finalizers %v lack ours during the outage", p.Finalizers)
+	}
+	if got := o.roles.doc(role); got != withUs {
+		t.Errorf("trust policy changed during the outage: %s", got)
+	}
+	o.down.Store(false)
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
+		return apierrors.IsNotFound(err), "the Profile is still there"
+	})
+	if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
+		t.Errorf("trust policy after the outage (-want +got):\n%s", diff)
+	}
+}
 
 // TestRoleAnnotatedOnlyOnceTrusted: a pod given a role that does not trust
 // it fails in confusing ways, so the annotation waits for the trust policy.
