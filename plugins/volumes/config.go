@@ -77,11 +77,21 @@ type Config struct {
 	// SweepDryRun makes the sweeper report the volumes it would delete
 	// without deleting them. Turn it off once the report looks right.
 	SweepDryRun bool `json:"sweepDryRun,omitempty" profilekit:"hostonly"`
-	// MaxDeletesPerSweep bounds the volumes one sweep deletes. Default 10.
+	// MaxDeletesPerSweep bounds the volumes the sweeper deletes per
+	// SweepInterval, counted in SweepRecord so that a host that restarts
+	// (and sweeps at once) does not start again from zero. Default 10.
 	MaxDeletesPerSweep int `json:"maxDeletesPerSweep,omitempty" profilekit:"hostonly"`
 	// SweepInterval is how often the sweeper runs. Default 1h.
 	SweepInterval metav1.Duration `json:"sweepInterval,omitempty" profilekit:"hostonly"`
+	// SweepRecord is the ConfigMap in which the sweeper records its
+	// deletions. Default DefaultSweepRecord in the namespace the host runs in
+	// (its leader election namespace); a sweeper with no namespace for it
+	// deletes nothing.
+	SweepRecord plugins.ConfigMapRef `json:"sweepRecord,omitempty" profilekit:"hostonly"`
 }
+
+// DefaultSweepRecord is the default name of the sweeper's record.
+const DefaultSweepRecord = "profilekit-volumes-sweeps"
 
 // NewConfig returns a Config holding the built-in defaults.
 func NewConfig() *Config {
@@ -196,6 +206,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SweepInterval.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("sweepInterval %s: must be positive", c.SweepInterval.Duration))
+	}
+	if err := c.SweepRecord.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sweepRecord: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -33,8 +33,11 @@
 // until an administrator deletes them, or, with retainFor, until the
 // Sweeper deletes those released longer ago than that: it logs the volumes
 // past retention first (sweepDryRun: true stops there), deletes at most
-// maxDeletesPerSweep per sweep, oldest first, after giving each the reclaim
-// policy Delete so that its provisioner also deletes the storage. Retention
+// maxDeletesPerSweep per sweepInterval, oldest first, after giving each the
+// reclaim policy Delete so that its provisioner also deletes the storage.
+// The deletions are counted in a ConfigMap (sweepRecord, by default
+// profilekit-volumes-sweeps in the host's namespace), so that a host that
+// restarts, and sweeps at once, does not start counting from zero. Retention
 // Delete restores the StorageClass's own reclaim policy, so that the volume
 // goes with its claim.
 //

@@ -31,6 +31,26 @@ type Sweeper struct {
 	Config *Config
 	// Now returns the time to compare release marks with. Default time.Now.
 	Now func() time.Time
+	// Reader reads the sweep record from the API server. Default Client.
+	Reader client.Reader
+	// Namespace is where the sweep record lives unless Config.SweepRecord
+	// names one: the host's own namespace. With neither, nothing is
+	// deleted.
+	Namespace string
+}
+
+// record returns the ledger of the sweeper's deletions.
+func (s Sweeper) record() (plugins.Ledger, error) {
+	key := client.ObjectKey{Namespace: cmp.Or(s.Config.SweepRecord.Namespace, s.Namespace), Name: cmp.Or(s.Config.SweepRecord.Name, DefaultSweepRecord)}
+	if key.Namespace == "" {
+		return plugins.Ledger{}, fmt.Errorf("no namespace for the sweep record %s (sweepRecord.namespace, or the host's namespace); nothing is deleted", key.Name)
+	}
+	reader := s.Reader
+	if reader == nil {
+		reader = s.Client
+	}
+	return plugins.Ledger{Reader: reader, Writer: s.Client, Key: key, Kind: Kind,
+		Max: s.Config.MaxDeletesPerSweep, Window: s.Config.SweepInterval.Duration, Now: s.Now}, nil
 }
 
 // SweepReport is what one sweep found and did, volumes by name.
@@ -48,8 +68,9 @@ type SweepReport struct {
 	DryRun bool
 }
 
-// Sweep deletes at most MaxDeletesPerSweep expired volumes, oldest first,
-// after logging the report of all expired ones. A volume is expired when it
+// Sweep deletes expired volumes, oldest first, at most MaxDeletesPerSweep
+// per SweepInterval as the sweep record counts them (across restarts and
+// sweeps), after logging the report of all expired ones. A volume is expired when it
 // carries our labels and a release mark older than RetainFor, is Released,
 // and is not reserved for a returning Profile's claim. It first gets the
 // reclaim policy Delete, so that a provisioner also deletes the storage
@@ -99,9 +120,20 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	if rep.DryRun {
 		return rep, nil
 	}
+	allowed := 0
+	if len(expired) > 0 {
+		// The cap counts what the record holds, not this process's memory.
+		ledger, err := s.record()
+		if err != nil {
+			return rep, err
+		}
+		if allowed, err = ledger.TakeUpTo(ctx, min(len(expired), s.Config.MaxDeletesPerSweep)); err != nil {
+			return rep, fmt.Errorf("count deletions: %w", err)
+		}
+	}
 	var errs []error
 	for i, e := range expired {
-		if i >= s.Config.MaxDeletesPerSweep {
+		if i >= allowed {
 			rep.Deferred = append(rep.Deferred, e.pv.Name)
 			continue
 		}

@@ -95,11 +95,13 @@ func TestSweepDeletesExpiredVolumes(t *testing.T) {
 	cfg := volumes.NewConfig()
 	cfg.RetainFor = metav1.Duration{Duration: time.Hour}
 	cfg.MaxDeletesPerSweep = 2
+	cfg.SweepInterval = metav1.Duration{Duration: 30 * time.Minute}
+	cfg.SweepRecord.Name = "sweeps-" + id
 	cfg.SweepDryRun = true
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := volumes.Sweeper{Client: env.Client, Config: cfg, Now: func() time.Time { return now }}
+	s := volumes.Sweeper{Client: env.Client, Config: cfg, Now: func() time.Time { return now }, Namespace: "default"}
 
 	rep, err := s.Sweep(ctx)
 	if err != nil {
@@ -144,12 +146,27 @@ func TestSweepDeletesExpiredVolumes(t *testing.T) {
 		}
 	}
 
-	rep, err = s.Sweep(ctx)
+	// A host that restarts sweeps at once: the new sweeper starts from the
+	// record, not from zero, and deletes nothing more within the interval.
+	restarted := volumes.Sweeper{Client: env.Client, Config: cfg, Now: func() time.Time { return now.Add(time.Minute) }, Namespace: "default"}
+	rep, err = restarted.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(only(rep.Deleted, ours)) != 0 || !slices.Contains(rep.Deferred, old) {
+		t.Errorf("a restarted sweeper within the interval deleted %v and deferred %v; want nothing deleted, %s deferred", only(rep.Deleted, ours), only(rep.Deferred, ours), old)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: old}, &corev1.PersistentVolume{}); err != nil {
+		t.Errorf("volume %s after the restart's sweep: %v", old, err)
+	}
+
+	next := volumes.Sweeper{Client: env.Client, Config: cfg, Now: func() time.Time { return now.Add(cfg.SweepInterval.Duration) }, Namespace: "default"}
+	rep, err = next.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{old}, only(rep.Deleted, ours)); diff != "" {
-		t.Errorf("next sweep deleted (-want +got):\n%s", diff)
+		t.Errorf("next interval's sweep deleted (-want +got):\n%s", diff)
 	}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Name: old}, &corev1.PersistentVolume{})

@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -36,13 +34,7 @@ func webhookServer(restCfg *rest.Config, cfg *hostconfig.Config, s *runtime.Sche
 		return nil, nil, fmt.Errorf("webhook: %w", err)
 	}
 	c = reconcilers.WithTimeout(c, cfg.Client.Timeout())
-	ns := cfg.LeaderElection.Namespace
-	if ns == "" {
-		if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
-			ns = strings.TrimSpace(string(b))
-		}
-	}
-	ss, err := admission.NewSelfSigned(w.SelfSigned, ns, c, c)
+	ss, err := admission.NewSelfSigned(w.SelfSigned, hostNamespace(cfg), c, c)
 	if err != nil {
 		return nil, nil, err
 	}
