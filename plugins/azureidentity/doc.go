@@ -18,14 +18,40 @@
 // azure.workload.identity/use: "true", as the webhook requires.
 //
 // Unless annotateOnly, it puts one federated identity credential per service
-// account on the identity, named profilekit-<namespace>-<name>, with the
-// cluster's OIDC issuer (host configuration), the subject
+// account on the identity, named by CredentialName, with the cluster's OIDC
+// issuer (host configuration), the subject
 // system:serviceaccount:<namespace>:<name> and the audience
 // api://AzureADTokenExchange. Azure is called only when what the plugin wants
 // changed since it last made it true (or on the host's re-verify period, or
 // the Profile's profilekit.dev/reverify annotation). Revoke removes our
 // annotations and deletes our credentials only; the identity's other
-// credentials stay.
+// credentials stay. While Azure fails, the finalizer keeps a deleted Profile
+// and the plugin tries again.
+//
+// # What is ours on an identity
+//
+// An identity's credentials are shared with other tenants and other
+// software. Credential names are profilekit-<namespace>_<name> (dots of the
+// name as underscores), or, past Azure's 120 characters, profilekit-, a
+// readable start, a dash and the SHA-256 of <namespace>/<name>; neither a
+// namespace nor a service account name holds an underscore, so no two
+// service accounts share a name, and the two forms never meet. A credential
+// of the wanted name is the plugin's for this Profile when its issuer,
+// subject and audiences are exactly what the plugin writes, or when the
+// plugin's outside-state record (its labelled ConfigMap in the Profile's
+// namespace) says the plugin made it and its subject is still the service
+// account's. Any other credential of that name is a Conflict condition that
+// names its issuer, subject and audiences, and nothing is touched. Revoke
+// deletes a recorded credential only while its subject is a service account
+// of this Profile whose credential name it bears; one that someone replaced
+// is left, and forgotten.
+//
+// Versions before this naming used profilekit-<namespace>-<name>, which two
+// service accounts could share. A credential of that name that the record
+// holds, with the service account's subject, is deleted and made again under
+// the new name, the old one first because Azure takes one credential per
+// issuer and subject; one the record does not hold is someone else's and
+// stays (then Azure may refuse the new one until it is removed by hand).
 //
 // Host configuration:
 //
@@ -52,6 +78,6 @@
 // Credentials interface is stable for callers; implementations outside this
 // module (test doubles) may need a new method in a minor release.
 // Experimental, and free to change in a minor release: ParseIdentity,
-// IdentityRef and Credential; run the plugin through its Definition, and use
+// IdentityRef, Credential and CredentialPrefix; run the plugin through its Definition, and use
 // these for tests and previews.
 package azureidentity

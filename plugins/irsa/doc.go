@@ -18,26 +18,60 @@
 // a service account does not exist yet, the condition says so and the plugin
 // tries again; it is woken when the service account appears.
 //
-// Unless annotateOnly, it adds system:serviceaccount:<namespace>:<name> to
-// the role's trust policy for the cluster's OIDC provider (from the host
-// configuration, or the provider of the policy's first web identity
-// statement). Every statement and condition it did not write is kept; a
-// subject already there is not added again; a subject joins the provider's
-// statement whose only conditions are the subject and audience match, or a
-// new statement. A policy that would pass the size limit (IAM's default is
-// 2,048 characters) is a TrustPolicyTooLarge condition that says by how
-// much; the host may then raise maxPolicySize after raising the account's
-// quota, or choose subjects: wildcard, which trusts the configured service
-// account names in every namespace with one StringLike pattern. That form
-// lets any namespace's default-editor assume the role, so it suits roles
-// meant for all Profiles only; Revoke then leaves the pattern in place.
+// Unless annotateOnly, it first makes the role trust
+// system:serviceaccount:<namespace>:<name> through the cluster's OIDC
+// provider (from the host configuration, or the provider of the policy's
+// first web identity statement), and annotates the service accounts only
+// once the trust policy holds them: a pod given a role that does not trust
+// it would fail. A role the Profile named before keeps our subjects until
+// the annotation points at the new one.
+//
+// # What is ours in a trust policy
+//
+// A role's trust policy is shared with other tenants, other Profiles and
+// other software, so the plugin proves in the policy itself which statement
+// it wrote: the Profile's subjects live in one statement of their own whose
+// Sid is trustpolicy.StatementID, profilekit<8 hex digits of the provider's
+// SHA-256>N<namespace spelt in letters and digits>, which no two Profiles
+// (nor two clusters sharing the role) can share. The plugin adds to, rewrites
+// and removes only that statement. Every other statement is kept byte for
+// byte, and the policy is written without JSON's HTML escaping (an escaped &
+// would count six characters against the size limit). A subject that a
+// statement someone else wrote already trusts is not added again, and that
+// statement is never changed: Revoke leaves it, and its owner decides.
+// Revoke drops the Profile's statement; when it is the policy's only one, it
+// stays with an empty subject list, which matches no one, because IAM takes
+// no policy without statements.
+//
+// Versions before Sids put subjects into the provider's first plain
+// statement, unmarked, often one shared by several Profiles. Such a
+// statement is someone else's to this version: kept as it is, its subjects
+// not added again, and not cleaned up on Revoke. With the host option
+// adoptStatements: true, the plugin claims (adds its Sid to) a statement
+// without a Sid that has exactly the form it writes (Allow, the provider as
+// the only principal, sts:AssumeRoleWithWebIdentity, StringEquals on the
+// audience and on subjects that are all this Profile's) and from then on
+// treats it as its own; a statement naming anyone else's subject is never
+// claimed. Remove a deleted Profile's subject from a shared unmarked
+// statement by hand.
+//
+// A policy that would pass the size limit (IAM's default is 2,048
+// characters; a Profile's own statement takes about 400) is a
+// TrustPolicyTooLarge condition that says by how much; the host may then
+// raise maxPolicySize after raising the account's quota, give Profiles roles
+// of their own, or choose subjects: wildcard, which trusts the configured
+// service account names in every namespace with one StringLike pattern in
+// one statement all Profiles share (Sid trustpolicy.WildcardStatementID).
+// That form lets any namespace's default-editor assume the role, so it suits
+// roles meant for all Profiles only; Revoke then leaves the pattern in place.
 //
 // IAM is called only when what the plugin wants changed since it last made
 // it true (or when the host's re-verify period or the Profile's
 // profilekit.dev/reverify annotation asks), so a resync makes no call.
-// Revoke removes our annotation and only our subjects; a statement left
-// without subjects is dropped rather than left trusting every service
-// account. A role the Profile stops naming loses our subjects too.
+// Revoke removes our annotation and our statement from every role we
+// trusted; a role the Profile stops naming loses our statement too. While
+// IAM fails, the finalizer keeps a deleted Profile and the plugin tries
+// again.
 //
 // Host configuration:
 //
@@ -49,6 +83,7 @@
 //	    audience: sts.amazonaws.com
 //	    subjects: exact
 //	    maxPolicySize: 2048
+//	    adoptStatements: false
 //
 // The host calls IAM with the AWS SDK's default credential chain
 // (environment, EKS pod identity, or IRSA for the host itself); it needs
@@ -59,7 +94,8 @@
 // Stable under semver (see the README's Versioning section): Kind and the
 // spec fields upstream's plugin takes (awsIamRole, annotateOnly),
 // Definition, NewIAM and DefaultIAM, Config and NewConfig with the JSON
-// names, defaults and meaning of their fields, the annotation
+// names, defaults and meaning of their fields, the Sids of the plugin's
+// statements (which Revoke looks for), the annotation
 // AnnotationRoleARN, ReasonTrustPolicyTooLarge and the system name AWSIAM,
 // and the condition AwsIamForServiceAccountReady. The IAM interface is
 // stable for callers; implementations outside this module (test doubles) may

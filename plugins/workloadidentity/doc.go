@@ -27,11 +27,36 @@
 // host's re-verify period, or the Profile's profilekit.dev/reverify
 // annotation), so a resync makes no call.
 //
-// A value that is not a Google service account email (a short one included)
-// is an InvalidSpec condition naming it; nothing is called and nothing
-// panics. Revoke removes our member, drops a binding left empty, and removes
-// our annotation. A Google service account the Profile stops naming loses our
-// member too.
+// The annotation waits for the grant: a pod given a Google service account
+// it may not act as would fail. A value that is not a Google service
+// account email (a short one included) is an InvalidSpec condition naming
+// it; nothing is called and nothing panics.
+//
+// # What is ours in an IAM policy
+//
+// A Google service account's IAM policy is shared with other tenants and
+// other software, and a binding has no room for a label or a comment, so the
+// proof of what the plugin added lives in its outside-state record, a
+// ConfigMap labelled as the plugin's in the Profile's namespace: one key per
+// member it added (grant/<gsa>/<member>), and one per member that already
+// held the role, in a binding without a condition, before its first grant
+// (foreign/<gsa>/<member>). Members are serviceAccount:<pool>[<namespace>/<name>];
+// brackets and slashes cannot occur in names, so no two service accounts
+// share one. Revoke removes only members recorded as added, of this
+// Profile's namespace, from bindings without a condition, and drops a
+// binding left empty; a member recorded as foreign is never removed, and a
+// conditional binding is never changed. When a foreign member no longer holds
+// the role (its owner revoked it), the next verification forgets it and the
+// plugin grants it as its own. A record lost between a grant and the
+// record's write makes the member look foreign: it is then left in place on
+// Revoke rather than risk removing someone else's grant.
+//
+// Versions before these keys recorded gsa/<gsa> and removed every member of
+// the Profile on Revoke; such a record is honoured once (the Profile's
+// members on that account count as added) and replaced by the keys above.
+// A Google service account the Profile stops naming loses the members we
+// added. While IAM fails, the finalizer keeps a deleted Profile and the
+// plugin tries again.
 //
 // The upstream controller's -workload-identity flag gives every Profile one
 // Google service account; the host does the same with a default and

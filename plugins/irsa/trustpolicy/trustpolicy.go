@@ -1,7 +1,9 @@
-// Package trustpolicy edits IAM role trust policies: it adds and removes
-// the subjects of Kubernetes service accounts for a cluster's OIDC provider
-// and keeps every statement and condition it did not write. Its functions
-// are pure; the irsa plugin reads and writes the policies.
+// Package trustpolicy edits IAM role trust policies: it adds the subjects of
+// Kubernetes service accounts for a cluster's OIDC provider to the statement
+// whose Sid proves it is the plugin's for one Profile (StatementID), and
+// removes that statement. Every other statement is someone else's and is
+// kept byte for byte; the policy is written without HTML escaping. Its
+// functions are pure; the irsa plugin reads and writes the policies.
 //
 // # Stability
 //
