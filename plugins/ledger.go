@@ -31,7 +31,8 @@ const ledgerKey = "actions.json"
 // Ledger is an allowance of destructive actions (deletions) per window that
 // holds across restarts and across hosts: every action taken is recorded,
 // by time, in a ConfigMap of the plugin's, read from the API server and
-// written with its resourceVersion as a precondition. A guard such as "never
+// patched with its resourceVersion as a precondition (so a host needs
+// create and patch on ConfigMaps there, as for outside-state records). A guard such as "never
 // delete more than Max volumes per Window" that counted in memory would start
 // from zero after every restart; a Ledger starts from what the cluster holds.
 type Ledger struct {
@@ -113,14 +114,16 @@ func (l Ledger) take(ctx context.Context, n int, partial bool) (int, error) {
 		if err != nil {
 			return fmt.Errorf("encode the ledger: %w", err)
 		}
-		if !exists {
-			labels := map[string]string{LabelManagedBy: ManagedByValue, LabelPlugin: l.Kind, LabelRole: RoleLedger}
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: l.Key.Namespace, Name: l.Key.Name, Labels: labels}}
-		}
-		cm.Data = map[string]string{ledgerKey: string(data)}
 		if exists {
-			err = l.Writer.Update(ctx, &cm, client.FieldOwner(FieldManagerFor(l.Kind)))
+			// A patch guarded by the resourceVersion read: two hosts that
+			// count at once cannot both take the last of the window.
+			patch := client.MergeFromWithOptions(cm.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			cm.Data = map[string]string{ledgerKey: string(data)}
+			err = l.Writer.Patch(ctx, &cm, patch, client.FieldOwner(FieldManagerFor(l.Kind)))
 		} else {
+			labels := map[string]string{LabelManagedBy: ManagedByValue, LabelPlugin: l.Kind, LabelRole: RoleLedger}
+			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: l.Key.Namespace, Name: l.Key.Name, Labels: labels},
+				Data: map[string]string{ledgerKey: string(data)}}
 			err = l.Writer.Create(ctx, &cm, client.FieldOwner(FieldManagerFor(l.Kind)))
 		}
 		if err != nil {
