@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
 	"google.golang.org/api/googleapi"
 	iam "google.golang.org/api/iam/v1"
@@ -40,16 +42,53 @@ type apiIAM struct{ s *iam.Service }
 func (a apiIAM) Policy(ctx context.Context, resource string) (*iam.Policy, error) {
 	// Version 3 returns conditional bindings as they are, so that a write
 	// keeps them.
-	return a.s.Projects.ServiceAccounts.GetIamPolicy(resource).OptionsRequestedPolicyVersion(3).Context(ctx).Do()
+	return retryThrottled(ctx, func() (*iam.Policy, error) {
+		return a.s.Projects.ServiceAccounts.GetIamPolicy(resource).OptionsRequestedPolicyVersion(3).Context(ctx).Do()
+	})
 }
 
 func (a apiIAM) SetPolicy(ctx context.Context, resource string, p *iam.Policy) error {
-	_, err := a.s.Projects.ServiceAccounts.SetIamPolicy(resource, &iam.SetIamPolicyRequest{Policy: p}).Context(ctx).Do()
+	// A write made again after a lost answer carries the same etag, so it
+	// cannot apply twice: it meets the conflict below instead.
+	_, err := retryThrottled(ctx, func() (*iam.Policy, error) {
+		return a.s.Projects.ServiceAccounts.SetIamPolicy(resource, &iam.SetIamPolicyRequest{Policy: p}).Context(ctx).Do()
+	})
 	var ge *googleapi.Error
 	if errors.As(err, &ge) && (ge.Code == http.StatusConflict || ge.Code == http.StatusPreconditionFailed) {
 		return fmt.Errorf("%s: %w", resource, ErrConcurrentChange)
 	}
 	return err
+}
+
+// throttleRetries is how many more times a call that Google IAM throttled
+// (429) or could not serve (503) is made. The generated client retries
+// nothing itself.
+const throttleRetries = 3
+
+// retryThrottled makes the call, and again after the wait the answer's
+// Retry-After names (in seconds, at most a minute) or a doubling backoff
+// from a second, while Google throttles it and ctx allows.
+func retryThrottled[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	backoff := time.Second
+	for try := 0; ; try++ {
+		out, err := call()
+		var ge *googleapi.Error
+		if try == throttleRetries || !errors.As(err, &ge) || (ge.Code != http.StatusTooManyRequests && ge.Code != http.StatusServiceUnavailable) {
+			return out, err
+		}
+		wait := backoff
+		if s, perr := strconv.Atoi(ge.Header.Get("Retry-After")); perr == nil && s >= 0 {
+			wait = min(time.Duration(s)*time.Second, time.Minute)
+		}
+		backoff *= 2
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return out, errors.Join(err, ctx.Err())
+		case <-timer.C:
+		}
+	}
 }
 
 // DefaultIAM returns the IAM of a Google API client with application default
