@@ -29,9 +29,23 @@ type Cluster = plugins.Cluster
 //	RevokePlugin(*ProfileReconciler, *profilev1.Profile) error
 //
 // and an UnmarshalJSON that takes the spec upstream decodes into each plugin.
-// The Profile crosses over as JSON, which both sides share. Upstream keeps the
-// Profile's status and its own finalizer and calls RevokePlugin on deletion,
-// so the adapter writes neither; it returns errors for upstream to report.
+// The Profile crosses over as JSON, which both sides share. Upstream keeps
+// its own finalizer and calls RevokePlugin on deletion; the adapter writes
+// no finalizer.
+//
+// Upstream calls ApplyPlugin on every pass, the Profile's deletion
+// included, and stops at the first error, before RevokePlugin. On a Profile
+// being deleted ApplyPlugin therefore does nothing, so that no spec, however
+// broken, and no failure holds the deletion: RevokePlugin follows.
+//
+// An adapter on its own reads the plugin's objects through the fork's
+// client, as metadata where the plugin does not read them whole, and returns
+// every error for upstream to log and retry. Handed to a Fork that is set up
+// with the fork's manager (see Fork.SetupWithManager), it also reads whole
+// kinds from the manager's cache, and reports on the Profile as the
+// standalone reconciler does: its condition (<Kind>Ready) through a
+// StatusWriter, Events, and a spec it refuses as a False condition, not as
+// an error that would stop the plugins after it.
 type Adapter[R Cluster, P client.Object] struct {
 	def       plugins.Definition
 	defaults  []byte
@@ -39,6 +53,11 @@ type Adapter[R Cluster, P client.Object] struct {
 	outside   plugins.OutsideOptions
 	ctx       context.Context
 	spec      json.RawMessage
+	// ownCtx is true when the fork set ctx (AdapterContext).
+	ownCtx bool
+
+	// env is set by Fork.SetupWithManager; nil for an adapter on its own.
+	env *forkEnv
 }
 
 // AdapterOption configures an Adapter.
@@ -62,25 +81,31 @@ func AdapterRetention(r plugins.Retention) AdapterOption {
 }
 
 // AdapterOutside sets the timeout and re-verification period of the
-// plugin's outside calls. The fork's reconciler has no cache, so the record
-// is read from the API server on each pass.
+// plugin's outside calls. The record is read through the fork's client,
+// which in a fork is the manager's cached client; under a Fork set up with
+// the manager, a live read confirms it before any outside call.
 func AdapterOutside(o plugins.OutsideOptions) AdapterOption {
 	return func(ao *adapterOptions) { ao.outside = o }
 }
 
 // AdapterContext sets the context the plugin runs with (upstream's interface
-// has none), for example one that carries the fork's logger.
+// has none), for example one that carries the fork's logger. Without it, a
+// Fork set up with the fork's manager gives the plugin the manager's logger.
 func AdapterContext(ctx context.Context) AdapterOption {
 	return func(o *adapterOptions) { o.ctx = ctx }
 }
 
 // NewAdapter returns an Adapter for def.
 func NewAdapter[R Cluster, P client.Object](def plugins.Definition, opts ...AdapterOption) *Adapter[R, P] {
-	o := adapterOptions{retention: plugins.RetentionRetain, ctx: context.Background()}
+	o := adapterOptions{retention: plugins.RetentionRetain}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Adapter[R, P]{def: def, defaults: o.defaults, retention: o.retention, outside: o.outside, ctx: o.ctx}
+	a := &Adapter[R, P]{def: def, defaults: o.defaults, retention: o.retention, outside: o.outside, ctx: o.ctx, ownCtx: o.ctx != nil}
+	if a.ctx == nil {
+		a.ctx = context.Background()
+	}
+	return a
 }
 
 // UnmarshalJSON keeps the plugin's spec from the Profile's spec.plugins
@@ -90,19 +115,14 @@ func (a *Adapter[R, P]) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ApplyPlugin applies the plugin to profile.
+// ApplyPlugin applies the plugin to profile; on a Profile being deleted it
+// does nothing (see Adapter).
 func (a *Adapter[R, P]) ApplyPlugin(r R, profile P) error {
 	p, err := a.profile(profile)
 	if err != nil {
 		return err
 	}
-	cfg, err := a.def.Decode(a.defaults, p)
-	if err != nil {
-		return err
-	}
-	req := a.request(r, p, cfg)
-	_, err = a.def.Plugin.Apply(a.ctx, req)
-	return errors.Join(err, req.Outside.Flush(a.ctx))
+	return a.apply(r, profile, p)
 }
 
 // RevokePlugin revokes the plugin from profile. A spec that no longer decodes
@@ -112,6 +132,29 @@ func (a *Adapter[R, P]) RevokePlugin(r R, profile P) error {
 	if err != nil {
 		return err
 	}
+	return a.revoke(r, profile, p, "the Profile is being deleted and waits for the upstream controller's finalizer")
+}
+
+func (a *Adapter[R, P]) apply(r R, obj P, p *kubeflowv1.Profile) error {
+	if !p.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	cfg, err := a.def.Decode(a.defaults, p)
+	if err != nil {
+		return a.failed(obj, p, err, plugins.ReasonInvalidSpec)
+	}
+	req := a.request(r, p, cfg)
+	res, err := a.def.Plugin.Apply(a.ctx, req)
+	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
+		return a.failed(obj, p, err, plugins.ReasonApplyFailed)
+	}
+	a.applied(p, res)
+	return nil
+}
+
+// revoke revokes the plugin, with the host defaults when the Profile's spec
+// no longer decodes; why says what waits when it fails.
+func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) error {
 	cfg, err := a.def.Decode(a.defaults, p)
 	if err != nil {
 		if cfg, err = a.def.DecodeHostDefaults(a.defaults); err != nil {
@@ -119,17 +162,30 @@ func (a *Adapter[R, P]) RevokePlugin(r R, profile P) error {
 		}
 	}
 	req := a.request(r, p, cfg)
-	_, err = a.def.Plugin.Revoke(a.ctx, req)
-	return errors.Join(err, req.Outside.Flush(a.ctx))
+	res, err := a.def.Plugin.Revoke(a.ctx, req)
+	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
+		return a.revokeWaits(obj, p, err, why)
+	}
+	a.revoked(obj, p, res)
+	return nil
 }
 
 func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Request {
+	opts := applierOptions(a.def)
+	var outside []plugins.OutsideOption
+	if a.env != nil {
+		opts = append(opts, plugins.WithScheme(a.env.scheme), plugins.WithLiveReader(a.env.live),
+			plugins.WithMetadataOnly(a.def.MetadataOnly(a.env.whole...)...))
+		outside = append(outside, plugins.WithOutsideLiveReader(a.env.live))
+	} else {
+		opts = append(opts, plugins.WithMetadataOnly(a.def.MetadataOnly()...))
+	}
 	return plugins.Request{
 		Profile:   p,
 		Config:    cfg,
 		Client:    r,
-		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns, applierOptions(a.def)...),
-		Outside:   plugins.NewOutside(r, a.def.Kind(), p, a.outside),
+		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns, opts...),
+		Outside:   plugins.NewOutside(r, a.def.Kind(), p, a.outside, outside...),
 		Retention: a.retention,
 	}
 }
