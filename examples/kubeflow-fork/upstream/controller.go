@@ -107,7 +107,9 @@ func (r *ProfileReconciler) ensureNamespace(ctx context.Context, profile *profil
 
 // SetupWithManager watches what upstream watches: Profiles, and the kinds
 // upstream itself writes, through their controller reference. (Upstream
-// also watches its namespace-labels file, which the stand-in has not.)
+// also watches its namespace-labels file, which the stand-in has not.) The
+// fork's lines set up its profilekit plugins with the manager, which adds
+// watches on their own objects.
 func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
@@ -115,5 +117,14 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&istiosecurityv1beta1.AuthorizationPolicy{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.RoleBinding{})
+	if r.Profilekit == nil { // fork
+		var err error
+		if r.Profilekit, err = r.NewProfilekit(); err != nil {
+			return err
+		}
+	}
+	if err := r.Profilekit.SetupWithManager(mgr, b); err != nil { // fork
+		return err
+	}
 	return b.Complete(r)
 }

@@ -27,8 +27,10 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{ControllerManager: true, Istio: true})
 }
 
-// TestForkDrivesPlugins runs quotas and limitrange through the adapter the way
-// the upstream controller runs its own plugins, against the real API server.
+// TestForkDrivesPlugins runs quotas and limitrange through the fork's
+// profilekit plugins the way the upstream controller runs its own plugins,
+// against the real API server, without a manager: with nothing set up, the
+// plugins still apply and revoke.
 func TestForkDrivesPlugins(t *testing.T) {
 	ctx := context.Background()
 	name := "fork-team"
@@ -57,6 +59,9 @@ func TestForkDrivesPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &upstream.ProfileReconciler{Client: c, Scheme: scheme, Log: testr.New(t)}
+	if r.Profilekit, err = r.NewProfilekit(); err != nil {
+		t.Fatal(err)
+	}
 	var profile profilev1.Profile
 	if err := r.Get(ctx, client.ObjectKey{Name: name}, &profile); err != nil {
 		t.Fatal(err)
@@ -65,8 +70,8 @@ func TestForkDrivesPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) != 2 {
-		t.Fatalf("GetPluginSpec returned %d plugins, want quotas and limitrange", len(ps))
+	if len(ps) != 1 || ps[0] != r.Profilekit {
+		t.Fatalf("GetPluginSpec returned %v, want the profilekit plugins alone", ps)
 	}
 
 	for _, p := range ps {
@@ -128,6 +133,9 @@ func TestForkRejectsBadSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &upstream.ProfileReconciler{Client: c, Scheme: scheme, Log: testr.New(t)}
+	if r.Profilekit, err = r.NewProfilekit(); err != nil {
+		t.Fatal(err)
+	}
 	profile := &profilev1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: "fork-bad", UID: "0000"},
 		Spec: profilev1.ProfileSpec{Plugins: []profilev1.Plugin{

@@ -76,7 +76,13 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 		trust = doc
 		return nil
 	}).Times(1)
-	azure.EXPECT().Put(gomock.Any(), ref, "profilekit-"+name+"-default-editor", gomock.Any()).Return(nil).Times(1)
+	credName := "profilekit-" + name + "_default-editor"
+	var credential azureidentity.Credential
+	azure.EXPECT().Get(gomock.Any(), ref, credName).Return(azureidentity.Credential{}, false, nil).Times(1)
+	azure.EXPECT().Put(gomock.Any(), ref, credName, gomock.Any()).DoAndReturn(func(_ context.Context, _ azureidentity.IdentityRef, _ string, c azureidentity.Credential) error {
+		credential = c
+		return nil
+	}).Times(1)
 
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -91,13 +97,16 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 		AWSIAM: aws, GCPIAM: gcp, AzureCredentials: azure,
 		AzureDefaults: []byte(`{"issuer":"` + issuer + `"}`),
 	}
+	if r.Profilekit, err = r.NewProfilekit(); err != nil {
+		t.Fatal(err)
+	}
 	var profile profilev1.Profile
 	if err := r.Get(ctx, client.ObjectKey{Name: name}, &profile); err != nil {
 		t.Fatal(err)
 	}
 	ps, err := r.GetPluginSpec(&profile)
-	if err != nil || len(ps) != 3 {
-		t.Fatalf("GetPluginSpec = %d plugins, %v; want the three identity plugins", len(ps), err)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("GetPluginSpec = %d plugins, %v; want the profilekit plugins alone", len(ps), err)
 	}
 	for _, p := range ps {
 		if err := p.ApplyPlugin(r, &profile); err != nil {
@@ -144,7 +153,10 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 		trust = doc
 		return nil
 	}).Times(1)
-	azure.EXPECT().Delete(gomock.Any(), ref, "profilekit-"+name+"-default-editor").Return(nil).Times(1)
+	azure.EXPECT().Get(gomock.Any(), ref, credName).DoAndReturn(func(context.Context, azureidentity.IdentityRef, string) (azureidentity.Credential, bool, error) {
+		return credential, true, nil
+	}).Times(1)
+	azure.EXPECT().Delete(gomock.Any(), ref, credName).Return(nil).Times(1)
 	for _, p := range ps {
 		if err := p.RevokePlugin(r, &profile); err != nil {
 			t.Fatalf("RevokePlugin: %v", err)

@@ -50,40 +50,47 @@ type ProfileReconciler struct {
 	AzureCredentials azureidentity.Credentials
 	// fork: host defaults of the Azure plugin (the cluster's OIDC issuer).
 	AzureDefaults []byte
+	// fork: the profilekit plugins (NewProfilekit); SetupWithManager
+	// makes them when they are not set.
+	Profilekit *Profilekit
 
 	// Passes counts reconciles, as upstream's request counter metric does.
 	Passes atomic.Int64
 }
 
-// fork: profilekit's adapter, instantiated with the fork's own types.
-type profilekitPlugin = reconcilers.Adapter[*ProfileReconciler, *profilev1.Profile]
+// Profilekit is the type of the fork's profilekit plugins, served as one
+// upstream plugin (fork).
+type Profilekit = reconcilers.Fork[*ProfileReconciler, *profilev1.Profile]
 
-var _ Plugin = (*profilekitPlugin)(nil) // fork: checked by the compiler
+var _ Plugin = (*Profilekit)(nil) // fork: checked by the compiler
 
-// GetPluginSpec picks a plugin per spec.plugins entry, as upstream does.
+// NewProfilekit returns the profilekit plugins of the fork, with their host
+// defaults (fork).
+func (r *ProfileReconciler) NewProfilekit() (*Profilekit, error) {
+	var wiDefaults []byte
+	if r.WorkloadIdentity != "" {
+		// Upstream's -workload-identity flag becomes the host default.
+		wiDefaults, _ = json.Marshal(map[string]string{"gcpServiceAccount": r.WorkloadIdentity})
+	}
+	return reconcilers.NewFork(
+		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition()),
+		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](limitrange.Definition()),
+		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](workloadidentity.Definition(r.GCPIAM), reconcilers.AdapterDefaults(wiDefaults)),
+		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](irsa.Definition(r.AWSIAM)),
+		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](azureidentity.Definition(r.AzureCredentials), reconcilers.AdapterDefaults(r.AzureDefaults)),
+	)
+}
+
+// GetPluginSpec picks a plugin per spec.plugins entry, as upstream does, and
+// adds the fork's profilekit plugins, which serve their own entries.
 func (r *ProfileReconciler) GetPluginSpec(profile *profilev1.Profile) ([]Plugin, error) {
 	var out []Plugin
 	for _, p := range profile.Spec.Plugins {
-		var plugin Plugin
-		switch p.Kind {
-		case quotas.Kind: // fork
-			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition())
-		case limitrange.Kind: // fork
-			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](limitrange.Definition())
-		case workloadidentity.Kind: // fork: upstream's kind and spec, unchanged
-			var opts []reconcilers.AdapterOption
-			if r.WorkloadIdentity != "" {
-				// Upstream's -workload-identity flag becomes the host default.
-				defaults, _ := json.Marshal(map[string]string{"gcpServiceAccount": r.WorkloadIdentity})
-				opts = append(opts, reconcilers.AdapterDefaults(defaults))
-			}
-			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](workloadidentity.Definition(r.GCPIAM), opts...)
-		case irsa.Kind: // fork: upstream's kind and spec, unchanged
-			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](irsa.Definition(r.AWSIAM))
-		case azureidentity.Kind: // fork
-			plugin = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](azureidentity.Definition(r.AzureCredentials),
-				reconcilers.AdapterDefaults(r.AzureDefaults))
-		default:
+		if r.Profilekit.Serves(p.Kind) { // fork: r.Profilekit, added below, serves the entry
+			continue
+		}
+		plugin := ownPlugin(p.Kind)
+		if plugin == nil {
 			r.Log.Info("unknown plugin kind", "kind", p.Kind)
 			continue
 		}
@@ -94,5 +101,10 @@ func (r *ProfileReconciler) GetPluginSpec(profile *profilev1.Profile) ([]Plugin,
 		}
 		out = append(out, plugin)
 	}
-	return out, nil
+	return append(out, r.Profilekit), nil // fork: was return out, nil
 }
+
+// ownPlugin returns a new plugin of upstream's own of kind, or nil, as
+// upstream's switch on kind does. The stand-in has none of upstream's own:
+// those are upstream's code.
+func ownPlugin(string) Plugin { return nil }

@@ -1,0 +1,403 @@
+package upstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	istiosecurityv1beta1 "istio.io/client-go/pkg/apis/security/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/kubeflow-fork/upstream"
+	"github.com/profilekit/profilekit/examples/kubeflow-fork/upstream/profilev1"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/limitrange"
+	"github.com/profilekit/profilekit/plugins/quotas"
+)
+
+// forkScheme is the scheme of upstream's main: the built-in kinds, its own
+// Profile type and Istio's security kinds.
+func forkScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), profilev1.AddToScheme(s), istiosecurityv1beta1.AddToScheme(s)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startFork runs the stand-in's controller in a manager of its own, as
+// upstream's main does (cached client, no leader election), with the
+// requests it sends counted, until the test ends.
+func startFork(t *testing.T) (*upstream.ProfileReconciler, *recorder) {
+	t.Helper()
+	counter := &recorder{}
+	mgr, err := ctrl.NewManager(counter.recording(env.Config), ctrl.Options{
+		Scheme:                 forkScheme(t),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &upstream.ProfileReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Log: testr.New(t)}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctrl.LoggerInto(ctx, testr.New(t))) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return r, counter
+}
+
+// recorder records the requests sent through a rest.Config as "VERB path".
+type recorder struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+func (c *recorder) recording(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			c.mu.Lock()
+			c.requests = append(c.requests, r.Method+" "+r.URL.Path)
+			c.mu.Unlock()
+			return rt.RoundTrip(r)
+		})
+	})
+	return out
+}
+
+// Reset forgets the requests recorded so far.
+func (c *recorder) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests = nil
+}
+
+// Matching returns the requests recorded whose path contains part.
+func (c *recorder) Matching(part string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, r := range c.requests {
+		if strings.Contains(r, part) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// entry is a spec.plugins entry.
+func entry(kind, spec string) kubeflowv1.Plugin {
+	return kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: kind}, Spec: &runtime.RawExtension{Raw: []byte(spec)}}
+}
+
+// createProfile creates a Profile that lists entries.
+func createProfile(t *testing.T, name string, entries ...kubeflowv1.Plugin) {
+	t.Helper()
+	p := &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kubeflowv1.ProfileSpec{
+			Owner:   rbacv1.Subject{Kind: "User", Name: name + "@example.org"},
+			Plugins: entries,
+		},
+	}
+	if err := env.Client.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editProfile changes a Profile with a fresh read, retrying on conflict.
+func editProfile(t *testing.T, name string, edit func(*kubeflowv1.Profile)) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() error {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		edit(&p)
+		return env.Client.Update(t.Context(), &p)
+	})
+}
+
+// eventually retries fn every 100 ms until it returns nil, and fails the test
+// with fn's last error when within runs out.
+func eventually(t *testing.T, within time.Duration, fn func() error) {
+	t.Helper()
+	if err := poll(within, fn); err != nil {
+		t.Fatalf("after %s: %v", within, err)
+	}
+}
+
+func poll(within time.Duration, fn func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// present fails unless an object of key exists.
+func present(ctx context.Context, obj client.Object, key client.ObjectKey) error {
+	return env.Client.Get(ctx, key, obj)
+}
+
+// gone returns nil once no object of key exists.
+func gone(ctx context.Context, obj client.Object, key client.ObjectKey) error {
+	err := env.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%T %s still exists (deletion %v, finalizers %v)", obj, key, obj.GetDeletionTimestamp(), obj.GetFinalizers())
+}
+
+// settled waits until the fork has reconciled nothing for quiet.
+func settled(t *testing.T, r *upstream.ProfileReconciler, quiet time.Duration) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		before := r.Passes.Load()
+		time.Sleep(quiet)
+		if n := r.Passes.Load() - before; n > 0 {
+			return fmt.Errorf("%d reconciles in %s", n, quiet)
+		}
+		return nil
+	})
+}
+
+// condition returns the Profile's condition of type t, or nil.
+func condition(ctx context.Context, name, t string) (*kubeflowv1.ProfileCondition, error) {
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+		return nil, err
+	}
+	return plugins.FindCondition(p.Status.Conditions, t), nil
+}
+
+var (
+	quotaKey = func(name string) client.ObjectKey { return client.ObjectKey{Namespace: name, Name: quotas.DefaultName} }
+	limitKey = func(name string) client.ObjectKey {
+		return client.ObjectKey{Namespace: name, Name: limitrange.DefaultName}
+	}
+)
+
+const (
+	quotaSpec = `{"hard":{"limits.cpu":"4"}}`
+	limitSpec = `{"container":{"max":{"cpu":"2"}}}`
+)
+
+// TestForkRepairsDrift: an object of ours deleted by hand is put back within
+// seconds, without waiting for an edit of the Profile.
+func TestForkRepairsDrift(t *testing.T) {
+	const name = "fork-drift"
+	startFork(t)
+	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
+	var lr corev1.LimitRange
+	eventually(t, 20*time.Second, func() error { return present(t.Context(), &lr, limitKey(name)) })
+	old := lr.UID
+	if err := env.Client.Delete(t.Context(), &lr); err != nil {
+		t.Fatal(err)
+	}
+	err := poll(5*time.Second, func() error {
+		var back corev1.LimitRange
+		if err := present(t.Context(), &back, limitKey(name)); err != nil {
+			return err
+		}
+		if back.UID == old {
+			return fmt.Errorf("the deleted LimitRange is still there")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("hand-deleted LimitRange %s not back within 5 s: %v", limitKey(name), err)
+	}
+}
+
+// TestForkResyncSendsNothing: a pass over a Profile with nothing changed
+// sends no request for the plugins' objects: reads come from the cache.
+func TestForkResyncSendsNothing(t *testing.T) {
+	const name = "fork-resync"
+	r, counter := startFork(t)
+	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
+	eventually(t, 20*time.Second, func() error { return present(t.Context(), &corev1.LimitRange{}, limitKey(name)) })
+	settled(t, r, 2*time.Second)
+
+	counter.Reset()
+	before := r.Passes.Load()
+	editProfile(t, name, func(p *kubeflowv1.Profile) {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, "example.org/touched", time.Now().Format(time.RFC3339Nano))
+	})
+	eventually(t, 10*time.Second, func() error {
+		if r.Passes.Load() == before {
+			return fmt.Errorf("no reconcile after the Profile changed")
+		}
+		return nil
+	})
+	settled(t, r, time.Second)
+	ours := counter.Matching("/namespaces/" + name + "/")
+	if len(ours) != 0 {
+		t.Errorf("a pass with nothing changed sent %d requests for the plugins' objects, want 0:\n%s", len(ours), strings.Join(ours, "\n"))
+	}
+}
+
+// TestForkBadSpecOnCondition: a spec the plugin refuses becomes a False
+// condition on the Profile, the plugins after it still apply, the Profile
+// gets upstream's finalizer, and there is no hot retry loop.
+func TestForkBadSpecOnCondition(t *testing.T) {
+	const name = "fork-badspec"
+	r, _ := startFork(t)
+	createProfile(t, name, entry(quotas.Kind, `{"hrad":{"limits.cpu":"4"}}`), entry(limitrange.Kind, limitSpec))
+	cond := quotas.Definition().Condition()
+	err := poll(15*time.Second, func() error {
+		c, err := condition(t.Context(), name, cond)
+		switch {
+		case err != nil:
+			return err
+		case c == nil:
+			return fmt.Errorf("no %s condition", cond)
+		case c.Status != plugins.ConditionFalse || !strings.Contains(c.Message, `unknown field "hrad"`):
+			return fmt.Errorf("%s = %+v, want False naming the unknown field", cond, *c)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("bad spec: %v", err)
+	}
+	if err := poll(5*time.Second, func() error { return present(t.Context(), &corev1.LimitRange{}, limitKey(name)) }); err != nil {
+		t.Errorf("the plugin listed after the bad one was not applied: %v", err)
+	}
+	if err := poll(5*time.Second, func() error {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		if !controllerutil.ContainsFinalizer(&p, upstream.Finalizer) {
+			return fmt.Errorf("finalizers %v", p.Finalizers)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("no %s on the Profile: %v", upstream.Finalizer, err)
+	}
+	before := r.Passes.Load()
+	time.Sleep(3 * time.Second)
+	if n := r.Passes.Load() - before; n > 1 {
+		t.Errorf("%d reconciles in 3 s with the bad spec unchanged, want no retry loop", n)
+	}
+}
+
+// TestForkWritesConditionsOnce: every plugin's condition reaches a new
+// Profile, True, in one status write.
+func TestForkWritesConditionsOnce(t *testing.T) {
+	const name = "fork-status"
+	r, counter := startFork(t)
+	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
+	for _, def := range []plugins.Definition{quotas.Definition(), limitrange.Definition()} {
+		err := poll(15*time.Second, func() error {
+			c, err := condition(t.Context(), name, def.Condition())
+			switch {
+			case err != nil:
+				return err
+			case c == nil || c.Status != plugins.ConditionTrue:
+				return fmt.Errorf("%s = %+v, want True", def.Condition(), c)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("condition: %v", err)
+		}
+	}
+	settled(t, r, 2*time.Second)
+	if w := counter.Matching("/profiles/" + name + "/status"); len(w) != 1 {
+		t.Errorf("status requests %v, want one write", w)
+	}
+}
+
+// TestForkRevokesRemovedPlugin: a plugin taken out of spec.plugins is
+// revoked: its objects and its condition go.
+func TestForkRevokesRemovedPlugin(t *testing.T) {
+	const name = "fork-removed"
+	startFork(t)
+	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
+	eventually(t, 20*time.Second, func() error { return present(t.Context(), &corev1.LimitRange{}, limitKey(name)) })
+	editProfile(t, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = p.Spec.Plugins[:1] })
+	if err := poll(10*time.Second, func() error { return gone(t.Context(), &corev1.LimitRange{}, limitKey(name)) }); err != nil {
+		t.Errorf("removed plugin not revoked: %v", err)
+	}
+	if err := poll(5*time.Second, func() error {
+		c, err := condition(t.Context(), name, limitrange.Definition().Condition())
+		if err == nil && c != nil {
+			return fmt.Errorf("condition still there: %+v", *c)
+		}
+		return err
+	}); err != nil {
+		t.Errorf("removed plugin's condition: %v", err)
+	}
+	if err := present(t.Context(), &corev1.ResourceQuota{}, quotaKey(name)); err != nil {
+		t.Errorf("the plugin still listed lost its object: %v", err)
+	}
+}
+
+// TestForkDeletesBrokenProfile: a Profile whose spec broke after it was
+// set up is still deleted, with its namespace.
+func TestForkDeletesBrokenProfile(t *testing.T) {
+	const name = "fork-broken"
+	startFork(t)
+	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
+	eventually(t, 20*time.Second, func() error {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		if !controllerutil.ContainsFinalizer(&p, upstream.Finalizer) {
+			return fmt.Errorf("finalizers %v", p.Finalizers)
+		}
+		return nil
+	})
+	editProfile(t, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins[0] = entry(quotas.Kind, `{"hrad":{}}`) })
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(30*time.Second, func() error { return gone(t.Context(), &kubeflowv1.Profile{}, client.ObjectKey{Name: name}) }); err != nil {
+		t.Errorf("broken Profile not deleted: %v", err)
+	}
+	if err := poll(60*time.Second, func() error { return gone(t.Context(), &corev1.Namespace{}, client.ObjectKey{Name: name}) }); err != nil {
+		t.Errorf("namespace of the deleted Profile: %v", err)
+	}
+}
