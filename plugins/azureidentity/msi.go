@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
@@ -39,15 +40,32 @@ type Credentials interface {
 // cred (such as azidentity.NewDefaultAzureCredential, which takes workload
 // identity, managed identity or the environment). A client per subscription
 // is made on first use.
-func NewCredentials(cred azcore.TokenCredential) Credentials { return &sdkCredentials{cred: cred} }
+func NewCredentials(cred azcore.TokenCredential, opts ...Option) Credentials {
+	s := &sdkCredentials{cred: cred}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Option configures the Credentials of NewCredentials.
+type Option func(*sdkCredentials)
+
+// WithClientOptions sets the options of the SDK's clients: another cloud
+// (Azure Government, Azure China, or a local server's endpoint), retries, a
+// transport.
+func WithClientOptions(o *arm.ClientOptions) Option {
+	return func(s *sdkCredentials) { s.opts = o }
+}
 
 type sdkCredentials struct {
 	cred azcore.TokenCredential
+	opts *arm.ClientOptions
 }
 
 func (s *sdkCredentials) client(sub string) (*armmsi.FederatedIdentityCredentialsClient, error) {
 	// The client holds no connection of its own; making one per call is cheap.
-	return armmsi.NewFederatedIdentityCredentialsClient(sub, s.cred, nil)
+	return armmsi.NewFederatedIdentityCredentialsClient(sub, s.cred, s.opts)
 }
 
 func notFound(err error) bool {
