@@ -58,7 +58,7 @@
 // cluster are held and reported (VolumeDeletesHeld). The deletions are
 // counted in a ConfigMap the plugin owns (deleteRecord; by default
 // profilekit-blobcsi-deletes beside the first instance's credentials
-// Secret), written with its resourceVersion as a precondition, so that the
+// Secret), patched with its resourceVersion as a precondition, so that the
 // cap holds across restarts and across hosts that share a cluster; a
 // ConfigMap of that name without the plugin's labels is a Conflict and
 // holds every deletion. Revoke keeps the containers unless the host's

@@ -607,3 +607,37 @@ func TestReplacedContainerIsNotDeleted(t *testing.T) {
 		t.Errorf("the replacing container is gone or changed: %v", md)
 	}
 }
+
+// TestForeignDeleteRecordHoldsEveryDeletion: a ConfigMap that is not the
+// plugin's at the deletion record's name is a Conflict; it is left as it is
+// and no volume is deleted, since nothing can be counted.
+func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
+	a := unique("team-a")
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	record := unique("deletes")
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: record}, Data: map[string]string{"owner": "someone-else"}}
+	if err := env.Client.Create(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	_ = json.Unmarshal(hostConfig("storage", nil), &cfg)
+	cfg["deleteRecord"] = map[string]any{"name": record}
+	raw, _ := json.Marshal(cfg)
+	h := start(t, raw, reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	want := sharedVolumes(a, "census-1", "census-2")
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		got := volumesOf(t, a)
+		return cmp.Equal(want, got), cmp.Diff(want, got)
+	})
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1"))
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
+	if !strings.Contains(cond.Message, systemNS+"/"+record) {
+		t.Errorf("condition %q does not name the ConfigMap", cond.Message)
+	}
+	keptFor(t, 2*time.Second, a, want)
+	var got corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), &got); err != nil || !cmp.Equal(got.Data, foreign.Data) || len(got.Labels) != 0 {
+		t.Errorf("foreign ConfigMap after the pass: %v, data %v, labels %v; want it untouched", err, got.Data, got.Labels)
+	}
+}

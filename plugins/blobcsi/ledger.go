@@ -24,9 +24,10 @@ const RoleDeleteRecord = "delete-record"
 const deleteRecordKey = "deletes.json"
 
 // deleteRecord is the cluster-wide count of recent volume deletions: a
-// ConfigMap the plugin owns, read from the API server and written with its
+// ConfigMap the plugin owns, read from the API server and patched with its
 // resourceVersion as a precondition, so that the cap holds across restarts
-// and across hosts that share one cluster.
+// and across hosts that share one cluster. It needs get, create and patch
+// on ConfigMaps in its namespace.
 type deleteRecord struct {
 	reader client.Reader
 	writer client.Writer
@@ -71,15 +72,18 @@ func (r deleteRecord) take(ctx context.Context, n int) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("encode the volume deletion record: %w", err)
 		}
-		if !exists {
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name, Labels: map[string]string{
-				plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, plugins.LabelRole: RoleDeleteRecord}}}
-		}
-		cm.Data = map[string]string{deleteRecordKey: string(data)}
+		owner := client.FieldOwner(plugins.FieldManagerFor(Kind))
 		if exists {
-			err = r.writer.Update(ctx, &cm, client.FieldOwner(plugins.FieldManagerFor(Kind)))
+			// A merge patch that carries the resourceVersion read: another
+			// pass or host that wrote meanwhile makes it a Conflict, retried.
+			base := cm.DeepCopy()
+			cm.Data = map[string]string{deleteRecordKey: string(data)}
+			err = r.writer.Patch(ctx, &cm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), owner)
 		} else {
-			err = r.writer.Create(ctx, &cm, client.FieldOwner(plugins.FieldManagerFor(Kind)))
+			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name, Labels: map[string]string{
+				plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, plugins.LabelRole: RoleDeleteRecord}},
+				Data: map[string]string{deleteRecordKey: string(data)}}
+			err = r.writer.Create(ctx, &cm, owner)
 		}
 		if err != nil {
 			return fmt.Errorf("write the volume deletion record %s: %w", r.key, err)
