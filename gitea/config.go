@@ -124,7 +124,7 @@ type Database struct {
 	// letters, digits, _ or -, ending with _, at most 32 bytes, such as
 	// gitea_. Two instances on one server need prefixes of which neither
 	// starts the other.
-	NamePrefix string `json:"namePrefix"`
+	NamePrefix string `json:"namePrefix,omitempty"`
 	// Encoding, LCCollate, LCCtype and Template of new databases. Default
 	// UTF8, C, C and template0, which every PostgreSQL accepts whatever
 	// locales its machine has.
