@@ -12,6 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
+// TestOneNamespaceIsWhatNewGrantsMakes: the large snapshots of these tests
+// are the ones NewGrants makes of the same buckets.
+func TestOneNamespaceIsWhatNewGrantsMakes(t *testing.T) {
+	g := oneNamespace(t, 50)
+	want, err := NewGrants(g.Buckets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, g, cmp.AllowUnexported(Grants{})); diff != "" {
+		t.Errorf("oneNamespace (-NewGrants +got):\n%s", diff)
+	}
+}
+
 // TestDroppedIsLinear: the drop check of the 10 MB document seen on a real
 // gateway (227,940 buckets granted to one namespace) is done within
 // seconds, not minutes.
