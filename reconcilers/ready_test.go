@@ -224,3 +224,28 @@ func TestArgoHealthOfStaleAndPendingReady(t *testing.T) {
 		}
 	}
 }
+
+// A plugin whose first pass over a new Profile comes late (a deep queue, a
+// slow outside call) does not split the Profile's first conditions over two
+// status writes: the writer holds them until every plugin has reported.
+func TestOneStatusWriteWhenAPluginIsLate(t *testing.T) {
+	late := plugins.Definition{Plugin: plugins.Funcs{
+		KindName: "late",
+		ApplyFunc: func(ctx context.Context, _ plugins.Request) (plugins.Result, error) {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-ctx.Done():
+			}
+			return plugins.Result{}, nil
+		},
+		RevokeFunc: func(context.Context, plugins.Request) (plugins.Result, error) { return plugins.Result{}, nil },
+	}}
+	h := testhost.Start(t, env, testhost.Plugin{Def: quotas.Definition()}, testhost.Plugin{Def: late})
+	name := "late-" + rand.String(5)
+	h.Counter.Reset()
+	testhost.NewProfile(t, env.Client, name, nil, entry(quotas.Kind, `{"hard":{"limits.cpu":"4"}}`), entry("late", ""))
+	waitFor(t, name, plugins.ConditionReady, plugins.ConditionTrue, 30*time.Second)
+	if writes := h.Counter.Mutating("/profiles/" + name + "/status"); len(writes) != 1 {
+		t.Errorf("status writes = %v, want exactly one carrying QuotasReady, LateReady and Ready", writes)
+	}
+}

@@ -25,8 +25,14 @@ const DefaultStatusDelay = 250 * time.Millisecond
 
 // DefaultStatusWait is how long, at most, a StatusWriter holds a Profile's
 // conditions back while a plugin that applies to the Profile has not reported
-// yet (see StatusWriter.Expect).
-const DefaultStatusWait = 3 * time.Second
+// yet (see StatusWriter.Expect). Every pass of a plugin over a Profile it
+// applies to reports, so the wait is only reached when a plugin's queue is
+// deep (thousands of Profiles arriving at once, unthrottled: seconds apart
+// between plugins) or one pass is slow (an outside call up to its timeout).
+// It is long enough for the first, so that a new Profile still gets one
+// status write, and bounds the second; Ready cannot be True before the last
+// plugin reports in any case.
+const DefaultStatusWait = 30 * time.Second
 
 // StatusWriter writes the conditions of all plugins on a Profile together:
 // each plugin's controller hands it its condition, and after a short delay one
