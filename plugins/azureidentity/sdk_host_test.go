@@ -1,0 +1,86 @@
+package azureidentity_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/fakecloud"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/azureidentity"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// TestSDKAzurePluginLifecycle runs the plugin's Apply and Revoke, in a host,
+// through the armmsi client against the local Azure Resource Manager server,
+// whose first answer to the put is 429 with Retry-After.
+func TestSDKAzurePluginLifecycle(t *testing.T) {
+	srv, c := startAzure(t)
+	srv.Fail(callPut, fakecloud.Throttle)
+
+	name := "az-sdk-" + rand.String(5)
+	h := testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(c), Options: []reconcilers.Option{
+		reconcilers.WithResync(300 * time.Millisecond),
+		reconcilers.WithDefaults([]byte(`{"issuer":"` + issuer + `"}`)),
+		// Profiles of other tests in this control plane are not this host's.
+		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+	}})
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(map[string]string{azureidentity.AnnotationClientID: clientID}))
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	held := func() map[string]fakecloud.AzureCredential {
+		return srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name)
+	}
+
+	t.Run("the identity holds a credential for the service account; the throttled put was made again", func(t *testing.T) {
+		want := []string{callGet + " 404", callPut + " 429", callPut + " 201"}
+		if diff := cmp.Diff(want, srv.Calls()); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		wantHeld := map[string]fakecloud.AzureCredential{
+			azureidentity.CredentialName(name, "default-editor"): {Issuer: issuer, Subject: "system:serviceaccount:" + name + ":default-editor", Audiences: []string{azureidentity.DefaultAudience}},
+		}
+		if diff := cmp.Diff(wantHeld, held()); diff != "" {
+			t.Errorf("credentials the server holds (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a resync calls Azure no more", func(t *testing.T) {
+		before := len(srv.Calls())
+		h.ResyncWrites(t, 3, azureidentity.Kind)
+		if got := srv.Calls()[before:]; len(got) != 0 {
+			t.Errorf("calls on resync: %v", got)
+		}
+	})
+
+	t.Run("revoke deletes our credential", func(t *testing.T) {
+		before := len(srv.Calls())
+		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(nil))
+		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
+		})
+		if diff := cmp.Diff([]string{callGet + " 200", callDelete + " 200"}, srv.Calls()[before:]); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		if got := held(); len(got) != 0 {
+			t.Errorf("server still holds %v", got)
+		}
+	})
+	if err := srv.WriteFile("/tmp/evidence/sdk-azure-plugin-requests.txt"); err != nil {
+		t.Errorf("request log: %v", err)
+	}
+}

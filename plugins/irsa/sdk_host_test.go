@@ -1,0 +1,86 @@
+package irsa_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/fakecloud"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/irsa"
+	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// TestSDKAWSPluginLifecycle runs the plugin's Apply and Revoke, in a host,
+// through the aws-sdk-go-v2 client against the local AWS IAM server, whose
+// first answer to the write is Throttling.
+func TestSDKAWSPluginLifecycle(t *testing.T) {
+	srv, c := startAWS(t, startPolicy)
+	srv.Fail("UpdateAssumeRolePolicy", fakecloud.Throttle)
+
+	name := "irsa-sdk-" + rand.String(5)
+	h := testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(c), Options: []reconcilers.Option{
+		reconcilers.WithResync(300 * time.Millisecond),
+		// Profiles of other tests in this control plane are not this host's.
+		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+	}})
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(map[string]string{irsa.AnnotationRoleARN: roleARN}))
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	t.Run("the role's trust policy gains our statement; the throttled write was made again", func(t *testing.T) {
+		want := []string{"GetRole 200", "UpdateAssumeRolePolicy 400", "UpdateAssumeRolePolicy 200"}
+		if diff := cmp.Diff(want, srv.Calls()); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		subject := "system:serviceaccount:" + name + ":default-editor"
+		wantDoc := strings.TrimSuffix(startPolicy, `]}`) + `,
+ {"Sid":"` + trustpolicy.StatementID(provider, name) + `","Effect":"Allow","Principal":{"Federated":"` + provider + `"},"Action":"sts:AssumeRoleWithWebIdentity",
+  "Condition":{"StringEquals":{"` + issuer + `:aud":"sts.amazonaws.com","` + issuer + `:sub":"` + subject + `"}}}]}`
+		got, _ := srv.TrustPolicy(role)
+		if diff := cmp.Diff(canonical(t, wantDoc), canonical(t, got)); diff != "" {
+			t.Errorf("trust policy the server holds (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a resync calls IAM no more", func(t *testing.T) {
+		before := len(srv.Calls())
+		h.ResyncWrites(t, 3, irsa.Kind)
+		if got := srv.Calls()[before:]; len(got) != 0 {
+			t.Errorf("calls on resync: %v", got)
+		}
+	})
+
+	t.Run("revoke removes our statement only", func(t *testing.T) {
+		before := len(srv.Calls())
+		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(nil))
+		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
+		})
+		if diff := cmp.Diff([]string{"GetRole 200", "UpdateAssumeRolePolicy 200"}, srv.Calls()[before:]); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		got, _ := srv.TrustPolicy(role)
+		if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, got)); diff != "" {
+			t.Errorf("trust policy the server holds (-want +got):\n%s", diff)
+		}
+	})
+	if err := srv.WriteFile("/tmp/evidence/sdk-aws-plugin-requests.txt"); err != nil {
+		t.Errorf("request log: %v", err)
+	}
+}
