@@ -79,10 +79,13 @@ var upstreamKinds = []schema.GroupVersionKind{
 // kind defs own cached only for the objects profilekit labels, so that a
 // cluster's other LimitRanges, NetworkPolicies or ConfigMaps never reach the
 // fork's memory. The kinds the upstream controller reads itself (Namespace,
-// ServiceAccount, ResourceQuota, RoleBinding, AuthorizationPolicy), and
-// kinds opts already configures, are left as they are; so must be any kind
-// the fork's own code reads beyond what upstream does, which the caller
-// passes as except. An object of ours that the cache cannot show (someone
+// ServiceAccount, ResourceQuota, RoleBinding, AuthorizationPolicy), the
+// kinds a plugin of defs watches (Definition.Watches: it reads them whoever
+// wrote them), and kinds opts already configures, are left as they are; so
+// must be any kind the fork's own code reads beyond what upstream does,
+// which the caller passes as except. opts.Scheme, when set, must know the
+// kinds of except and of opts.ByObject; without it client-go's scheme
+// serves. An object of ours that the cache cannot show (someone
 // else's of the same name) is read from the API server before anything is
 // written, so nothing is overwritten either way.
 func ForkCacheOptions(opts cache.Options, except []client.Object, defs ...plugins.Definition) (cache.Options, error) {
@@ -97,6 +100,16 @@ func ForkCacheOptions(opts cache.Options, except []client.Object, defs ...plugin
 			return opts, fmt.Errorf("fork cache options: %w", err)
 		}
 		skip = append(skip, gvk)
+	}
+	for _, d := range defs {
+		// A plugin reads the kinds it watches whole, ours or not.
+		for _, w := range d.Watches {
+			gvk, err := gvkOf(opts, w.Object)
+			if err != nil {
+				return opts, fmt.Errorf("fork cache options: plugin %s: %w", d.Kind(), err)
+			}
+			skip = append(skip, gvk)
+		}
 	}
 	for _, d := range defs {
 		for _, gvk := range append(slices.Clone(d.Owns), configMapGVK) {
