@@ -48,6 +48,7 @@ func TestForkDrivesPlugins(t *testing.T) {
 	if err := env.Client.Create(ctx, ours); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { deleteProfile(t, name) })
 
 	// The fork's own client, scheme and Profile type.
 	scheme := runtime.NewScheme()

@@ -59,6 +59,7 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 	if err := env.Client.Create(ctx, ours); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { deleteProfile(t, name) })
 
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	gcp := gcpmock.NewMockIAM(ctrl)

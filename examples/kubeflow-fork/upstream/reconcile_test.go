@@ -2,7 +2,6 @@ package upstream_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,13 +10,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	istiosecurityv1beta1 "istio.io/client-go/pkg/apis/security/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,31 +25,18 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/kubeflow-fork/upstream"
-	"github.com/profilekit/profilekit/examples/kubeflow-fork/upstream/profilev1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/limitrange"
 	"github.com/profilekit/profilekit/plugins/quotas"
 )
 
-// forkScheme is the scheme of upstream's main: the built-in kinds, its own
-// Profile type and Istio's security kinds.
-func forkScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(s), profilev1.AddToScheme(s), istiosecurityv1beta1.AddToScheme(s)); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // startFork runs the stand-in's controller in a manager of its own, as
 // upstream's main does (cached client, no leader election), with the
 // requests it sends counted, until the test ends.
-func startFork(t *testing.T) (*upstream.ProfileReconciler, *recorder) {
+func startFork(t *testing.T) *recorder {
 	t.Helper()
 	counter := &recorder{}
-	mgr, err := ctrl.NewManager(counter.recording(env.Config), ctrl.Options{
-		Scheme:                 forkScheme(t),
+	mgr, err := upstream.NewManager(counter.recording(env.Config), ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
@@ -73,7 +57,7 @@ func startFork(t *testing.T) (*upstream.ProfileReconciler, *recorder) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return r, counter
+	return counter
 }
 
 // recorder records the requests sent through a rest.Config as "VERB path".
@@ -100,6 +84,19 @@ func (c *recorder) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests = nil
+}
+
+// Count returns how many requests were exactly req ("VERB path").
+func (c *recorder) Count(req string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.requests {
+		if r == req {
+			n++
+		}
+	}
+	return n
 }
 
 // Matching returns the requests recorded whose path contains part.
@@ -136,6 +133,21 @@ func createProfile(t *testing.T, name string, entries ...kubeflowv1.Plugin) {
 	}
 	if err := env.Client.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
+	}
+	// Gone before the fork's manager stops (cleanups run last first), so
+	// that the next test's fork does not serve it.
+	t.Cleanup(func() { deleteProfile(t, name) })
+}
+
+// deleteProfile deletes the Profile and waits until it is gone.
+func deleteProfile(t *testing.T, name string) {
+	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Delete(context.Background(), p); client.IgnoreNotFound(err) != nil {
+		t.Errorf("delete Profile %s: %v", name, err)
+		return
+	}
+	if err := poll(30*time.Second, func() error { return gone(context.Background(), &kubeflowv1.Profile{}, client.ObjectKey{Name: name}) }); err != nil {
+		t.Errorf("Profile %s: %v", name, err)
 	}
 }
 
@@ -189,14 +201,20 @@ func gone(ctx context.Context, obj client.Object, key client.ObjectKey) error {
 	return fmt.Errorf("%T %s still exists (deletion %v, finalizers %v)", obj, key, obj.GetDeletionTimestamp(), obj.GetFinalizers())
 }
 
-// settled waits until the fork has reconciled nothing for quiet.
-func settled(t *testing.T, r *upstream.ProfileReconciler, quiet time.Duration) {
+// passes returns how many passes over the Profile the fork made since the
+// recorder was reset: upstream updates the Profile once on every pass.
+func passes(c *recorder, name string) int {
+	return c.Count("PUT /apis/kubeflow.org/v1/profiles/" + name)
+}
+
+// settled waits until the fork has made no pass over the Profile for quiet.
+func settled(t *testing.T, c *recorder, name string, quiet time.Duration) {
 	t.Helper()
 	eventually(t, 20*time.Second, func() error {
-		before := r.Passes.Load()
+		before := passes(c, name)
 		time.Sleep(quiet)
-		if n := r.Passes.Load() - before; n > 0 {
-			return fmt.Errorf("%d reconciles in %s", n, quiet)
+		if n := passes(c, name) - before; n > 0 {
+			return fmt.Errorf("%d passes in %s", n, quiet)
 		}
 		return nil
 	})
@@ -254,23 +272,22 @@ func TestForkRepairsDrift(t *testing.T) {
 // sends no request for the plugins' objects: reads come from the cache.
 func TestForkResyncSendsNothing(t *testing.T) {
 	const name = "fork-resync"
-	r, counter := startFork(t)
+	counter := startFork(t)
 	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
 	eventually(t, 20*time.Second, func() error { return present(t.Context(), &corev1.LimitRange{}, limitKey(name)) })
-	settled(t, r, 2*time.Second)
+	settled(t, counter, name, 2*time.Second)
 
 	counter.Reset()
-	before := r.Passes.Load()
 	editProfile(t, name, func(p *kubeflowv1.Profile) {
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, "example.org/touched", time.Now().Format(time.RFC3339Nano))
 	})
 	eventually(t, 10*time.Second, func() error {
-		if r.Passes.Load() == before {
-			return fmt.Errorf("no reconcile after the Profile changed")
+		if passes(counter, name) == 0 {
+			return fmt.Errorf("no pass after the Profile changed")
 		}
 		return nil
 	})
-	settled(t, r, time.Second)
+	settled(t, counter, name, time.Second)
 	ours := counter.Matching("/namespaces/" + name + "/")
 	if len(ours) != 0 {
 		t.Errorf("a pass with nothing changed sent %d requests for the plugins' objects, want 0:\n%s", len(ours), strings.Join(ours, "\n"))
@@ -282,7 +299,7 @@ func TestForkResyncSendsNothing(t *testing.T) {
 // gets upstream's finalizer, and there is no hot retry loop.
 func TestForkBadSpecOnCondition(t *testing.T) {
 	const name = "fork-badspec"
-	r, _ := startFork(t)
+	counter := startFork(t)
 	createProfile(t, name, entry(quotas.Kind, `{"hrad":{"limits.cpu":"4"}}`), entry(limitrange.Kind, limitSpec))
 	cond := quotas.Definition().Condition()
 	err := poll(15*time.Second, func() error {
@@ -315,10 +332,10 @@ func TestForkBadSpecOnCondition(t *testing.T) {
 	}); err != nil {
 		t.Errorf("no %s on the Profile: %v", upstream.Finalizer, err)
 	}
-	before := r.Passes.Load()
+	before := passes(counter, name)
 	time.Sleep(3 * time.Second)
-	if n := r.Passes.Load() - before; n > 1 {
-		t.Errorf("%d reconciles in 3 s with the bad spec unchanged, want no retry loop", n)
+	if n := passes(counter, name) - before; n > 1 {
+		t.Errorf("%d passes in 3 s with the bad spec unchanged, want no retry loop", n)
 	}
 }
 
@@ -326,7 +343,7 @@ func TestForkBadSpecOnCondition(t *testing.T) {
 // Profile, True, in one status write.
 func TestForkWritesConditionsOnce(t *testing.T) {
 	const name = "fork-status"
-	r, counter := startFork(t)
+	counter := startFork(t)
 	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
 	for _, def := range []plugins.Definition{quotas.Definition(), limitrange.Definition()} {
 		err := poll(15*time.Second, func() error {
@@ -343,7 +360,7 @@ func TestForkWritesConditionsOnce(t *testing.T) {
 			t.Errorf("condition: %v", err)
 		}
 	}
-	settled(t, r, 2*time.Second)
+	settled(t, counter, name, 2*time.Second)
 	if w := counter.Matching("/profiles/" + name + "/status"); len(w) != 1 {
 		t.Errorf("status requests %v, want one write", w)
 	}
