@@ -257,6 +257,13 @@ func TestFirstReleaseDatabaseIsMarkedWhenItsSecretLogsIn(t *testing.T) {
 					testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Finalizers = nil })
 				})
 			} else {
+				// The condition was True already while the instance was off:
+				// wait for the marks themselves.
+				testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+					_, r, _ := catalogRole(t, role)
+					_, d, _ := catalogDatabase(t, role)
+					return r == proof && d == proof, fmt.Sprintf("comments: role %q, database %q", r, d)
+				})
 				expectCondition(t, name, plugins.ConditionTrue, "")
 			}
 			after, roleComment, _ := catalogRole(t, role)
