@@ -151,7 +151,7 @@ func (a *AWS) getRole(name string, role *awsRole) reply {
 		Path                     string
 		AssumeRolePolicyDocument string
 		MaxSessionDuration       int
-		RoleId                   string //nolint:revive // IAM's element name
+		RoleID                   string `xml:"RoleId"`
 		RoleName                 string
 		Arn                      string
 		CreateDate               string
@@ -169,7 +169,7 @@ func (a *AWS) getRole(name string, role *awsRole) reply {
 			Path:                     role.path,
 			AssumeRolePolicyDocument: rfc3986(role.doc),
 			MaxSessionDuration:       3600,
-			RoleId:                   role.id,
+			RoleID:                   role.id,
 			RoleName:                 name,
 			Arn:                      "arn:aws:iam::" + role.account + ":role" + role.path + name,
 			CreateDate:               role.created.Format(time.RFC3339),
