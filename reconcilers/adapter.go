@@ -193,16 +193,9 @@ func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Req
 // profile converts the fork's Profile to ours through JSON, and puts the spec
 // given to UnmarshalJSON in the plugin's spec.plugins entry.
 func (a *Adapter[R, P]) profile(profile P) (*kubeflowv1.Profile, error) {
-	data, err := json.Marshal(profile)
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: encode profile: %w", a.def.Kind(), err)
-	}
-	var p kubeflowv1.Profile
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("plugin %s: decode profile: %w", a.def.Kind(), err)
-	}
-	if a.spec == nil {
-		return &p, nil
+	p, err := convertProfile(profile)
+	if err != nil || a.spec == nil {
+		return p, err
 	}
 	i := slices.IndexFunc(p.Spec.Plugins, func(pl kubeflowv1.Plugin) bool { return pl.Kind == a.def.Kind() })
 	entry := kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: a.def.Kind()}, Spec: &runtime.RawExtension{Raw: a.spec}}
@@ -211,6 +204,19 @@ func (a *Adapter[R, P]) profile(profile P) (*kubeflowv1.Profile, error) {
 	} else {
 		entry.APIVersion = p.Spec.Plugins[i].APIVersion
 		p.Spec.Plugins[i] = entry
+	}
+	return p, nil
+}
+
+// convertProfile converts the fork's Profile to ours through JSON.
+func convertProfile(profile client.Object) (*kubeflowv1.Profile, error) {
+	data, err := json.Marshal(profile)
+	if err != nil {
+		return nil, fmt.Errorf("encode the fork's profile: %w", err)
+	}
+	var p kubeflowv1.Profile
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("decode the fork's profile: %w", err)
 	}
 	return &p, nil
 }

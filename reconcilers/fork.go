@@ -90,7 +90,7 @@ func (f *Fork[R, P]) ApplyPlugin(r R, profile P) error {
 	if f == nil || len(f.adapters) == 0 {
 		return nil
 	}
-	p, err := f.adapters[0].profile(profile)
+	p, err := convertProfile(profile)
 	if err != nil || !p.DeletionTimestamp.IsZero() {
 		return err
 	}
@@ -113,7 +113,7 @@ func (f *Fork[R, P]) RevokePlugin(r R, profile P) error {
 	if f == nil || len(f.adapters) == 0 {
 		return nil
 	}
-	p, err := f.adapters[0].profile(profile)
+	p, err := convertProfile(profile)
 	if err != nil {
 		return err
 	}
