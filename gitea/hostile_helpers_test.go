@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,22 +51,12 @@ func login(t *testing.T, user, password, database string) error {
 	return conn.Close(context.Background())
 }
 
-// sharedCAFile writes the server's CA once for the whole run, for
-// cleanups, which may not make temporary folders.
-var sharedCAFile = sync.OnceValue(func() string {
-	f := filepath.Join(os.TempDir(), fmt.Sprintf("profilekit-gitea-ca-%d.crt", os.Getpid()))
-	if err := os.WriteFile(f, pg.CA, 0o600); err != nil {
-		panic(err)
-	}
-	return f
-})
-
 // sqlExec runs statements as the server's superuser, also from a cleanup,
 // when the test's context is done.
 func sqlExec(t *testing.T, stmts ...string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN(pg.User, pg.Password, "postgres", "verify-full", sharedCAFile()))
+	conn, err := pgx.Connect(ctx, pg.DSN(pg.User, pg.Password, "postgres", "verify-full", sharedCA))
 	if err != nil {
 		t.Fatal(err)
 	}

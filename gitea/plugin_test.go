@@ -36,6 +36,9 @@ import (
 var (
 	env *testenv.Env
 	pg  *testenv.Postgres
+	// sharedCA is the server's CA in a file that lives as long as the run,
+	// for cleanups, which may not make temporary folders.
+	sharedCA string
 )
 
 const (
@@ -76,6 +79,17 @@ func TestMain(m *testing.M) {
 		env = e
 		if err := hostSecrets(); err != nil {
 			fmt.Fprintf(os.Stderr, "host secrets: %v\n", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "profilekit-gitea-ca-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "CA folder: %v\n", err)
+			return
+		}
+		defer os.RemoveAll(dir)
+		sharedCA = filepath.Join(dir, "ca.crt")
+		if err := os.WriteFile(sharedCA, pg.CA, 0o600); err != nil {
+			fmt.Fprintf(os.Stderr, "CA file: %v\n", err)
 			return
 		}
 		code = m.Run()
