@@ -14,11 +14,11 @@ func TestRenderGiteaOffline(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"kind: Application", "name: team-git-gitea-unclassified", "name: team-git-s3-browser",
+		"kind: Application", "name: team-git.gitea-unclassified", "name: team-git.s3-browser",
 		"ROOT_URL: https://kubeflow.example.org/gitea-unclassified/team-git/",
 		"name: gitea-unclassified-db", "kind: ServiceEntry", "kind: VirtualService", "kind: NetworkPolicy",
 		// The second classification has its own Application, server, prefix and Secret.
-		"name: team-git-gitea-protected-b", "HOST: gitea-protected-b.postgres.database.example.net:5432",
+		"name: team-git.gitea-protected-b", "HOST: gitea-protected-b.postgres.database.example.net:5432",
 		"ROOT_URL: https://kubeflow.example.org/gitea-protected-b/team-git/", "name: gitea-protected-b-db",
 		"data.example.org/classification: protected-b",
 	} {
