@@ -68,7 +68,7 @@ func (in Instance) app(ns string) apps.App {
 	if src.Helm != nil {
 		h = *src.Helm
 	}
-	h.ValuesObject = merge(h.ValuesObject, in.values(ns))
+	h.ValuesObject = merge(merge(h.ValuesObject, in.values(ns)), in.placementValues(h.ValuesObject))
 	src.Helm = &h
 	name := AppName(in.Name)
 	return apps.App{

@@ -86,6 +86,12 @@ type Instance struct {
 	Gateway Gateway `json:"gateway,omitempty"`
 	// Database is the PostgreSQL server the instance's databases live on.
 	Database Database `json:"database"`
+	// Banner, when set, is shown at the top of every page of the
+	// instance's Gitea, such as its classification.
+	Banner *Banner `json:"banner,omitempty"`
+	// Placement puts the instance's pods on the nodes of its
+	// classification.
+	Placement Placement `json:"placement,omitempty"`
 }
 
 // Gateway selects the ingress gateway's pods.
@@ -186,6 +192,7 @@ func (in Instance) withDefaults() Instance {
 	if len(in.Gateway.PodLabels) == 0 {
 		in.Gateway.PodLabels = map[string]string{"istio": "ingressgateway"}
 	}
+	in.Banner = in.Banner.withDefaults()
 	d := &in.Database
 	if d.Port == 0 {
 		d.Port = DefaultPort
@@ -262,6 +269,12 @@ func (c *Config) Validate() error {
 		servers[server] = append(servers[server], in)
 		if err := d.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%s.database: %w", at, err))
+		}
+		if err := in.Banner.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s.banner: %w", at, err))
+		}
+		if err := in.Placement.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s.placement: %w", at, err))
 		}
 	}
 	for i, n := range c.Enable {

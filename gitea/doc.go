@@ -55,7 +55,19 @@
 //     Service in the namespace. No route matches the Referer header;
 //   - a NetworkPolicy that admits the ingress gateway's pods, and nothing
 //     else, to the Gitea pods (selectors from configuration);
-//   - an Istio ServiceEntry for a database host outside the cluster.
+//   - an Istio ServiceEntry for a database host outside the cluster;
+//   - with the instance's banner, the ConfigMap gitea-<instance>-banner: one
+//     line of HTML (the text escaped, the colours checked), mounted over
+//     Gitea's custom header template (BannerMountPath) through the chart's
+//     extraVolumes and extraContainerVolumeMounts, after the host's own, so
+//     that every page names the classification.
+//
+// An instance's placement (nodeSelector, tolerations) becomes the chart's
+// nodeSelector and tolerations: a protected-b Gitea runs on the nodes set
+// aside for protected-b workloads. examples/host/config/statcan-gitea.yaml
+// is the StatCan-style example: both classifications, their banners, the
+// protected-b placement and the pod selector app: gitea,
+// app.kubernetes.io/instance: gitea-<classification>.
 //
 // The administrator's DSN and the server's CA come from Secrets the host
 // names (labelled app.kubernetes.io/managed-by=profilekit so that the host's

@@ -34,6 +34,7 @@ const OfflinePassword = "<generated on first apply>"
 // Owns lists the kinds the plugin writes.
 var Owns = append([]schema.GroupVersionKind{
 	corev1.SchemeGroupVersion.WithKind("Secret"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 	egress.ServiceEntryKind,
 }, apps.Owns...)
 
@@ -172,6 +173,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			}
 		}
 		objs = append(objs, in.secret(ns, w.password))
+		if in.Banner != nil {
+			objs = append(objs, in.banner(ns))
+		}
 		if in.Database.serviceEntry(cfg.Routing.ClusterDomain) {
 			objs = append(objs, plugins.Encoded(in.serviceEntry(ns)))
 		}
