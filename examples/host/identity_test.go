@@ -24,8 +24,8 @@ func TestRenderCloudIdentity(t *testing.T) {
 	}
 	for _, want := range []string{
 		"plugin AwsIamForServiceAccount: skipped outside call AWSIAM role/team-role",
-		"plugin WorkloadIdentity: skipped outside call GCPIAM gsa/kf-user@proj-123.iam.gserviceaccount.com",
-		"plugin AzureWorkloadIdentity: skipped outside call AzureIdentity credential/00000000-0000-0000-0000-000000000000/kubeflow/team-a/profilekit-team-cloud-default-editor",
+		"plugin WorkloadIdentity: skipped outside call GCPIAM grant/kf-user@proj-123.iam.gserviceaccount.com/serviceAccount:proj-123.svc.id.goog[team-cloud/default-editor]",
+		"plugin AzureWorkloadIdentity: skipped outside call AzureIdentity credential/00000000-0000-0000-0000-000000000000/kubeflow/team-a/profilekit-team-cloud_default-editor",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("render notes lack %q:\n%s", want, stderr)
