@@ -13,8 +13,12 @@
 // whole (Definition.Reads) as metadata only, so that their bodies never
 // reach memory.
 //
-// [Adapter] drops the same plugins into a fork of the upstream Kubeflow profile
-// controller, whose Plugin interface has ApplyPlugin and RevokePlugin methods.
+// [Fork] drops the same plugins into a fork of the upstream Kubeflow profile
+// controller, whose Plugin interface has ApplyPlugin and RevokePlugin
+// methods: one value for all of them, whose conditions, drift repair
+// (WatchOwned), cached reads (ForkCacheOptions) and revocation of removed
+// plugins work under upstream's own reconcile sequence. A lone [Adapter]
+// in upstream's switch still works, with none of that.
 //
 // # Wiring
 //
@@ -34,11 +38,15 @@
 //		reconcilers.WithStatusWriter(status))
 //	err = r.SetupWithManager(mgr)
 //
-// In a fork of the upstream controller, in its switch on a plugin's kind
-// (ExampleNewAdapter; examples/kubeflow-fork):
+// In a fork of the upstream controller (ExampleFork; examples/kubeflow-fork
+// has the exact lines of each file): one Fork of every profilekit plugin,
+// set up from the fork's SetupWithManager, added last to what
+// GetPluginSpec returns, which skips the kinds the Fork serves:
 //
-//	case quotas.Kind:
-//		pluginIns = reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition())
+//	fork, err := reconcilers.NewFork(
+//		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition()),
+//		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](limitrange.Definition()))
+//	err = fork.SetupWithManager(mgr, builder) // watches our kinds, writes conditions
 //
 // # Stability
 //
@@ -57,5 +65,6 @@
 // Experimental, and free to change in a minor release: WithCachedWhole,
 // WithNamespaceGate,
 // which serves hosts that run the core plugin, StatusWriter's Set, Drop and
-// Expect as called from outside a Reconciler, and WithTimeout.
+// Expect as called from outside a Reconciler, WithTimeout, and the fork
+// support: Fork with NewFork, WatchOwned and ForkCacheOptions.
 package reconcilers
