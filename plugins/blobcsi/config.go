@@ -48,13 +48,7 @@ type Config struct {
 	// deletions across the cluster, so that MaxVolumeDeletes holds across
 	// restarts and across hosts. Default: DefaultDeleteRecord in the
 	// namespace of the first storage instance's credentials Secret.
-	DeleteRecord ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
-}
-
-// ConfigMapRef names a ConfigMap.
-type ConfigMapRef struct {
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
+	DeleteRecord plugins.ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
 }
 
 // Instance is one storage account offered to Profiles.
@@ -223,13 +217,8 @@ func (c *Config) Validate() error {
 	if c.MaxVolumeDeletes < 0 {
 		errs = append(errs, fmt.Errorf("maxVolumeDeletes %d: want zero or more", c.MaxVolumeDeletes))
 	}
-	if ref := c.DeleteRecord; ref.Namespace != "" || ref.Name != "" {
-		if msgs := validation.IsDNS1123Label(ref.Namespace); ref.Namespace != "" && len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("deleteRecord.namespace %q: %s", ref.Namespace, strings.Join(msgs, "; ")))
-		}
-		if msgs := validation.IsDNS1123Subdomain(ref.Name); ref.Name != "" && len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("deleteRecord.name %q: %s", ref.Name, strings.Join(msgs, "; ")))
-		}
+	if err := c.DeleteRecord.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("deleteRecord: %w", err))
 	}
 	if c.DeleteWindow.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("deleteWindow %s: want a positive duration", c.DeleteWindow.Duration))
@@ -257,7 +246,7 @@ func (c *Config) Chosen() []Instance {
 }
 
 // deleteRecord returns where the volume deletion record lives.
-func (c *Config) deleteRecord() ConfigMapRef {
+func (c *Config) deleteRecord() plugins.ConfigMapRef {
 	ref := c.DeleteRecord
 	if ref.Name == "" {
 		ref.Name = DefaultDeleteRecord

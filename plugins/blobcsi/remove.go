@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,7 +91,7 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 		}
 	}
 	if n > 0 {
-		ok, err := p.deletes(req, cfg).take(ctx, n)
+		ok, err := p.deletes(req, cfg).TakeAll(ctx, n)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -138,11 +137,14 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 	return res, errors.Join(errs...)
 }
 
-// deletes returns the cluster-wide record of volume deletions.
-func (p Plugin) deletes(req plugins.Request, cfg *Config) deleteRecord {
+// deletes returns the cluster-wide ledger of volume deletions: a ConfigMap
+// the plugin owns, read from the API server, so that the cap holds across
+// restarts and across hosts that share one cluster. A ConfigMap of its name
+// that is not the plugin's holds every deletion.
+func (p Plugin) deletes(req plugins.Request, cfg *Config) plugins.Ledger {
 	ref := cfg.deleteRecord()
-	return deleteRecord{reader: p.reader(req), writer: req.Client, key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
-		max: cfg.MaxVolumeDeletes, window: cfg.DeleteWindow.Duration, now: time.Now}
+	return plugins.Ledger{Reader: p.reader(req), Writer: req.Client, Key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
+		Kind: Kind, Max: cfg.MaxVolumeDeletes, Window: cfg.DeleteWindow.Duration}
 }
 
 // mounting maps claim names to the pods in the Profile's namespace that
