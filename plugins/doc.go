@@ -102,7 +102,10 @@
 // WithUpstreamObjects and Applier.Adopting, which serve the core plugin
 // alone; Applier.Annotate and Unannotate with Foreign and
 // ForeignMissingError; ApplyFields; NewObject, NewList; NewOfflineOutside with
-// Outside.Offline and Outside.Skipped; WithClock. The wording of error and condition messages is not API at all:
+// Outside.Offline and Outside.Skipped; WithClock; Ledger with RoleLedger,
+// ReasonLedger and ConfigMapRef; Ready, SameCondition, ConditionReady,
+// ReasonPluginsReady and ReasonPending; Replaceable and
+// ReasonImmutableField. The wording of error and condition messages is not API at all:
 // match on reasons (ReasonOf, the reason that leads a condition's message),
 // never on the text after them.
 package plugins
