@@ -156,6 +156,9 @@ type dropPlan struct {
 	role       bool
 }
 
+func (p ensurePlan) needsLogin() bool { return p.checkLogin }
+func (p dropPlan) needsLogin() bool   { return p.checkLogin }
+
 // planDrop decides what Drop removes: only what is the plugin's for spec's
 // Profile. Anything else under the wanted names is a Conflict, and then
 // nothing is dropped.

@@ -102,19 +102,9 @@ func (s Server) Ensure(ctx context.Context, spec DatabaseSpec, password string, 
 		if err != nil {
 			return err
 		}
-		c := claim{password: password != "", setPassword: setPassword}
-		p, err := planEnsure(cat, spec, c)
+		p, err := plan(ctx, s, cat, spec, claim{password: password != "", setPassword: setPassword}, password, planEnsure)
 		if err != nil {
 			return err
-		}
-		if p.checkLogin {
-			if c.loggedIn, err = s.Connector.LogsIn(ctx, spec.Role, password, loginDatabase(cat, spec)); err != nil {
-				return err
-			}
-			c.loginChecked = true
-			if p, err = planEnsure(cat, spec, c); err != nil {
-				return err
-			}
 		}
 		changes, err = s.write(ctx, conn, spec, p, password)
 		return err
@@ -224,19 +214,9 @@ func (s Server) Drop(ctx context.Context, spec DatabaseSpec, password string) ([
 		if err != nil {
 			return err
 		}
-		c := claim{password: password != ""}
-		p, err := planDrop(cat, spec, c)
+		p, err := plan(ctx, s, cat, spec, claim{password: password != ""}, password, planDrop)
 		if err != nil {
 			return err
-		}
-		if p.checkLogin {
-			if c.loggedIn, err = s.Connector.LogsIn(ctx, spec.Role, password, loginDatabase(cat, spec)); err != nil {
-				return err
-			}
-			c.loginChecked = true
-			if p, err = planDrop(cat, spec, c); err != nil {
-				return err
-			}
 		}
 		if p.database {
 			if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()", spec.Database); err != nil {
@@ -256,4 +236,20 @@ func (s Server) Drop(ctx context.Context, spec DatabaseSpec, password string) ([
 		return nil
 	})
 	return changes, err
+}
+
+// plan decides with decide, and, when the decision needs to know whether
+// the Profile's password logs in as the role (a role without any comment),
+// tries that login and decides again.
+func plan[P interface{ needsLogin() bool }](ctx context.Context, s Server, cat Catalog, spec DatabaseSpec, c claim, password string,
+	decide func(Catalog, DatabaseSpec, claim) (P, error)) (P, error) {
+	p, err := decide(cat, spec, c)
+	if err != nil || !p.needsLogin() {
+		return p, err
+	}
+	if c.loggedIn, err = s.Connector.LogsIn(ctx, spec.Role, password, loginDatabase(cat, spec)); err != nil {
+		return p, err
+	}
+	c.loginChecked = true
+	return decide(cat, spec, c)
 }
