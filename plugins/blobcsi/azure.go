@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
@@ -30,13 +33,51 @@ const (
 type containers struct {
 	// reader reads the credentials Secrets.
 	reader client.Reader
-	// transport, when set, carries every request (tests count them).
+	// transport, when set, carries every request, to Azure Storage and to
+	// Microsoft Entra ID (a proxy, a private CA, tests that count them).
 	transport *http.Client
+	// principals are the config's service principals.
+	principals map[string]Principal
+}
+
+// clientOptions are the SDK options of every client: one quick try (the
+// outside-call mechanism retries with backoff), through the transport.
+func (c containers) clientOptions() azcore.ClientOptions {
+	o := azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1, TryTimeout: 15 * time.Second}}
+	if c.transport != nil {
+		o.Transport = c.transport
+	}
+	return o
 }
 
 // client returns a container client for one container of an instance,
-// with the shared key from the instance's Secret.
+// authenticated as the instance's credentials say.
 func (c containers) client(ctx context.Context, in Instance, name string) (*container.Client, error) {
+	opts := &service.ClientOptions{ClientOptions: c.clientOptions()}
+	var svc *service.Client
+	switch in.Credentials.typ() {
+	case AccountKey:
+		cred, err := c.sharedKey(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if svc, err = service.NewClientWithSharedKeyCredential(in.endpoint()+"/", cred, opts); err != nil {
+			return nil, fmt.Errorf("blob client of instance %s: %w", in.Name, err)
+		}
+	default:
+		cred, err := c.token(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if svc, err = service.NewClient(in.endpoint()+"/", cred, opts); err != nil {
+			return nil, fmt.Errorf("blob client of instance %s: %w", in.Name, err)
+		}
+	}
+	return svc.NewContainerClient(name), nil
+}
+
+// sharedKey reads the account key from the instance's Secret.
+func (c containers) sharedKey(ctx context.Context, in Instance) (*service.SharedKeyCredential, error) {
 	var s corev1.Secret
 	key := client.ObjectKey{Namespace: in.Credentials.SecretNamespace, Name: in.Credentials.SecretName}
 	if err := c.reader.Get(ctx, key, &s); err != nil {
@@ -51,18 +92,59 @@ func (c containers) client(ctx context.Context, in Instance, name string) (*cont
 		// Never the key itself: only which Secret and key is wrong.
 		return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "credentials Secret %s of instance %s: key %s is not a valid account key", key, in.Name, SecretAccountKey)
 	}
-	opts := &service.ClientOptions{ClientOptions: azcore.ClientOptions{
-		// The outside-call mechanism retries with backoff; one quick try here.
-		Retry: policy.RetryOptions{MaxRetries: -1, TryTimeout: 15 * time.Second},
-	}}
-	if c.transport != nil {
-		opts.Transport = c.transport
+	return cred, nil
+}
+
+// token returns the Microsoft Entra ID credential of an instance: its
+// service principal, with the client secret from the principal's Secret,
+// or the host's workload identity.
+func (c containers) token(ctx context.Context, in Instance) (azcore.TokenCredential, error) {
+	switch in.Credentials.typ() {
+	case ServicePrincipal:
+		p, ok := c.principals[in.Credentials.Principal]
+		if !ok {
+			return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "instance %s: principal %q is not among the host's principals", in.Name, in.Credentials.Principal)
+		}
+		var s corev1.Secret
+		key := client.ObjectKey{Namespace: p.Secret.Namespace, Name: p.Secret.Name}
+		if err := c.reader.Get(ctx, key, &s); err != nil {
+			return nil, fmt.Errorf("read the Secret %s of principal %s: %w", key, in.Credentials.Principal, err)
+		}
+		secret := string(s.Data[SecretSPNClientSecret])
+		if secret == "" {
+			return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "the Secret %s of principal %s has no %s", key, in.Credentials.Principal, SecretSPNClientSecret)
+		}
+		o := c.clientOptions()
+		o.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: p.aadEndpoint()}
+		cred, err := azidentity.NewClientSecretCredential(p.TenantID, p.ClientID, secret, &azidentity.ClientSecretCredentialOptions{
+			ClientOptions: o, DisableInstanceDiscovery: !knownAuthority(p.aadEndpoint())})
+		if err != nil {
+			// The SDK checks the tenant's form; the message names no secret.
+			return nil, plugins.Terminal(plugins.ReasonInvalidConfig, fmt.Errorf("principal %s: %w", in.Credentials.Principal, err))
+		}
+		return cred, nil
+	case WorkloadIdentity:
+		wi := WorkloadIdentityCredentials{}
+		if in.Credentials.WorkloadIdentity != nil {
+			wi = *in.Credentials.WorkloadIdentity
+		}
+		o := c.clientOptions()
+		host := wi.AuthorityHost
+		if host == "" {
+			host = os.Getenv("AZURE_AUTHORITY_HOST")
+		}
+		if host != "" {
+			o.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: host}
+		}
+		cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions: o, ClientID: wi.ClientID, TenantID: wi.TenantID, TokenFilePath: wi.TokenFile,
+			DisableInstanceDiscovery: host != "" && !knownAuthority(host)})
+		if err != nil {
+			return nil, plugins.Terminal(plugins.ReasonInvalidConfig, fmt.Errorf("workload identity of instance %s: %w", in.Name, err))
+		}
+		return cred, nil
 	}
-	svc, err := service.NewClientWithSharedKeyCredential(in.endpoint()+"/", cred, opts)
-	if err != nil {
-		return nil, err
-	}
-	return svc.NewContainerClient(name), nil
+	return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "instance %s: credentials type %q", in.Name, in.Credentials.Type)
 }
 
 // The container metadata that proves profilekit made a container for a

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,6 +45,9 @@ type Volume struct {
 	// Source names the grants source of a shared bucket; empty for the
 	// Profile's own container.
 	Source string
+	// Principal is the service principal a shared bucket's grant names
+	// (its spn) to mount it with; empty for the instance's credentials.
+	Principal string
 	// PV and Claim are the object names.
 	PV, Claim string
 }
@@ -139,7 +143,7 @@ func Desired(cfg *Config, p *kubeflowv1.Profile, grants map[string]opa.Grants) (
 		in, _ := cfg.Instance(src.Instance)
 		for _, a := range g.For(ns) {
 			add(Volume{Name: a.Volume, Instance: in, Container: a.Bucket.Name, Subfolder: a.Subfolder,
-				ReadOnly: a.Mode == opa.ReadOnly || in.ReadOnly, Source: src.Name})
+				ReadOnly: a.Mode == opa.ReadOnly || in.ReadOnly, Source: src.Name, Principal: a.Identity})
 		}
 	}
 	slices.SortFunc(out, func(a, b Volume) int { return cmp.Compare(a.Claim, b.Claim) })
@@ -210,8 +214,11 @@ func (v Volume) MountOptions() []string {
 
 // BuildPV returns the PersistentVolume of v for namespace ns: Retain, the
 // blob CSI driver, a unique volume handle, the container's attributes, the
-// instance's Secret for mounting, and a claim reference to the PVC.
+// mount's Secret (and a service principal's attributes, see MountFor), and
+// a claim reference to the PVC. v's mount must resolve: Apply writes no
+// volume whose MountFor fails.
 func BuildPV(cfg *Config, ns string, v Volume) *corev1ac.PersistentVolumeApplyConfiguration {
+	mount, _ := cfg.MountFor(v)
 	attrs := map[string]string{
 		"storageAccount": v.Instance.Account,
 		"containerName":  v.Container,
@@ -220,13 +227,14 @@ func BuildPV(cfg *Config, ns string, v Volume) *corev1ac.PersistentVolumeApplyCo
 	if v.Instance.ResourceGroup != "" {
 		attrs["resourceGroup"] = v.Instance.ResourceGroup
 	}
+	maps.Copy(attrs, mount.attributes())
 	csi := corev1ac.CSIPersistentVolumeSource().
 		WithDriver(Driver).
 		WithVolumeHandle(v.VolumeHandle()).
 		WithVolumeAttributes(attrs).
 		WithNodeStageSecretRef(corev1ac.SecretReference().
-			WithName(v.Instance.Credentials.SecretName).
-			WithNamespace(v.Instance.Credentials.SecretNamespace))
+			WithName(mount.Secret.Name).
+			WithNamespace(mount.Secret.Namespace))
 	if v.ReadOnly {
 		csi = csi.WithReadOnly(true)
 	}

@@ -33,6 +33,10 @@ type Config struct {
 	// GrantSources are the sources of shared-bucket grants, one per
 	// classification; each names the instance whose account holds its buckets.
 	GrantSources []GrantSource `json:"grantSources,omitempty" profilekit:"hostonly"`
+	// Principals are the service principals that mount shared buckets (a
+	// bucket's grant names one by its key, as spn) or that instances create
+	// containers with.
+	Principals map[string]Principal `json:"principals,omitempty" profilekit:"hostonly"`
 	// PVCLabels are added to every PersistentVolumeClaim, such as a label that
 	// makes notebooks mount it automatically.
 	PVCLabels map[string]string `json:"pvcLabels,omitempty" profilekit:"hostonly"`
@@ -47,7 +51,8 @@ type Config struct {
 	// DeleteRecord is the ConfigMap in which the plugin records its volume
 	// deletions across the cluster, so that MaxVolumeDeletes holds across
 	// restarts and across hosts. Default: DefaultDeleteRecord in the
-	// namespace of the first storage instance's credentials Secret.
+	// namespace of the first storage instance's credentials Secret (or its
+	// principal's Secret).
 	DeleteRecord plugins.ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
 }
 
@@ -86,15 +91,6 @@ type Instance struct {
 	// with the Profile when retention is Delete. Off by default: such a
 	// container is a Conflict and is left untouched.
 	AdoptContainers bool `json:"adoptContainers,omitempty"`
-}
-
-// Credentials name a Secret with the account's name and key
-// (azurestorageaccountname, azurestorageaccountkey), which the driver also
-// mounts with.
-type Credentials struct {
-	// SecretName and SecretNamespace locate the Secret.
-	SecretName      string `json:"secretName"`
-	SecretNamespace string `json:"secretNamespace"`
 }
 
 // GrantSource is where shared-bucket grants for one classification come from:
@@ -174,8 +170,16 @@ func NewConfig() *Config {
 func (c *Config) Validate() error {
 	var errs []error
 	seen := map[string]bool{}
+	for _, name := range sortedNames(c.Principals) {
+		if name == "" {
+			errs = append(errs, fmt.Errorf("principals: a principal has an empty name"))
+		}
+		if err := c.Principals[name].validate(); err != nil {
+			errs = append(errs, fmt.Errorf("principals[%s]: %w", name, err))
+		}
+	}
 	for i, in := range c.Storage {
-		if err := in.validate(); err != nil {
+		if err := in.validate(c.Principals); err != nil {
 			errs = append(errs, fmt.Errorf("storage[%d]: %w", i, err))
 		}
 		if seen[in.Name] {
@@ -252,7 +256,11 @@ func (c *Config) deleteRecord() plugins.ConfigMapRef {
 		ref.Name = DefaultDeleteRecord
 	}
 	if ref.Namespace == "" && len(c.Storage) > 0 {
-		ref.Namespace = c.Storage[0].Credentials.SecretNamespace
+		creds := c.Storage[0].Credentials
+		ref.Namespace = creds.SecretNamespace
+		if ref.Namespace == "" {
+			ref.Namespace = c.Principals[creds.Principal].Secret.Namespace
+		}
 	}
 	return ref
 }
@@ -267,7 +275,7 @@ func (c *Config) Instance(name string) (Instance, bool) {
 	return Instance{}, false
 }
 
-func (in Instance) validate() error {
+func (in Instance) validate(principals map[string]Principal) error {
 	var errs []error
 	if msgs := validation.IsDNS1123Label(in.Name); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("name %q: %s", in.Name, strings.Join(msgs, "; ")))
@@ -285,8 +293,8 @@ func (in Instance) validate() error {
 			errs = append(errs, fmt.Errorf("blobEndpoint %q: want http(s)://host[/path]", in.BlobEndpoint))
 		}
 	}
-	if in.Credentials.SecretName == "" || in.Credentials.SecretNamespace == "" {
-		errs = append(errs, fmt.Errorf("credentials: want secretName and secretNamespace"))
+	if err := in.Credentials.validate(principals); err != nil {
+		errs = append(errs, err)
 	}
 	if in.Capacity != nil && in.Capacity.Sign() <= 0 {
 		errs = append(errs, fmt.Errorf("capacity %s: want a positive quantity", in.Capacity.String()))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,10 +145,21 @@ func (p Plugin) grants(ctx context.Context, req plugins.Request, cfg *Config) (m
 		if !ok {
 			unknown[gs.Name] = true
 			if req.Outside != nil && req.Outside.Offline() {
-				// Offline rendering: shared buckets are not known; say which
-				// call was not made.
+				// Offline rendering: a ConfigMap given with the Profiles
+				// stands for the source's document; otherwise shared
+				// buckets are not known, and render says which call was
+				// not made.
 				if gs.OPA != nil {
 					_ = req.Outside.Call(ctx, SystemOPA, func(context.Context) error { return nil })
+				}
+				if gs.ConfigMap != nil {
+					g, found, err := offlineGrants(ctx, req.Client, gs.ConfigMap)
+					if err != nil {
+						errs = append(errs, plugins.Terminal(plugins.ReasonInvalidConfig, fmt.Errorf("grants source %s: %w", gs.Name, err)))
+					} else if found {
+						out[gs.Name] = g
+						delete(unknown, gs.Name)
+					}
 				}
 				continue
 			}
@@ -175,4 +187,21 @@ func (p Plugin) grants(ctx context.Context, req plugins.Request, cfg *Config) (m
 		}
 	}
 	return out, unknown, errors.Join(errs...)
+}
+
+// offlineGrants reads a ConfigMap source's document from c, when c holds
+// the ConfigMap (render's input).
+func offlineGrants(ctx context.Context, c client.Reader, src *ConfigMapSource) (opa.Grants, bool, error) {
+	if c == nil {
+		return opa.Grants{}, false, nil
+	}
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return opa.Grants{}, false, nil
+		}
+		return opa.Grants{}, false, err
+	}
+	g, err := opa.DecodeConfigMap(cm.Data)
+	return g, err == nil, err
 }

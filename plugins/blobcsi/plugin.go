@@ -32,6 +32,10 @@ const (
 	// ReasonVolumeDeletesHeld means that the pass would delete more volumes than the
 	// cluster-wide limit allows within the window.
 	ReasonVolumeDeletesHeld = "VolumeDeletesHeld"
+	// ReasonUnknownPrincipal means that a bucket's grant names a service
+	// principal the host's config does not have; that volume is not written
+	// and an existing one is kept.
+	ReasonUnknownPrincipal = "UnknownPrincipal"
 )
 
 // System names for the outside-call metric.
@@ -109,10 +113,16 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	errs := []error{gerr}
 
 	// Containers first: a volume is written only once its container exists.
-	azure := containers{reader: p.reader(req), transport: p.st.transport}
+	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals}
 	ready := vols[:0:0]
 	failed := map[string]bool{}
 	for _, v := range vols {
+		if _, err := cfg.MountFor(v); err != nil {
+			// Only this volume waits for the config; nothing is removed.
+			errs = append(errs, err)
+			failed[v.Claim] = true
+			continue
+		}
 		if v.Source != "" {
 			ready = append(ready, v)
 			continue
@@ -156,7 +166,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	var replace []pair
 	for _, v := range ready {
 		pv, pvc := live.pvs[v.PV], live.pvcs[v.Claim]
-		if why := mustReplace(v, pv, pvc); why != "" {
+		if why := mustReplace(cfg, v, pv, pvc); why != "" {
 			replace = append(replace, pair{claim: pvc, pv: pv, why: why, name: v.Claim})
 			continue
 		}

@@ -18,8 +18,9 @@ import (
 
 // mustReplace says why the live pair cannot be brought to v in place (the
 // volume source of a PV and most of a claim's spec are immutable), or "".
-func mustReplace(v Volume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) string {
+func mustReplace(cfg *Config, v Volume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) string {
 	var why []string
+	mount, _ := cfg.MountFor(v)
 	if pv != nil && pv.DeletionTimestamp == nil {
 		csi := pv.Spec.CSI
 		switch {
@@ -28,12 +29,13 @@ func mustReplace(v Volume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVo
 		case csi.VolumeHandle != v.VolumeHandle():
 			why = append(why, "the volume handle")
 		case csi.VolumeAttributes["containerName"] != v.Container || csi.VolumeAttributes["storageAccount"] != v.Instance.Account ||
-			csi.VolumeAttributes["protocol"] != v.Instance.protocol() || csi.VolumeAttributes["resourceGroup"] != v.Instance.ResourceGroup:
+			csi.VolumeAttributes["protocol"] != v.Instance.protocol() || csi.VolumeAttributes["resourceGroup"] != v.Instance.ResourceGroup ||
+			!sameMountAttributes(csi.VolumeAttributes, mount.attributes()):
 			why = append(why, "the volume attributes")
 		case csi.ReadOnly != v.ReadOnly:
 			why = append(why, "read-only")
-		case csi.NodeStageSecretRef == nil || csi.NodeStageSecretRef.Name != v.Instance.Credentials.SecretName ||
-			csi.NodeStageSecretRef.Namespace != v.Instance.Credentials.SecretNamespace:
+		case csi.NodeStageSecretRef == nil || csi.NodeStageSecretRef.Name != mount.Secret.Name ||
+			csi.NodeStageSecretRef.Namespace != mount.Secret.Namespace:
 			why = append(why, "the mount Secret")
 		}
 	}
@@ -45,6 +47,17 @@ func mustReplace(v Volume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVo
 		}
 	}
 	return strings.Join(why, " and ")
+}
+
+// sameMountAttributes says whether the live attributes hold exactly the
+// wanted service principal attributes (none for an account key).
+func sameMountAttributes(live, want map[string]string) bool {
+	for _, k := range []string{AttrAuthType, AttrSPNClientID, AttrSPNTenantID, AttrAADEndpoint} {
+		if live[k] != want[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // pair is a claim and/or a PersistentVolume to delete, with why when it is
