@@ -1,7 +1,10 @@
 package testenv
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,14 +25,34 @@ type Azurite struct {
 	BlobURL string
 	// Account and Key are the shared key credentials of the account.
 	Account, Key string
+	// HTTPClient reaches the service: it trusts the test authority when the
+	// service serves TLS.
+	HTTPClient *http.Client
 
 	dir  string
 	proc *process
 }
 
+// AzuriteOption configures StartAzurite.
+type AzuriteOption func(*azuriteOptions)
+
+type azuriteOptions struct {
+	tls *TLS
+}
+
+// WithOAuth serves the blob service over HTTPS with t's certificate and
+// accepts bearer tokens (Azurite's basic OAuth: a token's issuer,
+// audience and lifetime are checked, not its signature) beside the shared
+// key.
+func WithOAuth(t *TLS) AzuriteOption { return func(o *azuriteOptions) { o.tls = t } }
+
 // StartAzurite starts the blob service. It fails with a message naming make
 // test when Azurite or Node.js is missing.
-func StartAzurite() (*Azurite, error) {
+func StartAzurite(opts ...AzuriteOption) (*Azurite, error) {
+	var o azuriteOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin, err := tool(filepath.Join("azurite", "node_modules", ".bin", "azurite-blob"), "azurite")
 	if err != nil {
 		return nil, err
@@ -45,19 +68,28 @@ func StartAzurite() (*Azurite, error) {
 	if err != nil {
 		return nil, err
 	}
+	scheme := "http"
+	args := []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port), "--location", dir,
+		"--silent", "--skipApiVersionCheck", "--disableTelemetry"}
+	hc := http.DefaultClient
+	if o.tls != nil {
+		scheme = "https"
+		args = append(args, "--oauth", "basic", "--cert", o.tls.CertFile, "--key", o.tls.KeyFile)
+		hc = o.tls.Client()
+	}
 	a := &Azurite{
-		BlobURL: fmt.Sprintf("http://%s/%s", hostPort(port), AzuriteAccount),
-		Account: AzuriteAccount,
-		Key:     AzuriteKey,
-		dir:     dir,
+		BlobURL:    fmt.Sprintf("%s://%s/%s", scheme, hostPort(port), AzuriteAccount),
+		Account:    AzuriteAccount,
+		Key:        AzuriteKey,
+		HTTPClient: hc,
+		dir:        dir,
 	}
 	a.proc = &process{
 		name: "azurite",
 		path: bin,
-		args: []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port), "--location", dir,
-			"--silent", "--skipApiVersionCheck", "--disableTelemetry"},
+		args: args,
 		// A request without credentials gets 403 once the service is up.
-		ready: httpReady(a.BlobURL + "?comp=list"),
+		ready: httpReadyWith(hc, a.BlobURL+"?comp=list"),
 	}
 	if err := a.proc.start(); err != nil {
 		os.RemoveAll(dir)
@@ -77,4 +109,24 @@ func (a *Azurite) Close() error {
 	err := a.proc.stop()
 	os.RemoveAll(a.dir)
 	return err
+}
+
+// httpReadyWith says a server is up once it answers url below 500, asked
+// through hc (a client that trusts the test authority).
+func httpReadyWith(hc *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 500 {
+			return errors.New(resp.Status)
+		}
+		return nil
+	}
 }

@@ -138,6 +138,12 @@ func hostConfig(dataPath string, extra map[string]any) []byte {
 			"opa": map[string]any{"url": opaSrv.URL, "path": "storage/grants/unclassified", "interval": pollEvery.String()},
 		}},
 		"pvcLabels": map[string]string{"automount.example.org/blob": "true"},
+		// The principals the tests' grants name (spn) to mount buckets.
+		"principals": map[string]any{
+			"sp":        principal("sp"),
+			"sp-census": principal("sp-census"),
+			"sp-labour": principal("sp-labour"),
+		},
 		// Each host config counts its deletions apart: tests share the
 		// API server, and the count outlives a host.
 		"deleteRecord": map[string]any{"name": unique("deletes")},
@@ -150,6 +156,13 @@ func hostConfig(dataPath string, extra map[string]any) []byte {
 	_ = dataPath
 	b, _ := json.Marshal(cfg)
 	return b
+}
+
+// principal is a service principal of the host's config whose Secret is
+// named after it; only the driver would read it.
+func principal(name string) map[string]any {
+	return map[string]any{"clientID": name + "-client", "tenantID": "tenant-" + name,
+		"secret": map[string]any{"name": name, "namespace": systemNS}}
 }
 
 // perProfile counts Apply calls per Profile.

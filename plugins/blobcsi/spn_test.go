@@ -1,0 +1,274 @@
+package blobcsi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// oauthWorld is an Azurite that takes bearer tokens over TLS and a local
+// Microsoft Entra ID stand-in, both with certificates of one test authority.
+type oauthWorld struct {
+	tls     *testenv.TLS
+	azurite *testenv.Azurite
+	aad     *testenv.TokenEndpoint
+	// sent records what the plugin sent: method, host role and path, and the
+	// Authorization scheme (never its value).
+	mu   sync.Mutex
+	sent []string
+}
+
+func startOAuth(t *testing.T) *oauthWorld {
+	t.Helper()
+	tl, err := testenv.NewTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tl.Close() })
+	az, err := testenv.StartAzurite(testenv.WithOAuth(tl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { az.Close() })
+	aad := testenv.StartTokenEndpoint(tl)
+	t.Cleanup(aad.Close)
+	return &oauthWorld{tls: tl, azurite: az, aad: aad}
+}
+
+// RoundTrip records a request and sends it through a client that trusts
+// the test authority.
+func (w *oauthWorld) RoundTrip(r *http.Request) (*http.Response, error) {
+	role := "azurite"
+	if strings.HasPrefix(w.aad.URL, r.URL.Scheme+"://"+r.URL.Host) {
+		role = "token-endpoint"
+	}
+	scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	w.mu.Lock()
+	w.sent = append(w.sent, r.Method+" "+role+" "+r.URL.Path+" auth="+scheme)
+	w.mu.Unlock()
+	return w.tls.Client().Transport.RoundTrip(r)
+}
+
+func (w *oauthWorld) requests() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sent)
+}
+
+// start runs a host whose blobcsi plugin reaches Azure through w.
+func (w *oauthWorld) start(t *testing.T, cfg map[string]any) map[string]string {
+	t.Helper()
+	shard := map[string]string{"test": strings.ToLower(rand.String(6))}
+	raw, _ := json.Marshal(cfg)
+	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: w}))
+	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
+		reconcilers.WithDefaults(raw), reconcilers.WithShard(labels.SelectorFromSet(shard)), reconcilers.WithResync(time.Hour)}})
+	return shard
+}
+
+// instance is one storage instance on w's Azurite with creds.
+func (w *oauthWorld) instance(creds map[string]any) map[string]any {
+	return map[string]any{"name": "fdi", "classification": "unclassified", "account": w.azurite.Account,
+		"blobEndpoint": w.azurite.BlobURL, "credentials": creds, "default": true}
+}
+
+// container reads a container's metadata with the shared key: what the
+// plugin made, seen apart from the plugin's own credentials.
+func (w *oauthWorld) container(t *testing.T, name string) (map[string]string, bool) {
+	t.Helper()
+	cred, err := service.NewSharedKeyCredential(w.azurite.Account, w.azurite.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.NewClientWithSharedKeyCredential(w.azurite.BlobURL+"/", cred,
+		&service.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: w.azurite.HTTPClient}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props, err := svc.NewContainerClient(name).GetProperties(t.Context(), &container.GetPropertiesOptions{})
+	if err != nil {
+		return nil, false
+	}
+	md := map[string]string{}
+	for k, v := range props.Metadata {
+		md[strings.ToLower(k)] = *v
+	}
+	return md, true
+}
+
+// principalSecret stores a principal's client secret in the cluster.
+func principalSecret(t *testing.T, name, value string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: systemNS},
+		StringData: map[string]string{blobcsi.SecretSPNClientSecret: value}}
+	if err := env.Client.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
+}
+
+// TestServicePrincipalCreatesContainers: an instance whose credentials are
+// a service principal gets a token from Microsoft Entra ID (the local
+// stand-in) with the client secret from the principal's Secret, and creates
+// the Profile's container in Azurite with that bearer token, proof included;
+// its volumes mount with the principal. A wrong secret creates nothing.
+func TestServicePrincipalCreatesContainers(t *testing.T) {
+	w := startOAuth(t)
+	clientID, tenant := "fdi-"+rand.String(8), "tenant-"+rand.String(6)
+	secretName, secretValue := unique("sp-fdi"), rand.String(32)
+	principalSecret(t, secretName, secretValue)
+	w.aad.AddClientSecret(clientID, secretValue)
+	cfg := map[string]any{
+		"storage": []any{w.instance(map[string]any{"type": "ServicePrincipal", "principal": "sp-fdi"})},
+		"principals": map[string]any{"sp-fdi": map[string]any{"clientID": clientID, "tenantID": tenant,
+			"secret": map[string]any{"name": secretName, "namespace": systemNS}, "aadEndpoint": w.aad.URL}},
+		"deleteRecord": map[string]any{"name": unique("deletes")},
+	}
+	shard := w.start(t, cfg)
+	name := unique("spn")
+	testhost.NewProfile(t, env.Client, name, shard, blobPlugin())
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	md, ok := w.container(t, name)
+	if !ok {
+		t.Fatalf("container %s is not in Azurite", name)
+	}
+	want := map[string]string{blobcsi.MetaPlugin: blobcsi.Kind, blobcsi.MetaProfile: name, blobcsi.MetaProfileUID: profileUID(t, name)}
+	if diff := cmp.Diff(want, md); diff != "" {
+		t.Errorf("container metadata (-want +got):\n%s", diff)
+	}
+	t.Logf("Azurite %s holds container %s with metadata %v", w.azurite.BlobURL, name, md)
+
+	reqs := w.aad.Requests()
+	wantReq := testenv.TokenRequest{Tenant: tenant, ClientID: clientID, Scope: "https://storage.azure.com/.default offline_access openid profile",
+		Proof: "client_secret:" + testenv.Digest(secretValue), Issued: true}
+	if len(reqs) == 0 {
+		t.Fatal("the token endpoint was not asked for a token")
+	}
+	if diff := cmp.Diff(wantReq, reqs[0], scopeHas("https://storage.azure.com/.default")); diff != "" {
+		t.Errorf("token request (-want +got):\n%s", diff)
+	}
+	for _, r := range reqs {
+		t.Logf("token endpoint: %s", r)
+	}
+	sent := w.requests()
+	if !slices.Contains(sent, "PUT azurite /"+w.azurite.Account+"/"+name+" auth=Bearer") {
+		t.Errorf("the container was not created with a bearer token; requests: %q", sent)
+	}
+	for _, r := range sent {
+		t.Logf("sent: %s", r)
+	}
+
+	v, err := pv(t, name+"-fdi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotAttrs := v.Spec.CSI.VolumeAttributes
+	for k, want := range map[string]string{blobcsi.AttrAuthType: blobcsi.AuthTypeSPN, blobcsi.AttrSPNClientID: clientID,
+		blobcsi.AttrSPNTenantID: tenant, blobcsi.AttrAADEndpoint: w.aad.URL} {
+		if gotAttrs[k] != want {
+			t.Errorf("PV attribute %s = %q, want %q", k, gotAttrs[k], want)
+		}
+	}
+	if ref := v.Spec.CSI.NodeStageSecretRef; ref == nil || ref.Name != secretName || ref.Namespace != systemNS {
+		t.Errorf("node-stage Secret = %+v, want %s/%s", ref, systemNS, secretName)
+	}
+
+	t.Run("a secret the endpoint refuses creates nothing and says so", func(t *testing.T) {
+		other := unique("sp-wrong")
+		principalSecret(t, other, rand.String(32))
+		cfg := map[string]any{
+			"storage": []any{w.instance(map[string]any{"type": "ServicePrincipal", "principal": "sp-wrong"})},
+			"principals": map[string]any{"sp-wrong": map[string]any{"clientID": clientID, "tenantID": tenant,
+				"secret": map[string]any{"name": other, "namespace": systemNS}, "aadEndpoint": w.aad.URL}},
+			"deleteRecord": map[string]any{"name": unique("deletes")},
+		}
+		shard := w.start(t, cfg)
+		name := unique("spn-wrong")
+		testhost.NewProfile(t, env.Client, name, shard, blobPlugin())
+		c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "AzureBlob")
+		if strings.Contains(c.Message, secretValue) {
+			t.Error("the condition carries a client secret")
+		}
+		if _, ok := w.container(t, name); ok {
+			t.Errorf("container %s was made with a refused secret", name)
+		}
+		t.Logf("condition: %s", c.Message)
+	})
+}
+
+// scopeHas compares token requests with the scope reduced to whether it
+// asks for storage: MSAL adds scopes of its own.
+func scopeHas(scope string) cmp.Option {
+	return cmp.Transformer("scope", func(r testenv.TokenRequest) testenv.TokenRequest {
+		r.Scope = strings.Join(slices.DeleteFunc(strings.Fields(r.Scope), func(s string) bool { return s != scope }), " ")
+		return r
+	})
+}
+
+// TestWorkloadIdentityCreatesContainers: an instance whose credentials are
+// the host's workload identity presents the projected token (a file the
+// test writes) as a client assertion, and creates the container with the
+// bearer token it gets; its volumes mount with the principal it names.
+func TestWorkloadIdentityCreatesContainers(t *testing.T) {
+	w := startOAuth(t)
+	clientID, tenant := "host-"+rand.String(8), "tenant-"+rand.String(6)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	assertion := "sa-token-" + rand.String(24)
+	if err := os.WriteFile(tokenFile, []byte(assertion), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.aad.AddFederated(clientID, assertion)
+	cfg := map[string]any{
+		"storage": []any{w.instance(map[string]any{"type": "WorkloadIdentity", "principal": "sp-mount",
+			"workloadIdentity": map[string]any{"clientID": clientID, "tenantID": tenant, "tokenFile": tokenFile, "authorityHost": w.aad.URL}})},
+		"principals":   map[string]any{"sp-mount": principal("sp-mount")},
+		"deleteRecord": map[string]any{"name": unique("deletes")},
+	}
+	shard := w.start(t, cfg)
+	name := unique("wi")
+	testhost.NewProfile(t, env.Client, name, shard, blobPlugin())
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	md, ok := w.container(t, name)
+	if !ok || md[blobcsi.MetaProfileUID] != profileUID(t, name) {
+		t.Fatalf("container %s: present %t, metadata %v", name, ok, md)
+	}
+	reqs := w.aad.Requests()
+	wantReq := testenv.TokenRequest{Tenant: tenant, ClientID: clientID, Scope: "https://storage.azure.com/.default",
+		Proof: "client_assertion:" + testenv.Digest(assertion), Issued: true}
+	if len(reqs) == 0 {
+		t.Fatal("the token endpoint was not asked for a token")
+	}
+	if diff := cmp.Diff(wantReq, reqs[0], scopeHas("https://storage.azure.com/.default")); diff != "" {
+		t.Errorf("token request (-want +got):\n%s", diff)
+	}
+	for _, r := range reqs {
+		t.Logf("token endpoint: %s", r)
+	}
+	if v, err := pv(t, name+"-fdi"); err != nil || v.Spec.CSI.VolumeAttributes[blobcsi.AttrSPNClientID] != "sp-mount-client" {
+		t.Errorf("PV %s-fdi: %v, want it mounted by principal sp-mount", name, err)
+	}
+}
