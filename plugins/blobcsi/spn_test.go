@@ -272,3 +272,51 @@ func TestWorkloadIdentityCreatesContainers(t *testing.T) {
 		t.Errorf("PV %s-fdi: %v, want it mounted by principal sp-mount", name, err)
 	}
 }
+
+// TestUnknownPrincipalFailsOnlyItsVolume: a grant that names a principal
+// the host does not have fails that volume on the condition; the Profile's
+// other volumes are written, and a volume whose grant changes to such a
+// principal is kept as it was, not deleted.
+func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
+	a := unique("team-a")
+	cmName := unique("spn-grants")
+	doc := func(xSPN string) map[string]string {
+		b, _ := json.Marshal([]map[string]any{
+			{"bucketName": "census-ok", "pvName": "census-ok", "readers": []string{a}, "spn": "sp-census"},
+			{"bucketName": "census-x", "pvName": "census-x", "readers": []string{a}, "spn": xSPN},
+		})
+		return map[string]string{"buckets": string(b)}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: systemNS}, Data: doc("sp")}
+	if err := env.Client.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) })
+	shard := newShard()
+	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
+	startShard(t, shard, configMapSourceConfig(cmName), reconcilers.WithResync(time.Hour))
+	want := sharedVolumes(a, "census-ok", "census-x")
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		got := volumesOf(t, a)
+		return cmp.Equal(want, got), cmp.Diff(want, got)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+
+	cm.Data = doc("sp-nobody")
+	if err := env.Client.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, `names the service principal "sp-nobody"`)
+	t.Logf("condition: %s", cond.Message)
+	if strings.Contains(cond.Message, "census-ok") {
+		t.Errorf("the condition blames a volume whose principal is known: %s", cond.Message)
+	}
+	keptFor(t, 2*time.Second, a, want)
+	v, err := pv(t, a+"-census-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Spec.CSI.VolumeAttributes[blobcsi.AttrSPNClientID]; got != "sp-client" {
+		t.Errorf("the kept volume's principal = %q, want the earlier sp-client", got)
+	}
+}
