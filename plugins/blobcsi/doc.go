@@ -28,6 +28,34 @@
 // and every Profile reports GrantsNotSynced with the source's reason; its
 // first snapshot reconciles every Profile.
 //
+// # Credentials
+//
+// Each instance says how profilekit reaches its account to create and
+// delete containers (credentials.type): AccountKey (the default) signs
+// with the key in the instance's Secret (azurestorageaccountname,
+// azurestorageaccountkey); ServicePrincipal gets a Microsoft Entra ID token
+// with one of the host's principals (client ID, tenant, the client secret
+// under azurestoragespnclientsecret in the principal's Secret, and its
+// authority host, aadEndpoint); WorkloadIdentity gets one with the host's
+// own federated identity (client ID, tenant, projected token file and
+// authority host, from the config or else from the AZURE_* variables the
+// workload identity webhook sets). Tokens are asked for only when a
+// container is created or deleted; secrets are read from Secrets and never
+// logged or put on a condition. WithHTTPClient carries the token requests
+// too (a private CA, a proxy).
+//
+// Mounting follows the blob CSI driver's documented service principal
+// auth: a shared bucket whose grant names a principal (its spn) gets a
+// PersistentVolume with the volume attributes AzureStorageAuthType=spn,
+// AzureStorageSPNClientID, AzureStorageSPNTenantID and
+// AzureStorageAADEndpoint, and the principal's Secret as node-stage Secret
+// (the driver reads azurestoragespnclientsecret from it). Other volumes
+// mount with the instance's account-key Secret, or with the instance's
+// principal when it has none. A grant that names a principal the host does
+// not have is an error on the condition for that volume (reason
+// UnknownPrincipal): the volume is not written, an existing one is kept,
+// and the Profile's other volumes go on.
+//
 // # Containers are a shared space
 //
 // A storage account is shared with other tenants and other software, so the
@@ -64,8 +92,8 @@
 // holds every deletion. Revoke keeps the containers unless the host's
 // retention is Delete.
 //
-// Host configuration (see examples/host/config/statcan.yaml for three
-// instances and two grant sources):
+// Host configuration (see examples/host/config/statcan-storage.yaml for
+// three instances, two grant sources and a principal per classification):
 //
 //	blobcsi:
 //	  enabled: all
@@ -82,6 +110,16 @@
 //	    - name: unclassified
 //	      instance: standard
 //	      opa: {url: "http://opa.gateway:8181", path: storage/grants/unclassified, interval: 30s}
+//	    - name: protected-b
+//	      classification: protected-b
+//	      account: exampleprotb
+//	      credentials: {type: ServicePrincipal, principal: fdi-protected-b}
+//	    principals:
+//	      fdi-protected-b:
+//	        clientID: 00000000-0000-0000-0000-00000000000b
+//	        tenantID: 00000000-0000-0000-0000-0000000000f0
+//	        secret: {name: fdi-protected-b-spn, namespace: profilekit-system}
+//	        aadEndpoint: https://login.microsoftonline.com/
 //	    pvcLabels: {automount.example.org/blob: "true"}
 //	    deleteRecord: {namespace: profilekit-system, name: profilekit-blobcsi-deletes}
 //
@@ -101,15 +139,17 @@
 // # Stability
 //
 // Stable under semver (see the README's Versioning section): Kind,
-// Definition and its options (WithHTTPClient), Config and the types it holds
+// Definition and its options (WithHTTPClient), Config and the types it
+// holds (Credentials, Principal and their credential types included)
 // with the JSON names, defaults and meaning of their fields, the labels
 // LabelInstance and LabelSource, the Secret keys, the container metadata
 // keys (MetaPlugin, MetaProfile, MetaProfileUID), the reasons
 // (ReasonGrantsStale, ReasonGrantsNotSynced, ReasonVolumeInUse,
-// ReasonVolumeDeletesHeld), and the condition BlobcsiReady. The names it
+// ReasonVolumeDeletesHeld, ReasonUnknownPrincipal), the driver attributes
+// a PersistentVolume carries, and the condition BlobcsiReady. The names it
 // derives from a namespace (containers, volumes, claims) are stable too:
 // changing one would strand data that exists. Experimental, and free to
-// change in a minor release: Desired, Volume, BuildPV, BuildPVC and
-// ContainerName as Go functions; run the plugin through its Definition, and
+// change in a minor release: Desired, Volume, Mount, MountFor, BuildPV,
+// BuildPVC and ContainerName as Go functions; run the plugin through its Definition, and
 // use these for tests and previews.
 package blobcsi
