@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
@@ -38,6 +35,8 @@ type containers struct {
 	transport *http.Client
 	// principals are the config's service principals.
 	principals map[string]Principal
+	// tokens keeps token credentials (and so their tokens) across passes.
+	tokens *tokenCache
 }
 
 // clientOptions are the SDK options of every client: one quick try (the
@@ -93,58 +92,6 @@ func (c containers) sharedKey(ctx context.Context, in Instance) (*service.Shared
 		return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "credentials Secret %s of instance %s: key %s is not a valid account key", key, in.Name, SecretAccountKey)
 	}
 	return cred, nil
-}
-
-// token returns the Microsoft Entra ID credential of an instance: its
-// service principal, with the client secret from the principal's Secret,
-// or the host's workload identity.
-func (c containers) token(ctx context.Context, in Instance) (azcore.TokenCredential, error) {
-	switch in.Credentials.typ() {
-	case ServicePrincipal:
-		p, ok := c.principals[in.Credentials.Principal]
-		if !ok {
-			return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "instance %s: principal %q is not among the host's principals", in.Name, in.Credentials.Principal)
-		}
-		var s corev1.Secret
-		key := client.ObjectKey{Namespace: p.Secret.Namespace, Name: p.Secret.Name}
-		if err := c.reader.Get(ctx, key, &s); err != nil {
-			return nil, fmt.Errorf("read the Secret %s of principal %s: %w", key, in.Credentials.Principal, err)
-		}
-		secret := string(s.Data[SecretSPNClientSecret])
-		if secret == "" {
-			return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "the Secret %s of principal %s has no %s", key, in.Credentials.Principal, SecretSPNClientSecret)
-		}
-		o := c.clientOptions()
-		o.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: p.aadEndpoint()}
-		cred, err := azidentity.NewClientSecretCredential(p.TenantID, p.ClientID, secret, &azidentity.ClientSecretCredentialOptions{
-			ClientOptions: o, DisableInstanceDiscovery: !knownAuthority(p.aadEndpoint())})
-		if err != nil {
-			// The SDK checks the tenant's form; the message names no secret.
-			return nil, plugins.Terminal(plugins.ReasonInvalidConfig, fmt.Errorf("principal %s: %w", in.Credentials.Principal, err))
-		}
-		return cred, nil
-	case WorkloadIdentity:
-		wi := WorkloadIdentityCredentials{}
-		if in.Credentials.WorkloadIdentity != nil {
-			wi = *in.Credentials.WorkloadIdentity
-		}
-		o := c.clientOptions()
-		host := wi.AuthorityHost
-		if host == "" {
-			host = os.Getenv("AZURE_AUTHORITY_HOST")
-		}
-		if host != "" {
-			o.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: host}
-		}
-		cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-			ClientOptions: o, ClientID: wi.ClientID, TenantID: wi.TenantID, TokenFilePath: wi.TokenFile,
-			DisableInstanceDiscovery: host != "" && !knownAuthority(host)})
-		if err != nil {
-			return nil, plugins.Terminal(plugins.ReasonInvalidConfig, fmt.Errorf("workload identity of instance %s: %w", in.Name, err))
-		}
-		return cred, nil
-	}
-	return nil, plugins.Terminalf(plugins.ReasonInvalidConfig, "instance %s: credentials type %q", in.Name, in.Credentials.Type)
 }
 
 // The container metadata that proves profilekit made a container for a

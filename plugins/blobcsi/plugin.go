@@ -56,6 +56,7 @@ var _ plugins.Plugin = Plugin{}
 
 type state struct {
 	transport *http.Client
+	tokens    tokenCache
 
 	mu      sync.Mutex
 	sources map[string]opa.Source
@@ -113,7 +114,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	errs := []error{gerr}
 
 	// Containers first: a volume is written only once its container exists.
-	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals}
+	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
 	ready := vols[:0:0]
 	failed := map[string]bool{}
 	for _, v := range vols {

@@ -233,7 +233,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return res, errors.Join(append(errs, err)...)
 	}
-	azure := containers{reader: p.reader(req), transport: p.st.transport}
+	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
 	ns := plugins.Namespace(req.Profile)
 	want := proofFor(req)
 	for _, key := range keys {

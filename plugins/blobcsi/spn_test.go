@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
@@ -78,13 +79,13 @@ func (w *oauthWorld) requests() []string {
 }
 
 // start runs a host whose blobcsi plugin reaches Azure through w.
-func (w *oauthWorld) start(t *testing.T, cfg map[string]any) map[string]string {
+func (w *oauthWorld) start(t *testing.T, cfg map[string]any, opts ...reconcilers.Option) map[string]string {
 	t.Helper()
 	shard := map[string]string{"test": strings.ToLower(rand.String(6))}
 	raw, _ := json.Marshal(cfg)
 	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: w}))
-	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
-		reconcilers.WithDefaults(raw), reconcilers.WithShard(labels.SelectorFromSet(shard)), reconcilers.WithResync(time.Hour)}})
+	testhost.Start(t, env, testhost.Plugin{Def: def, Options: append([]reconcilers.Option{
+		reconcilers.WithDefaults(raw), reconcilers.WithShard(labels.SelectorFromSet(shard)), reconcilers.WithResync(time.Hour)}, opts...)})
 	return shard
 }
 
@@ -133,7 +134,8 @@ func principalSecret(t *testing.T, name, value string) {
 // a service principal gets a token from Microsoft Entra ID (the local
 // stand-in) with the client secret from the principal's Secret, and creates
 // the Profile's container in Azurite with that bearer token, proof included;
-// its volumes mount with the principal. A wrong secret creates nothing.
+// its volumes mount with the principal; Revoke with retention Delete deletes
+// the container with the same token. A wrong secret creates nothing.
 func TestServicePrincipalCreatesContainers(t *testing.T) {
 	w := startOAuth(t)
 	clientID, tenant := "fdi-"+rand.String(8), "tenant-"+rand.String(6)
@@ -146,7 +148,7 @@ func TestServicePrincipalCreatesContainers(t *testing.T) {
 			"secret": map[string]any{"name": secretName, "namespace": systemNS}, "aadEndpoint": w.aad.URL}},
 		"deleteRecord": map[string]any{"name": unique("deletes")},
 	}
-	shard := w.start(t, cfg)
+	shard := w.start(t, cfg, reconcilers.WithRetention(plugins.RetentionDelete))
 	name := unique("spn")
 	testhost.NewProfile(t, env.Client, name, shard, blobPlugin())
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
@@ -195,6 +197,27 @@ func TestServicePrincipalCreatesContainers(t *testing.T) {
 	if ref := v.Spec.CSI.NodeStageSecretRef; ref == nil || ref.Name != secretName || ref.Namespace != systemNS {
 		t.Errorf("node-stage Secret = %+v, want %s/%s", ref, systemNS, secretName)
 	}
+
+	t.Run("revoke with retention Delete deletes the container with the same token", func(t *testing.T) {
+		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+			_, ok := w.container(t, name)
+			return !ok, "container " + name + " still exists"
+		})
+		sent := w.requests()
+		if !slices.ContainsFunc(sent, func(r string) bool {
+			return strings.HasPrefix(r, "DELETE azurite /"+w.azurite.Account+"/"+name) && strings.HasSuffix(r, " auth=Bearer")
+		}) {
+			t.Errorf("the container was not deleted with a bearer token; requests: %q", sent)
+		}
+		for _, r := range sent {
+			t.Logf("sent: %s", r)
+		}
+		// One credential per identity: its token served both passes.
+		if reqs := w.aad.Requests(); len(reqs) != 1 {
+			t.Errorf("token requests = %d, want 1: %v", len(reqs), reqs)
+		}
+	})
 
 	t.Run("a secret the endpoint refuses creates nothing and says so", func(t *testing.T) {
 		other := unique("sp-wrong")
