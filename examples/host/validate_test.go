@@ -38,6 +38,10 @@ func TestValidate(t *testing.T) {
 		},
 		{reason: "a sample Profile is admitted", profile: "../profiles/team-a.yaml", wantOut: []string{"profile team-a: admitted"}},
 		{reason: "a v1beta1 Profile is read as the API server reads it", profile: "testdata/v1beta1-profile.yaml", wantOut: []string{"profile legacy-team: admitted"}},
+		{reason: "a folder is read as kubectl reads one: its manifests, in name order", profile: "../profiles/",
+			wantOut: []string{"profile sandbox: admitted\nprofile team-a: admitted\nprofile team-b: admitted\n"}},
+		{reason: "a folder without manifests is an error", profile: "internal", wantCode: 1,
+			wantErr: []string{"folder internal holds no .yaml, .yml or .json file"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {

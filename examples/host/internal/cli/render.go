@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,15 +43,9 @@ on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
 			if len(files) == 0 {
 				return fmt.Errorf("-f is required: a file of Profiles, or - for stdin")
 			}
-			var profiles []*kubeflowv1.Profile
-			var objects []client.Object
-			for _, f := range files {
-				ps, objs, err := readInput(cmd.InOrStdin(), f)
-				if err != nil {
-					return err
-				}
-				profiles = append(profiles, ps...)
-				objects = append(objects, objs...)
+			profiles, objects, err := readInputs(cmd.InOrStdin(), files)
+			if err != nil {
+				return err
 			}
 			scheme, err := server.NewScheme()
 			if err != nil {
@@ -74,18 +69,75 @@ on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "host configuration file (required)")
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file of Profile YAML documents (and Secrets and ConfigMaps the plugins read), or - for stdin; repeatable")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or folder of Profile YAML documents (and Secrets and ConfigMaps the plugins read), or - for stdin; repeatable")
 	return cmd
 }
 
-func readInput(stdin io.Reader, name string) ([]*kubeflowv1.Profile, []client.Object, error) {
-	if name == "-" {
-		return render.ReadInput(stdin, "stdin")
+// readInputs reads the Profiles (and the Secrets and ConfigMaps) of every
+// -f argument as kubectl takes them: a file, a folder (its .yaml, .yml and
+// .json files, in name order, not its sub-folders), or - for stdin.
+func readInputs(stdin io.Reader, names []string) ([]*kubeflowv1.Profile, []client.Object, error) {
+	var profiles []*kubeflowv1.Profile
+	var objects []client.Object
+	read := func(r io.Reader, name string) error {
+		ps, objs, err := render.ReadInput(r, name)
+		profiles = append(profiles, ps...)
+		objects = append(objects, objs...)
+		return err
 	}
+	for _, name := range names {
+		if name == "-" {
+			if err := read(stdin, "stdin"); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		files, err := inputFiles(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range files {
+			if err := readFile(f, read); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return profiles, objects, nil
+}
+
+// inputFiles returns name, or the manifest files of the folder name.
+func inputFiles(name string) ([]string, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("read profiles: %w", err)
+	}
+	if !info.IsDir() {
+		return []string{name}, nil
+	}
+	entries, err := os.ReadDir(name)
+	if err != nil {
+		return nil, fmt.Errorf("read profiles: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(name, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("read profiles: folder %s holds no .yaml, .yml or .json file", name)
+	}
+	return files, nil
+}
+
+func readFile(name string, read func(io.Reader, string) error) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read profiles: %w", err)
+		return fmt.Errorf("read profiles: %w", err)
 	}
 	defer f.Close()
-	return render.ReadInput(f, name)
+	return read(f, name)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 )
@@ -37,13 +36,9 @@ a CI pipeline can check Profiles before they are committed.`,
 			if len(files) == 0 {
 				return fmt.Errorf("-f is required: a file of Profiles, or - for stdin")
 			}
-			var profiles []*kubeflowv1.Profile
-			for _, f := range files {
-				ps, _, err := readInput(cmd.InOrStdin(), f)
-				if err != nil {
-					return err
-				}
-				profiles = append(profiles, ps...)
+			profiles, _, err := readInputs(cmd.InOrStdin(), files)
+			if err != nil {
+				return err
 			}
 			scheme, err := server.NewScheme()
 			if err != nil {
@@ -77,6 +72,6 @@ a CI pipeline can check Profiles before they are committed.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "host configuration file (required)")
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file of Profile YAML documents, or - for stdin; repeatable")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or folder of Profile YAML documents, or - for stdin; repeatable")
 	return cmd
 }
