@@ -2,10 +2,13 @@ package reconcilers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // DefaultRequestTimeout bounds each request a reconcile sends to the API
@@ -13,112 +16,96 @@ import (
 // takes longer is stuck, not slow.
 const DefaultRequestTimeout = 15 * time.Second
 
-// WithTimeout returns c with every request bounded by d. A read from the
-// cache takes no time unless the cache is still filling, which the bound
-// then also covers.
+// WithTimeout returns c with every request bounded by d, through
+// controller-runtime's interceptor. A read from the cache takes no time
+// unless the cache is still filling, which the bound then also covers.
 func WithTimeout(c client.Client, d time.Duration) client.Client {
 	if tc, ok := c.(timeoutClient); ok {
-		c = tc.Client
+		c = tc.inner
 	}
-	return timeoutClient{Client: c, d: d}
+	bound := func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, d) }
+	return timeoutClient{inner: c, WithWatch: interceptor.NewClient(unwatched{c}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.List(ctx, list, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.Create(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.Delete(ctx, obj, opts...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.DeleteAllOf(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.Apply(ctx, obj, opts...)
+		},
+		SubResourceGet: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceGetOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.SubResource(sub).Get(ctx, obj, subObj, opts...)
+		},
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+	})}
 }
 
+// timeoutClient is the interceptor with the client it bounds, so that
+// bounding it again replaces the bound instead of stacking another.
 type timeoutClient struct {
-	client.Client
-	d time.Duration
+	client.WithWatch
+	inner client.Client
 }
 
-func (c timeoutClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.Get(ctx, key, obj, opts...)
-}
+// unwatched lends a client.Client the Watch that interceptor.NewClient's
+// argument needs; a reconcile never watches through its client.
+type unwatched struct{ client.Client }
 
-func (c timeoutClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.List(ctx, list, opts...)
-}
-
-func (c timeoutClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.Create(ctx, obj, opts...)
-}
-
-func (c timeoutClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c timeoutClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.DeleteAllOf(ctx, obj, opts...)
-}
-
-func (c timeoutClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c timeoutClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.Patch(ctx, obj, patch, opts...)
-}
-
-func (c timeoutClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d)
-	defer cancel()
-	return c.Client.Apply(ctx, obj, opts...)
-}
-
-func (c timeoutClient) Status() client.SubResourceWriter {
-	return timeoutSubResource{c.Client.Status(), c.d}
-}
-
-func (c timeoutClient) SubResource(name string) client.SubResourceClient {
-	return timeoutSubResource{c.Client.SubResource(name), c.d}
-}
-
-// timeoutSubResource bounds the requests of a subresource client. Status
-// writers have no Get; the wrapped Get is reached only through SubResource.
-type timeoutSubResource struct {
-	w client.SubResourceWriter
-	d time.Duration
-}
-
-func (s timeoutSubResource) Get(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceGetOption) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.w.(client.SubResourceClient).Get(ctx, obj, sub, opts...)
-}
-
-func (s timeoutSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.w.Create(ctx, obj, sub, opts...)
-}
-
-func (s timeoutSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.w.Update(ctx, obj, opts...)
-}
-
-func (s timeoutSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.w.Patch(ctx, obj, patch, opts...)
-}
-
-func (s timeoutSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.w.Apply(ctx, obj, opts...)
+func (unwatched) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not served by a reconcile's client")
 }
 
 // readerWithTimeout bounds the requests of an uncached reader.
