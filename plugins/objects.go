@@ -1,0 +1,125 @@
+package plugins
+
+// This file holds the object factories and conversions: the empty typed,
+// unstructured or metadata-only objects and lists the Applier reads into,
+// the unstructured forms it compares, and Encoded for apply configurations
+// without Go types here.
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// newObject returns an empty object of gvk in the form the Applier reads it.
+func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
+	if slices.Contains(a.metadata, gvk) {
+		return NewMetadata(gvk), nil
+	}
+	return NewObject(a.scheme, gvk)
+}
+
+// newList returns an empty list of gvk's objects in the form the Applier
+// reads them.
+func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	if slices.Contains(a.metadata, gvk) {
+		return NewMetadataList(gvk), nil
+	}
+	return NewList(a.scheme, gvk)
+}
+
+// NewMetadata returns an empty object of gvk that reads and watches its
+// metadata only, the form in which hosts cache the owned kinds that no
+// plugin reads whole (Definition.MetadataOnly).
+func NewMetadata(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
+// NewMetadataList returns an empty list of gvk's objects, metadata only, as
+// NewMetadata returns them.
+func NewMetadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
+}
+
+// NewObject returns an empty object of gvk: typed when s (which may be nil)
+// knows the kind, unstructured otherwise, for kinds without Go types here.
+func NewObject(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.Object, error) {
+	if s != nil && s.Recognizes(gvk) {
+		o, err := s.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		obj, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object", gvk)
+		}
+		return obj, nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// NewList returns an empty list of gvk's objects, typed or unstructured as
+// NewObject returns them.
+func NewList(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if s != nil && s.Recognizes(listGVK) {
+		o, err := s.New(listGVK)
+		if err != nil {
+			return nil, err
+		}
+		if l, ok := o.(client.ObjectList); ok {
+			return l, nil
+		}
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(listGVK)
+	return l, nil
+}
+
+func toUnstructured(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("encode desired object: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("decode desired object: %w", err)
+	}
+	return u, nil
+}
+
+func asUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// Encoded lets the Applier take any value that encodes to an object's JSON,
+// such as Istio's generated apply configurations, which lack the marker
+// method of runtime.ApplyConfiguration. The Applier only encodes it.
+func Encoded(v any) runtime.ApplyConfiguration { return encoded{v} }
+
+type encoded struct{ v any }
+
+// IsApplyConfiguration marks encoded as an apply configuration.
+func (encoded) IsApplyConfiguration() {}
+
+// MarshalJSON encodes the wrapped value.
+func (e encoded) MarshalJSON() ([]byte, error) { return json.Marshal(e.v) }

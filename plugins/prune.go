@@ -1,0 +1,119 @@
+package plugins
+
+// This file holds the Applier's prune: deleting the objects a plugin owns
+// for a Profile that are no longer desired.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// prune deletes the plugin's objects for the Profile whose keys are not in
+// keep. The outside-state record is Outside's, never pruned.
+func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, error) {
+	var res Result
+	var errs []error
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: OwnedSelector(a.kind, a.profile.Name)}}
+	if !a.anyNamespace {
+		opts = append(opts, client.InNamespace(Namespace(a.profile)))
+	}
+	for _, gvk := range a.owns {
+		if gvk == namespaceGVK {
+			c, err := a.pruneNamespace(ctx, keep)
+			if c.Action != "" {
+				res.Add(c)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		list, err := a.newList(gvk)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := a.reader.List(ctx, list, opts...); err != nil {
+			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
+			continue
+		}
+		var stale []client.Object
+		err = forEachObject(list, func(obj client.Object) {
+			k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+			// An object already being deleted (waiting for a finalizer,
+			// such as Argo CD's) needs no second delete request.
+			if !keep[k] && IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[LabelRole] != RoleOutsideState &&
+				obj.GetDeletionTimestamp() == nil {
+				stale = append(stale, obj)
+			}
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		slices.SortFunc(stale, func(x, y client.Object) int {
+			return cmp.Or(cmp.Compare(x.GetNamespace(), y.GetNamespace()), cmp.Compare(x.GetName(), y.GetName()))
+		})
+		for _, obj := range stale {
+			uid := obj.GetUID()
+			err := a.writer.Delete(ctx, obj, client.Preconditions{UID: &uid})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err))
+				continue
+			}
+			res.Add(Change{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted})
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// pruneNamespace deletes the Profile's namespace when it is ours and no longer
+// desired. The namespace is the only one a plugin can own, so it is read by
+// name rather than listed with every other namespace.
+func (a *Applier) pruneNamespace(ctx context.Context, keep map[objectKey]bool) (Change, error) {
+	k := objectKey{gvk: namespaceGVK, name: Namespace(a.profile)}
+	change := Change{Kind: k.gvk.Kind, Name: k.name}
+	if keep[k] || !a.upstream {
+		return Change{}, nil
+	}
+	live, err := a.get(ctx, k)
+	if err != nil || live == nil || !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) {
+		if err != nil {
+			err = fmt.Errorf("read namespace %s: %w", k.name, err)
+		}
+		return Change{}, err
+	}
+	uid := live.GetUID()
+	if err := a.writer.Delete(ctx, live, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return change, fmt.Errorf("delete namespace %s: %w", k.name, err)
+	}
+	change.Action = Deleted
+	return change, nil
+}
+
+func forEachObject(list client.ObjectList, fn func(client.Object)) error {
+	if ul, ok := list.(*unstructured.UnstructuredList); ok {
+		for i := range ul.Items {
+			fn(&ul.Items[i])
+		}
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if obj, ok := it.(client.Object); ok {
+			fn(obj)
+		}
+	}
+	return nil
+}
