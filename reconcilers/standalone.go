@@ -4,30 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -205,158 +195,6 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 
 // Name is the controller's name, also its Events' reporting controller.
 func (r *Reconciler) Name() string { return plugins.FieldManagerFor(r.def.Kind()) }
-
-// SetupWithManager registers the controller: Profiles (spec, label and
-// deletion changes, not status), the plugin's own objects (by label), the
-// kinds it watches (through their map to Profiles) and the resync timer
-// (every Profile once per period) wake it.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(r.Name()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
-		For(&kubeflowv1.Profile{}, builder.WithPredicates(
-			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged()),
-		))
-	for _, gvk := range r.def.Owns {
-		obj, err := plugins.NewObject(r.scheme, gvk)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(r.def.MetadataOnly(r.whole...), gvk) {
-			obj = plugins.NewMetadata(gvk)
-		}
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
-	}
-	if len(r.def.Watches) > 0 {
-		if err := r.setupWatches(mgr, b); err != nil {
-			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
-		}
-	}
-	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(plugins.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
-	}
-	b = b.WatchesRawSource(r.resyncSource())
-	if r.def.Runner != nil {
-		src, err := r.runner(mgr)
-		if err != nil {
-			return err
-		}
-		b = b.WatchesRawSource(src)
-	}
-	return b.Complete(r)
-}
-
-// runner starts the definition's Runner with the manager and returns the
-// channel source through which it enqueues Profiles.
-func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
-	events := make(chan event.GenericEvent, 1024)
-	// stopped closes when the manager stops: the controller then no longer
-	// reads events, and a send must give up instead of blocking the Runner
-	// (and the manager's shutdown) forever.
-	stopped := make(chan struct{})
-	send := func(e event.GenericEvent) bool {
-		select {
-		case events <- e:
-			return true
-		case <-stopped:
-			return false
-		}
-	}
-	rt := plugins.Runtime{
-		Config:     r.hostConfig,
-		RESTConfig: mgr.GetConfig(),
-		Reader:     mgr.GetAPIReader(),
-		Enqueue: func(names ...string) {
-			for _, n := range names {
-				if !send(event.GenericEvent{Object: &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: n}}}) {
-					return
-				}
-			}
-		},
-		// A Profile without a name stands for all of them.
-		EnqueueAll: func() { send(event.GenericEvent{Object: &kubeflowv1.Profile{}}) },
-	}
-	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		context.AfterFunc(ctx, func() { close(stopped) })
-		if err := r.def.Runner(ctx, rt); err != nil {
-			return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
-		}
-		return nil
-	}))
-	if err != nil {
-		return nil, err
-	}
-	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		if o.GetName() == "" {
-			return r.everyProfile(ctx, o)
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
-	})), nil
-}
-
-// everyProfile returns a request for each cached Profile in the shard.
-func (r *Reconciler) everyProfile(ctx context.Context, _ client.Object) []reconcile.Request {
-	// The cache's own objects, not copies: only names are read.
-	var list kubeflowv1.ProfileList
-	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: r.shard}, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "list Profiles", "plugin", r.def.Kind())
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-	}
-	return reqs
-}
-
-// byName turns a watch's map to Profile names into reconcile requests.
-func byName(profiles func(context.Context, client.Object) []string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		names := profiles(ctx, o)
-		reqs := make([]reconcile.Request, 0, len(names))
-		for _, n := range names {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
-		}
-		return reqs
-	}
-}
-
-// deletionChanged passes updates that set a deletion timestamp or change the
-// finalizers, which do not always change the generation.
-func deletionChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
-				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
-		},
-	}
-}
-
-// reverifyChanged passes updates that change the Profile's
-// plugins.AnnotationReverify, the manual trigger to verify outside state.
-func reverifyChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetAnnotations()[plugins.AnnotationReverify] != e.ObjectNew.GetAnnotations()[plugins.AnnotationReverify]
-		},
-	}
-}
-
-// namespaceGVK is the kind of a Profile's namespace, which the core plugin
-// owns and so the host caches as metadata only.
-var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
-
-// toProfile maps an owned object to its Profile by the ownership labels.
-func toProfile(kind string) handler.MapFunc {
-	return func(_ context.Context, o client.Object) []reconcile.Request {
-		l := o.GetLabels()
-		if l[plugins.LabelManagedBy] != plugins.ManagedByValue || l[plugins.LabelPlugin] != kind || l[plugins.LabelProfile] == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: l[plugins.LabelProfile]}}}
-	}
-}
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -549,76 +387,5 @@ func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg a
 		return err
 	}
 	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
-	return nil
-}
-
-// setCondition writes the plugin's condition (nil removes it) through the
-// status subresource when it changed, retrying on conflict with a fresh read,
-// or hands it to the StatusWriter. It reports whether the condition changed.
-func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c *kubeflowv1.ProfileCondition) (bool, error) {
-	next := func(conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
-		if c == nil {
-			return plugins.RemoveCondition(conds, r.def.Condition())
-		}
-		return plugins.SetCondition(conds, *c)
-	}
-	// A removal follows a Revoke and is written at once: the condition is
-	// what tells the next pass that the Revoke still has to happen. Any
-	// condition still waiting in the StatusWriter must not bring it back.
-	if r.status != nil && c == nil {
-		r.status.Drop(p.Name, r.def.Condition())
-	}
-	if _, changed := next(p.Status.Conditions); !changed {
-		if r.status != nil && r.status.ReadyStale(p) {
-			r.status.Touch(p.Name)
-		}
-		return false, nil
-	}
-	if r.status != nil && c != nil {
-		r.status.Set(p.Name, r.def.Condition(), c)
-		return true, nil
-	}
-	wrote := false
-	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-				return err
-			}
-		}
-		first = false
-		conds, changed := next(p.Status.Conditions)
-		if !changed {
-			return nil
-		}
-		p.Status.Conditions = conds
-		wrote = true
-		return r.client.Status().Update(ctx, p)
-	})
-	if apierrors.IsNotFound(err) {
-		return wrote, nil
-	}
-	if err != nil {
-		return wrote, fmt.Errorf("write %s condition: %w", r.def.Condition(), err)
-	}
-	if wrote && r.status != nil {
-		// The removal changed what Ready sums up.
-		r.status.Touch(p.Name)
-	}
-	return wrote, nil
-}
-
-// patchFinalizer adds or removes fin with a merge patch guarded by the
-// resource version, so that other writers' finalizers survive.
-func (r *Reconciler) patchFinalizer(ctx context.Context, p *kubeflowv1.Profile, fin string, add bool) error {
-	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if add {
-		controllerutil.AddFinalizer(p, fin)
-	} else {
-		controllerutil.RemoveFinalizer(p, fin)
-	}
-	if err := r.client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update finalizer %s: %w", fin, err)
-	}
 	return nil
 }
