@@ -1,0 +1,157 @@
+package replicate_test
+
+// This file holds the tests of sources: one that vanishes, and one chosen
+// by a selector with Profiles opting in.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/replicate"
+)
+
+func TestVanishedSource(t *testing.T) {
+	run := "gone-" + rand.String(5)
+	src := "src-" + run
+	createNamespace(t, src)
+	v := secretValue()
+	createSecret(t, src, "kept", nil, map[string]string{"token": v})
+	createSecret(t, src, "dropped", nil, map[string]string{"token": v})
+	cfg := replicate.NewConfig()
+	dropped := nameSource("dropped", src, "dropped")
+	dropped.OnSourceDeleted = replicate.SourceDeletedDelete
+	cfg.Sources = []replicate.Source{nameSource("kept", src, "kept"), dropped}
+	start(t, run, cfg, 300*time.Millisecond)
+	name := run + "-a"
+	testhost.NewProfile(t, env.Client, name, map[string]string{"run": run})
+	waitCopy(t, name, "kept", map[string]string{"token": v})
+	waitCopy(t, name, "dropped", map[string]string{"token": v})
+
+	for _, n := range []string{"kept", "dropped"} {
+		s, _ := getSecret(src, n)
+		if err := env.Client.Delete(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, replicate.ReasonSourceNotFound)
+	for _, w := range []string{"source kept: Secret " + src + "/kept not found, copy kept kept", "source dropped: Secret " + src + "/dropped not found"} {
+		if !strings.Contains(cond.Message, w) {
+			t.Errorf("condition %q does not say %q", cond.Message, w)
+		}
+	}
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		_, err := getSecret(name, "dropped")
+		return apierrors.IsNotFound(err), fmt.Sprintf("the Delete policy's copy is still there (%v)", err)
+	})
+	if _, err := getSecret(name, "kept"); err != nil {
+		t.Errorf("the Retain policy's copy is gone: %v", err)
+	}
+
+	t.Run("a source that comes back is copied again", func(t *testing.T) {
+		v2 := secretValue()
+		createSecret(t, src, "kept", nil, map[string]string{"token": v2})
+		createSecret(t, src, "dropped", nil, map[string]string{"token": v2})
+		waitCopy(t, name, "kept", map[string]string{"token": v2})
+		waitCopy(t, name, "dropped", map[string]string{"token": v2})
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "2 objects in sync")
+	})
+}
+
+func TestSelectorSourceAndOptIn(t *testing.T) {
+	run := "optin-" + rand.String(5)
+	src := "src-" + run
+	createNamespace(t, src)
+	v := secretValue()
+	createSecret(t, src, "store-a", map[string]string{"store": "yes"}, map[string]string{"key": v})
+	createSecret(t, src, "not-picked", nil, map[string]string{"key": secretValue()})
+	cfg := replicate.NewConfig()
+	cfg.Sources = []replicate.Source{{ID: "store", Kind: replicate.KindSecret, Namespace: src,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"store": "yes"}}, CopyPrefix: "s-", OptIn: true}}
+	start(t, run, cfg, 300*time.Millisecond)
+
+	in := run + "-in"
+	out := run + "-out"
+	bad := run + "-bad"
+	spec := func(v any) kubeflowv1.Plugin {
+		raw, _ := json.Marshal(v)
+		return kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: replicate.Kind}, Spec: &runtime.RawExtension{Raw: raw}}
+	}
+	testhost.NewProfile(t, env.Client, in, map[string]string{"run": run}, spec(map[string]any{"include": []string{"store"}}))
+	testhost.NewProfile(t, env.Client, out, map[string]string{"run": run})
+	testhost.NewProfile(t, env.Client, bad, map[string]string{"run": run}, spec(map[string]any{"sources": []any{map[string]any{"id": "x", "kind": "Secret", "namespace": "kube-system", "name": "admin-token"}}}))
+
+	waitCopy(t, in, "s-store-a", map[string]string{"key": v})
+	testhost.WaitCondition(t, env.Client, out, condType, plugins.ConditionTrue, "0 objects in sync")
+	cond := testhost.WaitCondition(t, env.Client, bad, condType, plugins.ConditionFalse, plugins.ReasonInvalidSpec)
+	if !strings.Contains(cond.Message, "sources") {
+		t.Errorf("condition %q does not name the field", cond.Message)
+	}
+
+	t.Run("a new object the selector picks is copied", func(t *testing.T) {
+		v2 := secretValue()
+		createSecret(t, src, "store-b", map[string]string{"store": "yes"}, map[string]string{"key": v2})
+		waitCopy(t, in, "s-store-b", map[string]string{"key": v2})
+	})
+	t.Run("an object that loses the label keeps its copy and is reported", func(t *testing.T) {
+		var s corev1.Secret
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: src, Name: "store-b"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		delete(s.Labels, "store")
+		if err := env.Client.Update(t.Context(), &s); err != nil {
+			t.Fatal(err)
+		}
+		testhost.WaitCondition(t, env.Client, in, condType, plugins.ConditionFalse, "source store: Secret "+src+"/store-b not found, copy s-store-b kept")
+		if _, err := getSecret(in, "s-store-b"); err != nil {
+			t.Errorf("copy is gone: %v", err)
+		}
+	})
+	t.Run("opting out removes the copies", func(t *testing.T) {
+		testhost.UpdateProfile(t, env.Client, in, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+			_, err := getSecret(in, "s-store-a")
+			return apierrors.IsNotFound(err), fmt.Sprintf("copy still there (%v)", err)
+		})
+	})
+	t.Run("no Event and no condition holds a value", func(t *testing.T) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(t.Context(), &evs); err != nil {
+			t.Fatal(err)
+		}
+		var ps kubeflowv1.ProfileList
+		if err := env.Client.List(t.Context(), &ps); err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for _, e := range evs.Items {
+			text.WriteString(e.Note + "\n")
+		}
+		for _, p := range ps.Items {
+			for _, c := range p.Status.Conditions {
+				text.WriteString(c.Message + "\n")
+			}
+		}
+		values.Lock()
+		defer values.Unlock()
+		for _, v := range values.list {
+			if strings.Contains(text.String(), v) {
+				t.Errorf("a secret value appears in an Event or a condition")
+			}
+		}
+		t.Logf("%d Events and %d Profiles' conditions hold none of %d secret values", len(evs.Items), len(ps.Items), len(values.list))
+	})
+}
