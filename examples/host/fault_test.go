@@ -1,11 +1,14 @@
 package main
 
+// This file holds what the fault tests share: the host configuration they
+// run, hosts that can be stopped, a log of their requests, and the checks
+// that a set of Profiles has converged. The tests stand in fault_*_test.go.
+
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,12 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
-	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/limitrange"
@@ -412,264 +413,5 @@ func TestFaultHostStoppedWhileConverging(t *testing.T) {
 	t.Logf("second host converged %d Profiles in %s", n, time.Since(start).Round(time.Millisecond))
 	if d := diffSets(want, ownedObjects(t, env.Client, prefix)); d != "" {
 		t.Errorf("owned objects after the second host converged:%s", d)
-	}
-}
-
-// TestFaultLeaderElection runs two hosts for one Lease: only the leader
-// writes, and when it stops the other takes over and serves a new Profile.
-func TestFaultLeaderElection(t *testing.T) {
-	shard := "leader-" + rand.String(5)
-	prefix := "fault-" + shard + "-"
-	cfg, reg := faultConfig(t, shard, "fault-leader-"+rand.String(5), 100)
-
-	leader := startHost(t, "leader", env.Config, cfg, reg, true)
-	before := prefix + "a"
-	faultProfile(t, env.Client, before, shard, true)
-	// Only a leader reconciles, so a converged Profile means it holds the Lease.
-	waitConverged(t, env.Client, 30*time.Second, before)
-	follower := startHost(t, "follower", env.Config, cfg, reg, true)
-
-	second := prefix + "b"
-	faultProfile(t, env.Client, second, shard, false)
-	waitConverged(t, env.Client, 20*time.Second, second)
-	// The follower has watched the Profiles for a while; give it time to
-	// misbehave, then look at what it sent.
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		return slices.ContainsFunc(follower.log.all(), func(r string) bool { return strings.Contains(r, "/leases/") }),
-			"the follower has not asked for the Lease yet"
-	})
-	time.Sleep(2 * time.Second)
-	if w := follower.log.writes(); len(w) != 0 {
-		t.Errorf("the follower wrote while the leader held the Lease:\n%s", strings.Join(w, "\n"))
-	}
-	if w := leader.log.writes(); !slices.ContainsFunc(w, func(r string) bool { return strings.Contains(r, "/namespaces/"+second+"/") }) {
-		t.Errorf("the leader sent no write for %s:\n%s", second, strings.Join(w, "\n"))
-	}
-
-	stopped := time.Now()
-	if err := leader.stop(); err != nil {
-		t.Fatalf("leader: %v", err)
-	}
-	third := prefix + "c"
-	faultProfile(t, env.Client, third, shard, true)
-	waitConverged(t, env.Client, 30*time.Second, third)
-	t.Logf("the follower converged %s %s after the leader stopped", third, time.Since(stopped).Round(time.Millisecond))
-	follower.running(t)
-	if w := follower.log.writes(); !slices.ContainsFunc(w, func(r string) bool { return strings.Contains(r, "/namespaces/"+third+"/") }) {
-		t.Errorf("the new leader sent no write for %s:\n%s", third, strings.Join(w, "\n"))
-	}
-	if d := diffSets(wantObjects(map[string]bool{before: true, second: false, third: true}), ownedObjects(t, env.Client, prefix)); d != "" {
-		t.Errorf("owned objects:%s", d)
-	}
-}
-
-// TestFaultLeaderLost cuts the leader off the API server without letting it
-// release the Lease, as a crash or a partition would: it stops on its own
-// once it cannot renew the Lease, and the follower takes over when the Lease
-// expires and serves the Profile created meanwhile. It takes the Lease's
-// default 15s to expire.
-func TestFaultLeaderLost(t *testing.T) {
-	shard := "lost-" + rand.String(5)
-	prefix := "fault-" + shard + "-"
-	cfg, reg := faultConfig(t, shard, "fault-lost-"+rand.String(5), 100)
-
-	leader := startHost(t, "leader", env.Config, cfg, reg, true)
-	first := prefix + "a"
-	faultProfile(t, env.Client, first, shard, false)
-	waitConverged(t, env.Client, 30*time.Second, first)
-	follower := startHost(t, "follower", env.Config, cfg, reg, true)
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		return slices.ContainsFunc(follower.log.all(), func(r string) bool { return strings.Contains(r, "/leases/") }),
-			"the follower has not asked for the Lease yet"
-	})
-
-	cut := time.Now()
-	leader.log.cut.Store(true)
-	second := prefix + "b"
-	faultProfile(t, env.Client, second, shard, true)
-	waitConverged(t, env.Client, 40*time.Second, second)
-	t.Logf("the follower converged %s %s after the leader was cut off", second, time.Since(cut).Round(time.Millisecond))
-
-	if err := leader.stopped(t, 5*time.Second); err == nil || !strings.Contains(err.Error(), "leader election lost") {
-		t.Errorf("the cut-off leader returned %v, want leader election lost", err)
-	}
-	follower.running(t)
-	if w := follower.log.writes(); !slices.ContainsFunc(w, func(r string) bool { return strings.Contains(r, "/namespaces/"+second+"/") }) {
-		t.Errorf("the new leader sent no write for %s:\n%s", second, strings.Join(w, "\n"))
-	}
-	if d := diffSets(wantObjects(map[string]bool{first: false, second: true}), ownedObjects(t, env.Client, prefix)); d != "" {
-		t.Errorf("owned objects:%s", d)
-	}
-}
-
-// requestScope returns the namespace a request path is in, or the Profile it
-// names, or "" for cluster-wide requests (lists and watches).
-func requestScope(path string) (namespace, profile string) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i := 0; i+1 < len(parts); i++ {
-		switch parts[i] {
-		case "namespaces":
-			return parts[i+1], ""
-		case "profiles":
-			return "", parts[i+1]
-		}
-	}
-	return "", ""
-}
-
-// TestFaultDisjointShards runs two hosts with disjoint shard selectors: each
-// serves its own Profiles only and sends no request about the others.
-func TestFaultDisjointShards(t *testing.T) {
-	id := rand.String(5)
-	shards := map[string][]string{}
-	hosts := map[string]*faultHost{}
-	for _, s := range []string{"a", "b"} {
-		shard := "shard-" + s + "-" + id
-		cfg, reg := faultConfig(t, shard, "fault-shard-"+s+"-"+id, 100)
-		hosts[s] = startHost(t, "shard "+s, env.Config, cfg, reg, true)
-		for i := range 3 {
-			name := fmt.Sprintf("fault-%s-%d", shard, i)
-			faultProfile(t, env.Client, name, shard, i == 0)
-			shards[s] = append(shards[s], name)
-		}
-	}
-	// A Profile in neither shard is served by neither host.
-	outside := "fault-shard-none-" + id
-	faultProfile(t, env.Client, outside, "none-"+id, true)
-
-	waitConverged(t, env.Client, 30*time.Second, slices.Concat(shards["a"], shards["b"])...)
-	for s, h := range hosts {
-		own := shards[s]
-		for _, r := range h.log.all() {
-			_, path, _ := strings.Cut(r, " ")
-			ns, profile := requestScope(path)
-			switch {
-			case ns == "default" || (ns == "" && profile == ""):
-				// The Lease, Events on the cluster-scoped Profiles, and
-				// cluster-wide lists and watches.
-			case ns != "" && !slices.Contains(own, ns):
-				t.Errorf("host %s sent %s, outside its Profiles' namespaces %v", s, r, own)
-			case profile != "" && !slices.Contains(own, profile):
-				t.Errorf("host %s sent %s about a Profile outside its shard", s, r)
-			}
-		}
-		if !slices.ContainsFunc(h.log.writes(), func(r string) bool { return strings.Contains(r, "/namespaces/"+own[0]+"/") }) {
-			t.Errorf("host %s sent no write for its Profile %s", s, own[0])
-		}
-	}
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: outside}, &p); err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Status.Conditions) != 0 {
-		t.Errorf("Profile %s is in neither shard but has conditions %v", outside, p.Status.Conditions)
-	}
-	if got := ownedObjects(t, env.Client, outside); len(got) != 0 {
-		t.Errorf("Profile %s is in neither shard but has objects:\n%s", outside, strings.Join(got, "\n"))
-	}
-	if d := diffSets(wantObjects(map[string]bool{shards["a"][0]: true, shards["a"][1]: false, shards["a"][2]: false}), ownedObjects(t, env.Client, "fault-shard-a-"+id)); d != "" {
-		t.Errorf("shard a:%s", d)
-	}
-	if d := diffSets(wantObjects(map[string]bool{shards["b"][0]: true, shards["b"][1]: false, shards["b"][2]: false}), ownedObjects(t, env.Client, "fault-shard-b-"+id)); d != "" {
-		t.Errorf("shard b:%s", d)
-	}
-}
-
-// startRestartableControlPlane starts a control plane of its own, whose API
-// server can be stopped and started again on the same address with the same
-// serving certificate, so that clients made before a restart still reach it.
-func startRestartableControlPlane(t *testing.T) (*envtest.Environment, *rest.Config) {
-	t.Helper()
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := testenv.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "api", "kubeflow", "crd")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
-	}
-	// envtest keeps the secure port it picked on the first start, but it
-	// puts the serving certificate in a temporary folder that Stop deletes,
-	// and a restart would make a new CA. A folder of the test's keeps the
-	// certificate, and the client's CA stays valid.
-	cp.ControlPlane.APIServer = &envtest.APIServer{CertDir: t.TempDir(), StopTimeout: 60 * time.Second}
-	cp.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "1s")
-	cfg, err := cp.Start()
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	return cp, cfg
-}
-
-// TestFaultAPIServerRestart stops the API server under a running host and
-// starts it again: the host recovers by itself, serves a Profile created after
-// the restart and repairs an object deleted after it.
-func TestFaultAPIServerRestart(t *testing.T) {
-	cp, cfg := startRestartableControlPlane(t)
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := "apiserver-" + rand.String(5)
-	prefix := "fault-" + shard + "-"
-	hostCfg, reg := faultConfig(t, shard, "fault-apiserver", 100)
-	// Without leader election: a host that holds a Lease rightly stops when
-	// it cannot renew it, and this test is about a host that keeps running.
-	h := startHost(t, "host", cfg, hostCfg, reg, false)
-
-	before := prefix + "before"
-	faultProfile(t, c, before, shard, true)
-	waitConverged(t, c, 30*time.Second, before)
-
-	apiServer := cp.ControlPlane.GetAPIServer()
-	addr := apiServer.SecureServing.ListenAddr.HostPort()
-	down := time.Now()
-	if err := apiServer.Stop(); err != nil {
-		t.Fatalf("stop API server: %v", err)
-	}
-	t.Logf("API server stopped in %s", time.Since(down).Round(time.Millisecond))
-	if err := c.List(t.Context(), &kubeflowv1.ProfileList{}); err == nil {
-		t.Fatal("the API server still answers after Stop")
-	}
-	// Long enough for the host's watches to fail and its clients to back off.
-	time.Sleep(2 * time.Second)
-	h.running(t)
-	if err := apiServer.Start(); err != nil {
-		t.Fatalf("start API server again: %v", err)
-	}
-	if got := apiServer.SecureServing.ListenAddr.HostPort(); got != addr {
-		t.Fatalf("the API server came back on %s, not %s", got, addr)
-	}
-	t.Logf("API server down for %s", time.Since(down).Round(time.Millisecond))
-
-	up := time.Now()
-	after := prefix + "after"
-	faultProfile(t, c, after, shard, false)
-	waitConverged(t, c, 30*time.Second, after)
-	t.Logf("host converged %s %s after the API server came back", after, time.Since(up).Round(time.Millisecond))
-
-	// The watches on our own objects are back too: a deleted quota returns.
-	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: before, Name: quotas.DefaultName}}
-	if err := c.Delete(t.Context(), rq); err != nil {
-		t.Fatal(err)
-	}
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		err := c.Get(t.Context(), client.ObjectKeyFromObject(rq), rq)
-		return err == nil, fmt.Sprintf("quota of %s after deletion: %v", before, err)
-	})
-	h.running(t)
-	if d := diffSets(wantObjects(map[string]bool{before: true, after: false}), ownedObjects(t, c, prefix)); d != "" {
-		t.Errorf("owned objects:%s", d)
 	}
 }
