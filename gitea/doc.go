@@ -137,16 +137,23 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and the types it holds (Instance, Database, Gateway,
-// SecretKey) with the JSON names, defaults and meaning of their fields, the
-// Secret's name and keys (SecretName, KeyHost and the others), the
-// Application's name (AppName), the database and role names Name gives,
-// which existing databases are found by, the comment Proof gives, which
-// proves them the plugin's, ReasonPasswordLost and the system name
-// PostgreSQL, and the condition GiteaReady. Experimental, and free to
-// change in a minor release: Plugin's methods beyond the Plugin interface,
-// Owns, Connector, Server, DatabaseSpec, Catalog, RoleState, DatabaseState,
-// NewPassword, MaxIdentifier and MaxNamePrefix; run the plugin through its
-// Definition, and use these for tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and the types it holds ([Instance], [Database],
+// [Gateway], [SecretKey], [Banner], [Placement]) with the JSON names, defaults
+// and meaning of their fields, the Secret's name and keys ([SecretName],
+// [KeyHost], [KeyPort], [KeyDatabase], [KeyUser], [KeyPassword],
+// [KeySSLMode]), the Application's name ([AppName]), the database and role
+// names [Name] gives, which existing databases are found by, the comment
+// [Proof] gives, which proves them the plugin's, [ReasonPasswordLost] and the
+// system name PostgreSQL ([SystemPostgreSQL]), and the condition GiteaReady.
+// Experimental, and free to change in a minor release: [Plugin]'s methods
+// beyond the [Plugin] interface, [Owns], [Connector], [Server],
+// [DatabaseSpec], [Catalog], [RoleState], [DatabaseState], [NewPassword],
+// [MaxIdentifier] and [MaxNamePrefix]; [ConfigFromEnv], [NewConfig],
+// [OfflinePassword], the banner's [BannerName], [BannerKey] and
+// [BannerMountPath], the SSL modes' constants [SSLDisable] and
+// [SSLVerifyFull], and the constants of the defaults ([DefaultCAKey],
+// [DefaultDSNKey], [DefaultEncoding], [DefaultGatewayNS], [DefaultHTTPPort],
+// [DefaultLocale], [DefaultPort], [DefaultService], [DefaultTemplate]); run
+// the plugin through its [Definition], and use these for tests and previews.
 package gitea

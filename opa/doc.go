@@ -65,12 +65,18 @@
 // # Stability
 //
 // Stable under semver (see the README's Versioning section): the grants
-// document's two shapes as Decode reads them, Grants, Bucket, Access and
-// Mode, the Source interface for callers, State, the Reason constants, the
-// metric names, Client and its options, NewPoller and NewConfigMapSource
-// with Options (Baseline included), Grant. Experimental: Changed, Dropped
-// and DroppedFrom, DecodeList, DecodeGateway
-// and DecodeConfigMap as separate entry points, and the Source interface for
-// implementations outside this module, which may need a new method in a
-// minor release (Synced was one).
+// document's two shapes as [Decode] reads them, [Grants], [Bucket], [Access]
+// and [Mode] ([ReadOnly], [ReadWrite]), the [Source] interface for callers,
+// [State], the Reason constants ([ReasonMissing], [ReasonMalformed],
+// [ReasonUndefined], [ReasonUnreachable], [ReasonNoBaseline],
+// [ReasonDropTooLarge]), the metric names, [Client] with [NewClient] and its
+// options ([ClientOption], [WithHTTPClient]), [NewPoller] and
+// [NewConfigMapSource] with the [Poller] and [ConfigMapSource] they return and
+// [Options] (Baseline included), [Grant]. Experimental: [Changed], [Dropped]
+// and [DroppedFrom], [DecodeList], [DecodeGateway] and [DecodeConfigMap] as
+// separate entry points, [NewGrants], [ValidateContainerName], [ErrUndefined],
+// [RefreshError], the constants of the defaults ([DefaultInterval],
+// [DefaultMaxDropShare]), and the [Source] interface for implementations
+// outside this module, which may need a new method in a minor release (Synced
+// was one).
 package opa

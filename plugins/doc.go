@@ -76,36 +76,53 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): the Plugin
-// interface and its contract, Funcs, Request, Result, Change and Action;
-// Definition's fields Plugin, NewConfig, Owns, OutsideState and
+// Stable under semver (see the README's Versioning section): the [Plugin]
+// interface and its contract, [Funcs], [Request], [Result], [Change] and
+// [Action] ([Created], [Configured], [Unchanged], [Deleted], [Skipped]);
+// [Cluster]; [Definition]'s fields Plugin, NewConfig, Owns, OutsideState and
 // ConditionType, and its methods Kind, Condition, Finalizer, FieldManager,
-// ApplierOptions, Decode and DecodeHostDefaults; ConfigOf, Validator,
-// HostOnlyTag, Entry, EntryPath and Listed; Registry; the Applier's NewApplier,
-// NewRecorder, Sync, Apply, DeleteAll, Keep and Recorded with the options
-// WithLiveReader, WithScheme and WithAnyNamespace, and Encoded; TerminalError,
-// Terminal, Terminalf, IsTerminal, ReasonOf and the Reason constants;
-// Outside's NewOutside, Ensure, Call, Forget, Recorded and Flush with
-// OutsideOptions and OutsideError; the ownership helpers (OwnershipLabels,
-// OwnedSelector, ManagedSelector, IsOwnedBy, OwnerReference, Namespace,
-// IsUpstreamName, CheckObjectName, CoreKind); the placeholders; the condition helpers;
-// FailureMessage and BoundMessage. The names this package writes to clusters
-// are stable in the same way: the ownership labels, AnnotationAppliedHash,
-// AnnotationReverify, LabelRole, the finalizer profilekit.dev/<kind>, the
-// field manager profilekit-<kind>, the condition <Kind>Ready, the
-// outside-state ConfigMap (StateName), and the metric names.
+// ApplierOptions, Decode and DecodeHostDefaults; [ConfigOf], [Validator],
+// [HostOnlyTag], [Entry], [EntryPath] and [Listed]; [Registry] with
+// [NewRegistry]; the [Applier]'s [NewApplier], [NewRecorder], Sync, Apply,
+// DeleteAll, Keep and Recorded with the options ([ApplierOption])
+// [WithLiveReader], [WithScheme] and [WithAnyNamespace], and [Encoded];
+// [TerminalError], [Terminal], [Terminalf], [IsTerminal], [ReasonOf] and the
+// Reason constants ([ReasonApplied], [ReasonApplyFailed], [ReasonConflict],
+// [ReasonRevoked], [ReasonRevokeFailed], [ReasonFinalizeFailed],
+// [ReasonInvalidConfig], [ReasonInvalidLabel], [ReasonInvalidSpec]);
+// [Outside]'s [NewOutside], Ensure, Call, Forget, Recorded and Flush with
+// [OutsideOptions], [OutsideOption] and [OutsideError]; the ownership helpers
+// ([OwnershipLabels], [OwnedSelector], [ManagedSelector], [IsOwnedBy],
+// [OwnerReference], [Namespace], [IsUpstreamName], [CheckObjectName],
+// [CoreKind]); the placeholders ([PlaceholderProfile], [PlaceholderNamespace],
+// [PlaceholderOwner], [Values], [ValuesOf], [Expand], [UsesPlaceholder],
+// [CheckPlaceholders]); the condition helpers ([ConditionTypeFor],
+// [ConditionMessage], [FindCondition], [SetCondition], [RemoveCondition], with
+// [ConditionTrue], [ConditionFalse] and [ConditionUnknown]); [Retention] with
+// [RetentionRetain] and [RetentionDelete]; [FailureMessage] and
+// [BoundMessage]. The names this package writes to clusters are stable in the
+// same way: the ownership labels ([LabelManagedBy] with [ManagedByValue],
+// [LabelPlugin], [LabelProfile]), [AnnotationAppliedHash],
+// [AnnotationReverify], [LabelRole] with [RoleOutsideState], the finalizer
+// profilekit.dev/<kind> ([FinalizerPrefix]), the field manager
+// profilekit-<kind> ([FieldManagerPrefix], [FieldManagerFor]), the condition
+// <Kind>Ready, the outside-state ConfigMap ([StateName]), and the metric
+// names.
 //
-// Experimental, and free to change in a minor release: Definition's
-// Reads with CachedWhole, MetadataOnly, WholeKinds, WithMetadataOnly,
-// NewMetadata, NewMetadataList and FieldNames;
-// Definition's Watches (Watch, Scope), Runner (Runtime) and Upstream with
-// WithUpstreamObjects and Applier.Adopting, which serve the core plugin
-// alone; Applier.Annotate and Unannotate with Foreign and
-// ForeignMissingError; ApplyFields; NewObject, NewList; NewOfflineOutside with
-// Outside.Offline and Outside.Skipped; WithClock; Ledger with RoleLedger,
-// ReasonLedger and ConfigMapRef; Ready, SameCondition, ConditionReady,
-// ReasonPluginsReady and ReasonPending; Replaceable and
-// ReasonImmutableField. The wording of error and condition messages is not API at all:
-// match on reasons (ReasonOf, the reason that leads a condition's message),
-// never on the text after them.
+// Experimental, and free to change in a minor release: [Definition]'s Reads
+// with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],
+// [NewMetadata], [NewMetadataList] and [FieldNames]; [Definition]'s Watches
+// ([Watch], [Scope]), Runner ([Runtime]) and Upstream with
+// [WithUpstreamObjects] and [Applier.Adopting], which serve the core plugin
+// alone; [Applier.Annotate] and Unannotate with [Foreign] and
+// [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
+// [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
+// [WithOutsideLiveReader] and [DefaultOutsideTimeout]; [WithClock]; [Ledger]
+// with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
+// [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
+// [Replaceable] and [ReasonImmutableField]; the bounds of messages
+// ([MaxMessageBytes], [MaxMessageProblems], [MaxProblemBytes]). The wording of
+// error and condition messages is not API at all: match on reasons
+// ([ReasonOf], the reason that leads a condition's message), never on the text
+// after them.
 package plugins

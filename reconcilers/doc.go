@@ -50,22 +50,24 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Reconciler with
-// New, SetupWithManager, Reconcile, Applies and Name; the Options WithDefaults,
-// WithEnabledForAll, WithShard, WithResync, WithRequestTimeout, WithRetention,
-// WithConcurrency, WithOutside, WithStatusWriter and WithEventRecorder;
-// DefaultResync and DefaultRequestTimeout; CacheOptions, ClientOptions and
-// RateLimited; StatusWriter with NewStatusWriter, DefaultStatusDelay,
-// DefaultStatusWait and WithStatusWait; Adapter, NewAdapter and its
-// AdapterOptions; Cluster. So are what a Reconciler writes and exports: the
-// controller name profilekit-<kind>, the Events' reasons, and the metrics
+// Stable under semver (see the README's Versioning section): [Reconciler] with
+// [New], SetupWithManager, Reconcile, Applies and Name; the Options ([Option])
+// [WithDefaults], [WithEnabledForAll], [WithShard], [WithResync],
+// [WithRequestTimeout], [WithRetention], [WithConcurrency], [WithOutside],
+// [WithStatusWriter] and [WithEventRecorder]; [DefaultResync] and
+// [DefaultRequestTimeout]; [CacheOptions], [ClientOptions] and [RateLimited];
+// [StatusWriter] with [NewStatusWriter], [DefaultStatusDelay],
+// [DefaultStatusWait] and [WithStatusWait] ([StatusWriterOption]); [Adapter],
+// [NewAdapter] and its options ([AdapterOption], [AdapterDefaults],
+// [AdapterRetention], [AdapterOutside], [AdapterContext]); [Cluster]. So are
+// what a [Reconciler] writes and exports: the controller name
+// profilekit-<kind>, the Events' reasons, and the metrics
 // profilekit_plugin_objects_total, profilekit_plugin_failures_total and
 // profilekit_plugin_pass_duration_seconds with their labels.
 //
-// Experimental, and free to change in a minor release: WithCachedWhole,
-// WithNamespaceGate,
-// which serves hosts that run the core plugin, StatusWriter's Set, Drop and
-// Expect as called from outside a Reconciler, its Touch and ReadyStale,
-// WithTimeout, and the fork
-// support: Fork with NewFork, WatchOwned and ForkCacheOptions.
+// Experimental, and free to change in a minor release: [WithCachedWhole],
+// [WithNamespaceGate], which serves hosts that run the core plugin,
+// [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
+// its Touch and ReadyStale, [WithTimeout], and the fork support: [Fork] with
+// [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers

@@ -85,15 +85,21 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, DefinitionFromEnv, Config and the types it holds (ArgoCD, App,
-// Route, Routing, Source and its Helm, Kustomize, Directory and Jsonnet
-// parts, SyncPolicy) with the JSON names, defaults and meaning of their
-// fields, the placeholders RootURL and AppURL, the Application names
-// ApplicationName and LegacyApplicationName give, and the condition
-// AppsReady. Experimental, and free to change in a minor release: Build,
-// Choose, Wanted, WaitGone, KeptNames, Kept, Desired, Choice, and
-// Application with its parts, the few fields of Argo CD's API
-// the plugin writes; run the plugin through its Definition, and use these
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [DefinitionFromEnv], [Config] and the types it holds
+// ([ArgoCD], [App], [Route], [Routing], [Source] and its [Helm] (with
+// [HelmParameter]), [Kustomize], [Directory] and [Jsonnet] (with [JsonnetVar])
+// parts, [SyncPolicy] with [Automated], [Retry] and [Backoff]) with the JSON
+// names, defaults and meaning of their fields, the placeholders RootURL and
+// AppURL ([PlaceholderRootURL], [PlaceholderAppURL]), the [Application] names
+// [ApplicationName] and [LegacyApplicationName] give, and the condition
+// AppsReady. Experimental, and free to change in a minor release: [Build],
+// [Choose], [Wanted], [WaitGone], [KeptNames], [Kept], [Desired], [Choice],
+// and [Application] with its parts ([ApplicationKind], [ApplicationMeta],
+// [ApplicationSpec], [Destination], [ResourcesFinalizer]), the few fields of
+// Argo CD's API the plugin writes; [Plugin], [Owns], [Reads], [ConfigFromEnv],
+// [NewConfig], [Expand] with [Values], and the constants of the defaults
+// ([DefaultArgoCDNamespace], [DefaultProject], [DefaultServer],
+// [DefaultSyncPolicy]); run the plugin through its [Definition], and use these
 // for tests and previews.
 package apps

@@ -75,13 +75,17 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and the policy types it holds with the JSON names,
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and the types it holds ([Caller], [Policy], [Rule],
+// [From], [To], [Source], [Operation], [Condition]) with the JSON names,
 // defaults and meaning of their fields, the environment variables
-// USERID_HEADER and USERID_PREFIX, the contributor annotations read from
-// RoleBindings (AnnotationUser, AnnotationRole), and the condition
-// AuthpolicyReady. Experimental, and free to change in a minor release:
-// Build, AccessSpec, PolicySpec, Users, Contributors and HeaderKey, whose Go
-// signatures follow Istio's API packages; run the plugin through its
-// Definition, and use these for tests and previews.
+// USERID_HEADER and USERID_PREFIX ([EnvUserIDHeader], [EnvUserIDPrefix]), the
+// contributor annotations read from RoleBindings ([AnnotationUser],
+// [AnnotationRole]), and the condition AuthpolicyReady. Experimental, and free
+// to change in a minor release: [Build], [AccessSpec], [PolicySpec], [Users],
+// [Contributors] and [HeaderKey], whose Go signatures follow Istio's API
+// packages; [Plugin], [NewConfig] and the constants of the defaults
+// ([DefaultName], [DefaultUserIDHeader], [DefaultGatewayPrincipal],
+// [DefaultNotebookPrincipal]); run the plugin through its [Definition], and
+// use these for tests and previews.
 package authpolicy

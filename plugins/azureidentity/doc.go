@@ -69,15 +69,17 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, NewCredentials and DefaultCredentials, Config and NewConfig
-// with the JSON names, defaults and meaning of their fields, the annotations
-// AnnotationClientID and AnnotationTenantID, the credential names
-// CredentialName gives (which Revoke looks for), the system name
-// AzureIdentity, and the condition AzureWorkloadIdentityReady. The
-// Credentials interface is stable for callers; implementations outside this
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [NewCredentials] with its options ([Option],
+// [WithClientOptions]) and [DefaultCredentials], [Config] and [NewConfig] with
+// the JSON names, defaults and meaning of their fields, the annotations
+// [AnnotationClientID] and [AnnotationTenantID], the credential names
+// [CredentialName] gives (which Revoke looks for), the system name
+// AzureIdentity ([System]), and the condition AzureWorkloadIdentityReady. The
+// [Credentials] interface is stable for callers; implementations outside this
 // module (test doubles) may need a new method in a minor release.
-// Experimental, and free to change in a minor release: ParseIdentity,
-// IdentityRef, Credential and CredentialPrefix; run the plugin through its Definition, and use
-// these for tests and previews.
+// Experimental, and free to change in a minor release: [ParseIdentity],
+// [IdentityRef], [Credential] and [CredentialPrefix], [Plugin], and the
+// constants of the defaults ([DefaultAudience], [DefaultServiceAccount]); run
+// the plugin through its [Definition], and use these for tests and previews.
 package azureidentity

@@ -77,15 +77,23 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and Principals with the JSON names, defaults and
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and [Principals] with the JSON names, defaults and
 // meaning of their fields, the environment variables it reads
-// (EnvUserIDHeader and the others), the upstream names of what it writes
-// (which are upstream's contract, not ours to change), the namespace labels
-// file's format, and the condition CoreReady. Experimental, and free to
-// change in a minor release: Build and the builders of single objects
-// (Namespace, OwnerBinding, ServiceAccount, AccountBinding, Policy,
-// AccessSpec, Quota), ParseLabels, ReadLabelsFile, DefaultLabels and
-// NamespaceLabels; run the plugin through its Definition, and use these for
-// tests and previews.
+// ([EnvUserIDHeader], [EnvUserIDPrefix], [EnvIngressPrincipal],
+// [EnvNotebookPrincipal], [EnvPipelinesUIPrincipal]), the upstream names of
+// what it writes ([OwnerRoleBinding], [EditorAccount], [ViewerAccount],
+// [AuthorizationPolicy], [ResourceQuota], [ClusterRoleAdmin],
+// [ClusterRoleEdit], [ClusterRoleView], [AnnotationOwner], [AnnotationUser],
+// [AnnotationRole], [RoleAdmin], [LabelIstioInjection]; they are upstream's
+// contract, not ours to change), the namespace labels file's format, and the
+// condition CoreReady. Experimental, and free to change in a minor release:
+// [Build] and the builders of single objects ([Namespace], [OwnerBinding],
+// [ServiceAccount], [AccountBinding], [Policy], [AccessSpec], [Quota]),
+// [ParseLabels], [ReadLabelsFile], [DefaultLabels] and [NamespaceLabels],
+// [Plugin], [ConfigFromEnv], [NewConfig], [KernelsPath], [ProbePaths], the
+// mesh modes' constants [MeshSidecar] and [MeshNone], and the constants of the
+// defaults ([DefaultUserIDHeader], [DefaultIngressPrincipal],
+// [DefaultNotebookPrincipal], [DefaultPipelinesUIPrincipal]); run the plugin
+// through its [Definition], and use these for tests and previews.
 package core

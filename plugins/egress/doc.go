@@ -85,10 +85,13 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and ExternalHost with the JSON names, defaults and
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and [ExternalHost] with the JSON names, defaults and
 // meaning of their fields, the gate label, and the condition EgressReady.
-// Experimental, and free to change in a minor release: Build, Gate and
-// Objects; run the plugin through its Definition, and use these for tests
-// and previews.
+// Experimental, and free to change in a minor release: [Build], [Gate] and
+// [Objects], [Plugin], [NewConfig], the kinds it writes ([ServiceEntryKind],
+// [DestinationRuleKind], [VirtualServiceKind]), [MeshGateway] and the
+// constants of the defaults ([DefaultName], [DefaultPort], [DefaultGateway],
+// [DefaultGatewayPort], [DefaultGatewayService], [DefaultGateLabel]); run the
+// plugin through its [Definition], and use these for tests and previews.
 package egress

@@ -71,14 +71,18 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, DefinitionFromEnv, Config and App with the JSON names,
-// defaults and meaning of their fields, the environment variables
-// ISTIO_GATEWAY, ISTIO_HOST(S) and CLUSTER_DOMAIN, and the condition
-// ExposeReady. Experimental, and free to change in a minor release: Build,
-// Route, HTTPRoute, RenderHeaders, ServiceHost, and the Notebooks 2.0
-// workspace routes (Workspace, WorkspacePort, HTTPProxy,
-// WorkspaceHTTPRoutes, WorkspaceConnectPath), which follow a Kubeflow API
-// that is itself still moving; run the plugin through its Definition, and
-// use these for tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [DefinitionFromEnv], [Config] and [App] with the JSON names,
+// defaults and meaning of their fields, [HeaderOperations], the environment
+// variables ISTIO_GATEWAY, ISTIO_HOST(S) and CLUSTER_DOMAIN ([EnvGateway],
+// [EnvHost], [EnvHosts], [EnvClusterDomain]), and the condition ExposeReady.
+// Experimental, and free to change in a minor release: [Build], [Route],
+// [HTTPRoute], [RenderHeaders], [ServiceHost], and the Notebooks 2.0 workspace
+// routes ([Workspace], [WorkspacePort], [HTTPProxy], [WorkspaceHTTPRoutes],
+// [WorkspaceConnectPath]), which follow a Kubeflow API that is itself still
+// moving; [RenderHeaders]' [PathPrefixes] and [MaxHeaderValueBytes], [Plugin],
+// [ConfigFromEnv], [ConfigFromProcessEnv], [NewConfig], [MeshGateway],
+// [VirtualServiceKind] and the constants of the defaults ([DefaultGateway],
+// [DefaultHost], [DefaultClusterDomain]); run the plugin through its
+// [Definition], and use these for tests and previews.
 package expose

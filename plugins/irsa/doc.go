@@ -91,15 +91,17 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind and the
+// Stable under semver (see the README's Versioning section): [Kind] and the
 // spec fields upstream's plugin takes (awsIamRole, annotateOnly),
-// Definition, NewIAM and DefaultIAM, Config and NewConfig with the JSON
-// names, defaults and meaning of their fields, the Sids of the plugin's
-// statements (which Revoke looks for), the annotation
-// AnnotationRoleARN, ReasonTrustPolicyTooLarge and the system name AWSIAM,
-// and the condition AwsIamForServiceAccountReady. The IAM interface is
-// stable for callers; implementations outside this module (test doubles) may
-// need a new method in a minor release. Experimental, and free to change in
-// a minor release: RoleName, and package trustpolicy; run the plugin through
-// its Definition, and use these for tests and previews.
+// [Definition], [NewIAM] and [DefaultIAM], [Config] and [NewConfig] with the
+// JSON names, defaults and meaning of their fields, the Sids of the plugin's
+// statements (which Revoke looks for), the annotation [AnnotationRoleARN],
+// [ReasonTrustPolicyTooLarge] and the system name AWSIAM ([System]), and the
+// condition AwsIamForServiceAccountReady. The [IAM] interface is stable for
+// callers; implementations outside this module (test doubles) may need a new
+// method in a minor release. Experimental, and free to change in a minor
+// release: [RoleName], [ErrNoRole], [Plugin], the subjects modes' constants
+// [SubjectsExact] and [SubjectsWildcard], [DefaultServiceAccount], and package
+// trustpolicy; run the plugin through its [Definition], and use these for
+// tests and previews.
 package irsa

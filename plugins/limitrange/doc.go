@@ -30,10 +30,10 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config, Limits and NewConfig with the JSON names, defaults and
-// meaning of their fields, the LimitRange profilekit-limits, and the
-// condition LimitRangeReady. Experimental, and free to change in a minor
-// release: Build; run the plugin through its Definition, and use these for
-// tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config], [Limits] and [NewConfig] with the JSON names,
+// defaults and meaning of their fields, the LimitRange profilekit-limits, and
+// the condition LimitRangeReady. Experimental, and free to change in a minor
+// release: [Build], [Plugin] and [DefaultName]; run the plugin through its
+// [Definition], and use these for tests and previews.
 package limitrange

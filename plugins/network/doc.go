@@ -96,13 +96,14 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config, Policy, Gate and GateValue with the JSON names and
-// meaning of their fields, LoadConfig, the preset names Presets lists, and
-// the condition NetworkReady. Experimental, and free to change in a minor
-// release: Build, Desired, Gated and Config.Effective; run the plugin
-// through its Definition, and use these for tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config], [Policy], [Gate] and [GateValue] with the JSON names
+// and meaning of their fields, [LoadConfig], the preset names [Presets] lists,
+// and the condition NetworkReady. Experimental, and free to change in a minor
+// release: [Build], [Desired], [Gated] and [Config.Effective], [Preset],
+// [NewConfig] and [Plugin]; run the plugin through its [Definition], and use
+// these for tests and previews.
 //
-// A preset's policies may be tightened in a minor release; the CHANGELOG
-// says so when one is.
+// A preset's policies may be tightened in a minor release; the CHANGELOG says
+// so when one is.
 package network

@@ -61,12 +61,13 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and PodDefault with the JSON names and meaning of their
-// fields, the PodDefaults' names (the configured ones), and the condition
-// NotebookReady. Experimental, and free to change in a minor release: Build,
-// BuildPodDefault, PodDefaultSpec and PodDefaultApplyConfiguration, which
-// stand in for a Go package of the PodDefault API that profilekit does not
-// have; run the plugin through its Definition, and use these for tests and
-// previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and [PodDefault] with the JSON names and meaning of
+// their fields, the PodDefaults' names (the configured ones), and the
+// condition NotebookReady. Experimental, and free to change in a minor
+// release: [Build], [BuildPodDefault], [PodDefaultSpec] and
+// [PodDefaultApplyConfiguration], which stand in for a Go package of the
+// [PodDefault] API that profilekit does not have, [GroupVersionKind],
+// [NewConfig] and [Plugin]; run the plugin through its [Definition], and use
+// these for tests and previews.
 package notebook

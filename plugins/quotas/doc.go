@@ -40,12 +40,12 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and NewConfig with the JSON names, defaults and meaning
-// of their fields (the host's defaults and a Profile's spec), the override
-// labels <labelPrefix>/<resource or alias>, the ResourceQuota
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and [NewConfig] with the JSON names, defaults and
+// meaning of their fields (the host's defaults and a Profile's spec), the
+// override labels <labelPrefix>/<resource or alias>, the ResourceQuota
 // profilekit-quota, and the condition QuotasReady. Experimental, and free to
-// change in a minor release: Build and Hard, whose Go signatures follow
-// client-go's apply configurations; run the plugin through its Definition,
-// and use these for tests and previews.
+// change in a minor release: [Build] and [Hard], whose Go signatures follow
+// client-go's apply configurations, [Plugin] and [DefaultName]; run the plugin
+// through its [Definition], and use these for tests and previews.
 package quotas

@@ -77,11 +77,11 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config and the types it holds (Binding, RoleRef, Subject,
-// Role) with the JSON names and meaning of their fields, the placeholders
-// they take, and the condition RbacReady. Experimental, and free to change
-// in a minor release: Build, BuildRole, BuildBinding, Subjects and Objects;
-// run the plugin through its Definition, and use these for tests and
-// previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config] and the types it holds ([Binding], [RoleRef],
+// [Subject], [Role]) with the JSON names and meaning of their fields, the
+// placeholders they take, and the condition RbacReady. Experimental, and free
+// to change in a minor release: [Build], [BuildRole], [BuildBinding],
+// [Subjects] and [Objects], [NewConfig] and [Plugin]; run the plugin through
+// its [Definition], and use these for tests and previews.
 package rbac

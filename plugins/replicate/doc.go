@@ -72,11 +72,13 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config, Source, Key and OnSourceDeleted with the JSON names,
-// defaults and meaning of their fields, the annotations AnnotationSource and
-// AnnotationFrom on copies, ReasonSourceNotFound, and the condition
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config], [Source], [Key] and [OnSourceDeleted]
+// ([SourceDeletedDelete], [SourceDeletedRetain]) with the JSON names, defaults
+// and meaning of their fields, the annotations [AnnotationSource] and
+// [AnnotationFrom] on copies, [ReasonSourceNotFound], and the condition
 // ReplicateReady. Experimental, and free to change in a minor release:
-// Build, Found, Copy and Scopes; run the plugin through its Definition, and
-// use these for tests and previews.
+// [Build], [Found], [Copy] and [Scopes], [NewConfig], [Plugin], and the source
+// kinds' constants [KindSecret] and [KindConfigMap]; run the plugin through
+// its [Definition], and use these for tests and previews.
 package replicate

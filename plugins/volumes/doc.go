@@ -78,14 +78,15 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition, Config, Template, Volume and Match with the JSON names,
-// defaults and meaning of their fields, the labels and annotations it writes
-// on claims and volumes (LabelTemplate, LabelOwner, AnnotationOwner,
-// LabelReleasedAt, AnnotationReleasedAt) and the OwnerHash they hold, by
-// which a returning Profile finds its volume, ReasonExpansionNotAllowed, and
-// the condition VolumesReady. Experimental, and free to change in a minor
-// release: Claim, ClaimSize, State, VolumeState, Reclaim, Seeker, Reserved,
-// Sweeper and SweepReport; run the plugin through its Definition, and use
-// these for tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition], [Config], [Template], [Volume] and [Match] ([MatchOwner],
+// [MatchProfile]) with the JSON names, defaults and meaning of their fields,
+// the labels and annotations it writes on claims and volumes ([LabelTemplate],
+// [LabelOwner], [AnnotationOwner], [LabelReleasedAt], [AnnotationReleasedAt])
+// and the [OwnerHash] they hold, by which a returning Profile finds its
+// volume, [ReasonExpansionNotAllowed], and the condition VolumesReady.
+// Experimental, and free to change in a minor release: [Claim], [ClaimSize],
+// [State], [VolumeState], [Reclaim], [Seeker], [Reserved], [Sweeper] and
+// [SweepReport], [DefaultSweepRecord], [NewConfig] and [Plugin]; run the
+// plugin through its [Definition], and use these for tests and previews.
 package volumes

@@ -75,14 +75,16 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind and the
-// spec field upstream's plugin takes (gcpServiceAccount), Definition, NewIAM
-// and DefaultIAM, Config and NewConfig with the JSON names, defaults and
-// meaning of their fields, the annotation AnnotationGSA, the role it grants,
-// the system name GCPIAM, and the condition WorkloadIdentityReady. The IAM
-// interface is stable for callers; implementations outside this module (test
-// doubles) may need a new method in a minor release. Experimental, and free
-// to change in a minor release: Project and the policy helpers (Member,
-// Resource, HasMembers, Grant, Revoke); run the plugin through its
-// Definition, and use these for tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind] and the
+// spec field upstream's plugin takes (gcpServiceAccount), [Definition],
+// [NewIAM] and [DefaultIAM], [Config] and [NewConfig] with the JSON names,
+// defaults and meaning of their fields, the annotation [AnnotationGSA], the
+// role it grants ([RoleWorkloadIdentityUser]), the system name GCPIAM
+// ([System]), and the condition WorkloadIdentityReady. The [IAM] interface is
+// stable for callers; implementations outside this module (test doubles) may
+// need a new method in a minor release. Experimental, and free to change in a
+// minor release: [Project] and the policy helpers ([Member], [Resource],
+// [HasMembers], [Grant], [Revoke], [ErrConcurrentChange]), [Plugin] and
+// [DefaultServiceAccount]; run the plugin through its [Definition], and use
+// these for tests and previews.
 package workloadidentity
