@@ -251,28 +251,6 @@ func (a *Applier) DeleteAll(ctx context.Context) (Result, error) {
 	return a.prune(ctx, nil)
 }
 
-type objectKey struct {
-	gvk       schema.GroupVersionKind
-	namespace string
-	name      string
-}
-
-func keyOf(u *unstructured.Unstructured) objectKey {
-	return objectKey{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()}
-}
-
-// compareKeys orders cluster-scoped objects (the Profile's namespace) before
-// namespaced ones, so that the namespace exists before anything in it.
-func compareKeys(a, b objectKey) int {
-	return cmp.Or(
-		cmp.Compare(min(len(a.namespace), 1), min(len(b.namespace), 1)),
-		cmp.Compare(a.gvk.Group, b.gvk.Group),
-		cmp.Compare(a.gvk.Kind, b.gvk.Kind),
-		cmp.Compare(a.namespace, b.namespace),
-		cmp.Compare(a.name, b.name),
-	)
-}
-
 // prepare turns apply configurations into unstructured objects that carry our
 // labels, owner reference and hash, sorted so that writes happen in a stable
 // order.
@@ -453,6 +431,14 @@ func (a *Applier) create(ctx context.Context, u *unstructured.Unstructured) erro
 	obj.SetResourceVersion(createOnly)
 	return a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+}
+
+// newObject returns an empty object of gvk in the form the Applier reads it.
+func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
+	if slices.Contains(a.metadata, gvk) {
+		return NewMetadata(gvk), nil
+	}
+	return NewObject(a.scheme, gvk)
 }
 
 // get reads the live object from the cache, then, when the cache has none and

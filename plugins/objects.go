@@ -1,14 +1,14 @@
 package plugins
 
-// This file holds the object factories and conversions: the empty typed,
-// unstructured or metadata-only objects and lists the Applier reads into,
-// the unstructured forms it compares, and Encoded for apply configurations
-// without Go types here.
+// This file holds the objects as the Applier handles them: the empty typed,
+// unstructured or metadata-only objects and lists it reads into, the keys
+// and order of the objects it writes, the unstructured forms it compares,
+// and Encoded for apply configurations without Go types here.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,23 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// newObject returns an empty object of gvk in the form the Applier reads it.
-func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
-	if slices.Contains(a.metadata, gvk) {
-		return NewMetadata(gvk), nil
-	}
-	return NewObject(a.scheme, gvk)
-}
-
-// newList returns an empty list of gvk's objects in the form the Applier
-// reads them.
-func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
-	if slices.Contains(a.metadata, gvk) {
-		return NewMetadataList(gvk), nil
-	}
-	return NewList(a.scheme, gvk)
-}
 
 // NewMetadata returns an empty object of gvk that reads and watches its
 // metadata only, the form in which hosts cache the owned kinds that no
@@ -86,6 +69,28 @@ func NewList(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.ObjectList,
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(listGVK)
 	return l, nil
+}
+
+type objectKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+func keyOf(u *unstructured.Unstructured) objectKey {
+	return objectKey{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()}
+}
+
+// compareKeys orders cluster-scoped objects (the Profile's namespace) before
+// namespaced ones, so that the namespace exists before anything in it.
+func compareKeys(a, b objectKey) int {
+	return cmp.Or(
+		cmp.Compare(min(len(a.namespace), 1), min(len(b.namespace), 1)),
+		cmp.Compare(a.gvk.Group, b.gvk.Group),
+		cmp.Compare(a.gvk.Kind, b.gvk.Kind),
+		cmp.Compare(a.namespace, b.namespace),
+		cmp.Compare(a.name, b.name),
+	)
 }
 
 func toUnstructured(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -97,6 +98,15 @@ func (a *Applier) pruneNamespace(ctx context.Context, keep map[objectKey]bool) (
 	}
 	change.Action = Deleted
 	return change, nil
+}
+
+// newList returns an empty list of gvk's objects in the form the Applier
+// reads them.
+func (a *Applier) newList(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	if slices.Contains(a.metadata, gvk) {
+		return NewMetadataList(gvk), nil
+	}
+	return NewList(a.scheme, gvk)
 }
 
 func forEachObject(list client.ObjectList, fn func(client.Object)) error {
