@@ -138,18 +138,27 @@
 //
 // # Stability
 //
-// Stable under semver (see the README's Versioning section): Kind,
-// Definition and its options (WithHTTPClient), Config and the types it
-// holds (Credentials, Principal and their credential types included)
-// with the JSON names, defaults and meaning of their fields, the labels
-// LabelInstance and LabelSource, the Secret keys, the container metadata
-// keys (MetaPlugin, MetaProfile, MetaProfileUID), the reasons
-// (ReasonGrantsStale, ReasonGrantsNotSynced, ReasonVolumeInUse,
-// ReasonVolumeDeletesHeld, ReasonUnknownPrincipal), the driver attributes
-// a PersistentVolume carries, and the condition BlobcsiReady. The names it
-// derives from a namespace (containers, volumes, claims) are stable too:
-// changing one would strand data that exists. Experimental, and free to
-// change in a minor release: Desired, Volume, Mount, MountFor, BuildPV,
-// BuildPVC and ContainerName as Go functions; run the plugin through its Definition, and
-// use these for tests and previews.
+// Stable under semver (see the README's Versioning section): [Kind],
+// [Definition] and its options ([Option], [WithHTTPClient]), [Config] and the
+// types it holds ([Instance], [Credentials], [CredentialType] with
+// [AccountKey], [ServicePrincipal] and [WorkloadIdentity],
+// [WorkloadIdentityCredentials], [Principal], [SecretRef], [GrantSource],
+// [OPASource], [ConfigMapSource], [Names]) with the JSON names, defaults and
+// meaning of their fields, the labels [LabelInstance] and [LabelSource], the
+// Secret keys ([SecretAccountName], [SecretAccountKey],
+// [SecretSPNClientSecret]), the container metadata keys ([MetaPlugin],
+// [MetaProfile], [MetaProfileUID]), the reasons ([ReasonGrantsStale],
+// [ReasonGrantsNotSynced], [ReasonVolumeInUse], [ReasonVolumeDeletesHeld],
+// [ReasonUnknownPrincipal]), the outside systems in metrics and reasons
+// ([SystemAzureBlob], [SystemOPA]), the driver and the attributes a
+// PersistentVolume carries ([Driver], [AttrAuthType], [AttrSPNClientID],
+// [AttrSPNTenantID], [AttrAADEndpoint], [AuthTypeSPN]), and the condition
+// BlobcsiReady. The names it derives from a namespace (containers, volumes,
+// claims) are stable too: changing one would strand data that exists.
+//
+// Experimental, and free to change in a minor release: [Desired], [Volume],
+// [Mount], [BuildPV], [BuildPVC] and [ContainerName] as Go functions (run
+// the plugin through its [Definition], and use these for tests and
+// previews); [Plugin], [NewConfig], [DefaultMaxVolumeDeletes],
+// [DefaultDeleteWindow], [DefaultDeleteRecord] and [DefaultAADEndpoint].
 package blobcsi
