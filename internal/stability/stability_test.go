@@ -18,12 +18,6 @@ import (
 // case first and so never matches.
 var docLink = regexp.MustCompile(`\[([A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)?)\]`)
 
-// unlinked lists the packages whose Stability section still names its Go
-// names in plain words, so that neither check can read it yet. Once such a
-// section writes them as doc links, the test fails until the package leaves
-// this list, and then checks it as every other.
-var unlinked = map[string]bool{}
-
 // exports is what a package exports: its top-level names, and the methods
 // and fields of each of its types.
 type exports struct {
@@ -70,11 +64,8 @@ func TestStabilityListsMatchExports(t *testing.T) {
 		}
 		checked++
 		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
-			if unlinked[filepath.ToSlash(rel)] {
-				if len(links(sec.stable))+len(links(sec.experimental)) > 0 {
-					t.Fatal("doc.go's Stability section now writes its names as doc links: take the package off the unlinked list of this test")
-				}
-				t.Skip("the Stability section names its Go names in plain words, not yet as doc links")
+			if len(links(sec.stable))+len(links(sec.experimental)) == 0 {
+				t.Fatal("doc.go's Stability section names no exported name as a doc link ([Name]): write them so, so that this test can check them")
 			}
 			checkPackage(t, dir, sec)
 		})
