@@ -1,0 +1,162 @@
+package volumes_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/volumes"
+)
+
+// The hostile suite of the sweeper, whose deletions reach user data across
+// the cluster: what a foreign or garbled record, a volume that only looks
+// like ours, and an API server that fails the delete can make it do. The
+// crafted Profile name of another owner is TestRetained's (a volume of
+// another owner never matches); a restart mid-window is
+// TestSweepDeletesExpiredVolumes'.
+
+func sweeper(cfg *volumes.Config) volumes.Sweeper {
+	return volumes.Sweeper{Client: env.Client, Config: cfg, Namespace: "default"}
+}
+
+func sweepConfig(id string) *volumes.Config {
+	cfg := volumes.NewConfig()
+	cfg.RetainFor = metav1.Duration{Duration: time.Hour}
+	cfg.SweepRecord.Name = "sweeps-" + id
+	return cfg
+}
+
+func stillThere(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		var pv corev1.PersistentVolume
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: n}, &pv); err != nil || !pv.DeletionTimestamp.IsZero() {
+			t.Errorf("volume %s was deleted (%v)", n, err)
+		}
+	}
+}
+
+// A ConfigMap of the record's name that is not the sweeper's, or a record
+// that does not decode, holds every deletion: the cap cannot be counted.
+func TestUnusableSweepRecordDeletesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		cm     corev1.ConfigMap
+		want   string
+	}{
+		{"another's ConfigMap of the record's name", corev1.ConfigMap{Data: map[string]string{"actions.json": "[]"}}, plugins.ReasonConflict},
+		{"a garbled record", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: plugins.OwnershipLabels(volumes.Kind, "")}, Data: map[string]string{"actions.json": "{"}}, plugins.ReasonLedger},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			id := rand.String(5)
+			name := "hostile-" + id
+			releasedVolume(t, name, time.Now().Add(-72*time.Hour), false)
+			cfg := sweepConfig(id)
+			cm := tc.cm
+			cm.Namespace, cm.Name = "default", cfg.SweepRecord.Name
+			if err := env.Client.Create(t.Context(), &cm); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &cm) })
+			rep, err := sweeper(cfg).Sweep(t.Context())
+			if !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != tc.want || len(rep.Deleted) != 0 {
+				t.Errorf("Sweep = deleted %v, error %v; want nothing deleted and a terminal %s", rep.Deleted, err, tc.want)
+			}
+			stillThere(t, name)
+			var after corev1.ConfigMap
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(&cm), &after); err != nil || after.ResourceVersion != cm.ResourceVersion {
+				t.Errorf("the ConfigMap at the record's name was written (%v)", err)
+			}
+		})
+	}
+}
+
+// Without a namespace for its record the sweeper cannot count, and deletes
+// nothing.
+func TestSweepWithoutRecordNamespaceDeletesNothing(t *testing.T) {
+	id := rand.String(5)
+	name := "hostile-nons-" + id
+	releasedVolume(t, name, time.Now().Add(-72*time.Hour), false)
+	s := sweeper(sweepConfig(id))
+	s.Namespace = ""
+	rep, err := s.Sweep(t.Context())
+	if err == nil || len(rep.Deleted) != 0 {
+		t.Errorf("Sweep = deleted %v, error %v; want nothing deleted and an error", rep.Deleted, err)
+	}
+	stillThere(t, name)
+}
+
+// A released volume that carries a release mark and profilekit's label, but
+// another plugin's name, is not the sweeper's to delete.
+func TestVolumeThatOnlyLooksOursIsNeverSwept(t *testing.T) {
+	id := rand.String(5)
+	name := "lookalike-" + id
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: "blobcsi", plugins.LabelProfile: "gone",
+			volumes.LabelReleasedAt: strconv.FormatInt(time.Now().Add(-72*time.Hour).Unix(), 10),
+		}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: fakeDriver, VolumeHandle: "handle-" + name}},
+		},
+	}
+	if err := env.Client.Create(t.Context(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	rep, err := sweeper(sweepConfig(id)).Sweep(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append(rep.Expired, rep.Deleted...) {
+		if n == name {
+			t.Errorf("the sweeper counted %s, another plugin's volume, as its own: %+v", name, rep)
+		}
+	}
+	stillThere(t, name)
+}
+
+// An API server that fails the delete leaves the volume, reports the
+// failure, and the next sweep within the window still keeps to the cap.
+func TestFailedDeleteIsReportedAndCounted(t *testing.T) {
+	id := rand.String(5)
+	first, second := "faildel-a-"+id, "faildel-b-"+id
+	releasedVolume(t, first, time.Now().Add(-72*time.Hour), false)
+	releasedVolume(t, second, time.Now().Add(-71*time.Hour), false)
+	cfg := sweepConfig(id)
+	cfg.MaxDeletesPerSweep = 1
+	rep, err := volumes.Sweeper{Client: failingDeletes{env.Client}, Reader: env.Client, Config: cfg, Namespace: "default"}.Sweep(t.Context())
+	if err == nil || len(rep.Deleted) != 0 {
+		t.Errorf("Sweep with failing deletes = deleted %v, error %v; want an error and nothing deleted", rep.Deleted, err)
+	}
+	stillThere(t, first, second)
+	rep, err = sweeper(cfg).Sweep(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rep.Deleted {
+		if n == first || n == second {
+			t.Errorf("a second sweep in the window deleted %s: the failed attempt must count against the cap", n)
+		}
+	}
+	stillThere(t, first, second)
+}
+
+// failingDeletes is a client whose deletes fail, as during an outage.
+type failingDeletes struct{ client.Client }
+
+func (failingDeletes) Delete(context.Context, client.Object, ...client.DeleteOption) error {
+	return errors.New("the API server is down")
+}
