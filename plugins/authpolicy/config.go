@@ -3,6 +3,7 @@ package authpolicy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -211,7 +212,7 @@ func (p *Policy) validate(at string) error {
 	default:
 		errs = append(errs, fmt.Errorf("%s.action %q: want ALLOW or DENY", at, p.Action))
 	}
-	for _, k := range sortedKeys(p.Selector) {
+	for _, k := range slices.Sorted(maps.Keys(p.Selector)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("%s.selector: key %q: %s", at, k, strings.Join(msgs, "; ")))
 		}
@@ -289,13 +290,4 @@ func isToken(s string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package blobcsi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -119,7 +120,7 @@ func (c Credentials) validate(principals map[string]Principal) error {
 	}
 	if c.Principal != "" {
 		if _, ok := principals[c.Principal]; !ok {
-			errs = append(errs, fmt.Errorf("principal %q: not among principals (%s)", c.Principal, strings.Join(sortedNames(principals), ", ")))
+			errs = append(errs, fmt.Errorf("principal %q: not among principals (%s)", c.Principal, strings.Join(slices.Sorted(maps.Keys(principals)), ", ")))
 		}
 	}
 	if c.SecretName == "" && c.Principal == "" {
@@ -201,14 +202,7 @@ func knownAuthority(host string) bool {
 	return false
 }
 
-func sortedNames(m map[string]Principal) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
-}
+func sortedNames(m map[string]Principal) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Mount is how the driver mounts a volume: the node-stage Secret and, for a
 // service principal, the principal's attributes.
@@ -237,7 +231,7 @@ func (c *Config) MountFor(v Volume) (Mount, error) {
 	p, ok := c.Principals[name]
 	if !ok {
 		return Mount{}, plugins.Terminalf(ReasonUnknownPrincipal, "volume %s: %s names the service principal %q, which the host's principals do not have (%s); the volume is not written, and an existing one is kept",
-			v.Claim, volumeID(v), name, strings.Join(sortedNames(c.Principals), ", "))
+			v.Claim, volumeID(v), name, strings.Join(slices.Sorted(maps.Keys(c.Principals)), ", "))
 	}
 	return Mount{Secret: p.Secret, Principal: name, ClientID: p.ClientID, TenantID: p.TenantID, AADEndpoint: p.aadEndpoint()}, nil
 }

@@ -3,6 +3,7 @@ package expose
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -227,11 +228,4 @@ func validateApp(field string, a App) []error {
 // MeshGateway is Istio's name for the sidecars of the mesh as a gateway.
 const MeshGateway = "mesh"
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -3,6 +3,7 @@ package limitrange
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -66,7 +67,7 @@ func (c *Config) Validate() error {
 		{"default", l.Default}, {"defaultRequest", l.DefaultRequest}, {"min", l.Min},
 		{"max", l.Max}, {"maxLimitRequestRatio", l.MaxLimitRequestRatio},
 	} {
-		for _, name := range sortedNames(f.list) {
+		for _, name := range slices.Sorted(maps.Keys(f.list)) {
 			if q := f.list[name]; q.Sign() < 0 {
 				errs = append(errs, fmt.Errorf("container.%s[%s]=%s is negative", f.field, name, q.String()))
 			}
@@ -78,7 +79,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, notAbove("min", l.Min, "defaultRequest", l.DefaultRequest)...)
 	errs = append(errs, notAbove("defaultRequest", l.DefaultRequest, "max", l.Max)...)
 	errs = append(errs, notAbove("defaultRequest", l.DefaultRequest, "default", l.Default)...)
-	for _, name := range sortedNames(l.MaxLimitRequestRatio) {
+	for _, name := range slices.Sorted(maps.Keys(l.MaxLimitRequestRatio)) {
 		ratio := l.MaxLimitRequestRatio[name]
 		lim, okL := l.Default[name]
 		req, okR := l.DefaultRequest[name]
@@ -97,7 +98,7 @@ func (c *Config) Validate() error {
 // its value in high.
 func notAbove(lowField string, low corev1.ResourceList, highField string, high corev1.ResourceList) []error {
 	var errs []error
-	for _, name := range sortedNames(low) {
+	for _, name := range slices.Sorted(maps.Keys(low)) {
 		lo := low[name]
 		hi, ok := high[name]
 		if ok && lo.Cmp(hi) > 0 {
@@ -106,15 +107,6 @@ func notAbove(lowField string, low corev1.ResourceList, highField string, high c
 		}
 	}
 	return errs
-}
-
-func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(l))
-	for n := range l {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 var _ plugins.Validator = (*Config)(nil)

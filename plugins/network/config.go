@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -126,7 +127,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", policyPath(i, p), err))
 		}
 	}
-	for _, k := range sortedKeys(c.Gates) {
+	for _, k := range slices.Sorted(maps.Keys(c.Gates)) {
 		if !specGates[k] {
 			errs = append(errs, fmt.Errorf("gates[%s]: no policy has a spec gate of that name", k))
 		}
@@ -282,11 +283,4 @@ func checkPorts(at string, ports []networkingv1.NetworkPolicyPort) error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -3,6 +3,7 @@ package quotas
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -55,17 +56,17 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("labelPrefix %q: %s", c.LabelPrefix, strings.Join(msgs, "; ")))
 		}
 	}
-	for _, alias := range sortedKeys(c.Aliases) {
+	for _, alias := range slices.Sorted(maps.Keys(c.Aliases)) {
 		if msgs := validation.IsQualifiedName(alias); len(msgs) > 0 || strings.Contains(alias, "/") {
 			errs = append(errs, fmt.Errorf("aliases[%s]: not usable as the name part of a label key", alias))
 		}
 	}
-	for _, name := range sortedKeys(c.Caps) {
+	for _, name := range slices.Sorted(maps.Keys(c.Caps)) {
 		if q := c.Caps[name]; q.Sign() < 0 {
 			errs = append(errs, fmt.Errorf("caps[%s]=%s is negative", name, q.String()))
 		}
 	}
-	for _, name := range sortedKeys(c.Caps) {
+	for _, name := range slices.Sorted(maps.Keys(c.Caps)) {
 		if why := checkName(name); why != "" {
 			errs = append(errs, fmt.Errorf("caps[%s]: %s", name, why))
 		}
@@ -74,7 +75,7 @@ func (c *Config) Validate() error {
 	// otherwise a spec with thousands of them becomes one huge apply that
 	// the API server refuses slowly.
 	hard := make(sourced, len(c.Hard))
-	for _, name := range sortedKeys(c.Hard) {
+	for _, name := range slices.Sorted(maps.Keys(c.Hard)) {
 		if why := checkName(name); why != "" {
 			errs = append(errs, fmt.Errorf("hard[%s]: %s", name, why))
 			continue
@@ -85,11 +86,4 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[K ~string, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

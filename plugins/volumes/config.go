@@ -3,6 +3,7 @@ package volumes
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -160,7 +161,7 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("%s.accessModes: %q is not an access mode", at, m))
 			}
 		}
-		for _, k := range sortedKeys(t.Labels) {
+		for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
 			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 				errs = append(errs, fmt.Errorf("%s.labels[%s]: %s", at, k, strings.Join(msgs, "; ")))
 			}
@@ -220,13 +221,4 @@ func sortedNames(ts []Template) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
