@@ -117,7 +117,8 @@
 // alone; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
-// [WithOutsideLiveReader] and [DefaultOutsideTimeout]; [WithClock]; [Ledger]
+// [WithOutsideLiveReader] and [DefaultOutsideTimeout]; [WithClock];
+// [Outside.Sweep]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
 // [Replaceable] and [ReasonImmutableField]; the bounds of messages

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -229,12 +230,41 @@ func (o *Outside) Recorded(ctx context.Context) ([]string, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	keys := make([]string, 0, len(o.entries))
-	for k := range o.entries {
-		keys = append(keys, k)
+	return slices.Sorted(maps.Keys(o.entries)), nil
+}
+
+// Sweep removes the outside state that the plugin recorded for this Profile
+// and that the Profile no longer names: the last step of Apply, for what it
+// stopped naming, and of Revoke, for all of it.
+//
+// piece maps a recorded key to the piece of outside state it stands for (a
+// role, a credential, a container), or reports false for a key the Profile
+// still names or that is not the sweep's; keys of one piece are swept
+// together. For each piece, in sorted order, Sweep calls remove with the
+// piece and its keys, and forgets the keys once remove returns nil. So only
+// what the record holds is ever removed, and a failed removal keeps its keys
+// for the next pass to try again: an error is never taken for a removal.
+// The errors of all pieces are joined.
+func (o *Outside) Sweep(ctx context.Context, piece func(key string) (string, bool), remove func(ctx context.Context, piece string, keys []string) error) error {
+	keys, err := o.Recorded(ctx)
+	if err != nil {
+		return err
 	}
-	slices.Sort(keys)
-	return keys, nil
+	pieces := map[string][]string{}
+	for _, k := range keys {
+		if p, ok := piece(k); ok {
+			pieces[p] = append(pieces[p], k)
+		}
+	}
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(pieces)) {
+		if err := remove(ctx, p, pieces[p]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, o.Forget(ctx, pieces[p]...))
+	}
+	return errors.Join(errs...)
 }
 
 // Flush writes the record when Ensure or Forget changed it: one server-side

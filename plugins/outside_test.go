@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +233,49 @@ func TestSyncKeepsTheOutsideRecord(t *testing.T) {
 	res, err := plugins.NewApplier(c, "settings", p, owns).Sync(ctx, corev1ac.ConfigMap("other", "team"))
 	if err != nil || res.Count(plugins.Deleted) != 0 {
 		t.Errorf("Sync = %s, %v; want the record kept", res.Summary(), err)
+	}
+}
+
+func TestOutsideSweepForgetsOnlyWhatItRemoved(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	p := newProfile(nil)
+	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), calls{},
+		map[string]any{"role/a": 1, "role/b/x": 2, "role/b/y": 3, "role/c": 4, "role/kept": 5, "other": 6})
+
+	o := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{})
+	outage := errors.New("IAM unavailable")
+	got := map[string][]string{}
+	var order []string
+	err := o.Sweep(ctx, func(k string) (string, bool) {
+		rest, ok := strings.CutPrefix(k, "role/")
+		piece, _, _ := strings.Cut(rest, "/")
+		return piece, ok && piece != "kept"
+	}, func(_ context.Context, piece string, keys []string) error {
+		got[piece] = keys
+		order = append(order, piece)
+		if piece == "c" {
+			return outage
+		}
+		return nil
+	})
+	if !errors.Is(err, outage) {
+		t.Errorf("Sweep error = %v, want the failed removal's", err)
+	}
+	want := map[string][]string{"a": {"role/a"}, "b": {"role/b/x", "role/b/y"}, "c": {"role/c"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pieces removed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, order); diff != "" {
+		t.Errorf("order of removal (-want +got):\n%s", diff)
+	}
+	if err := o.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}).Recorded(ctx)
+	// The failed piece stays for the next pass; what the Profile still names
+	// and what is not the sweep's are never touched.
+	if diff := cmp.Diff([]string{"other", "role/c", "role/kept"}, keys); err != nil || diff != "" {
+		t.Errorf("Recorded after the sweep = %v, %v; (-want +got):\n%s", keys, err, diff)
 	}
 }

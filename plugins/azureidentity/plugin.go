@@ -185,17 +185,12 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 // subject is left as it is, and forgotten.
 func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []string) (plugins.Result, error) {
 	var res plugins.Result
-	keys, err := req.Outside.Recorded(ctx)
-	if err != nil {
-		return res, err
-	}
 	ns := plugins.Namespace(req.Profile)
-	var errs []error
-	for _, k := range keys {
-		id, name, ok := parseKey(k)
-		if !ok || slices.Contains(keep, k) {
-			continue
-		}
+	err := req.Outside.Sweep(ctx, func(k string) (string, bool) {
+		_, _, ok := parseKey(k)
+		return k, ok && !slices.Contains(keep, k)
+	}, func(ctx context.Context, k string, _ []string) error {
+		id, name, _ := parseKey(k)
 		action := plugins.Deleted
 		err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
 			live, found, err := p.creds.Get(ctx, id, name)
@@ -212,15 +207,14 @@ func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []strin
 			return p.creds.Delete(ctx, id, name)
 		})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("delete federated credential %s of %s: %w", name, id.Name, err))
-			continue
+			return fmt.Errorf("delete federated credential %s of %s: %w", name, id.Name, err)
 		}
 		if action != "" {
 			res.Add(plugins.Change{Kind: "FederatedIdentityCredential", Namespace: id.Name, Name: name, Action: action})
 		}
-		errs = append(errs, req.Outside.Forget(ctx, k))
-	}
-	return res, errors.Join(errs...)
+		return nil
+	})
+	return res, err
 }
 
 // ownedBy reports whether a credential of name that the record holds is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/profilekit/profilekit/plugins"
@@ -150,28 +149,17 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 // true, except keep, and forgets it.
 func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config, keep string) (plugins.Result, error) {
 	var res plugins.Result
-	keys, err := req.Outside.Recorded(ctx)
-	if err != nil {
-		return res, err
-	}
-	slices.Sort(keys)
-	var errs []error
-	for _, k := range keys {
+	err := req.Outside.Sweep(ctx, func(k string) (string, bool) {
 		role, ok := strings.CutPrefix(k, keyPrefix)
-		if !ok || role == keep {
-			continue
-		}
+		return role, ok && role != keep
+	}, func(ctx context.Context, role string, _ []string) error {
 		c, err := p.untrust(ctx, req, cfg, role)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if c.Action != "" {
+		if err == nil && c.Action != "" {
 			res.Add(c)
 		}
-		errs = append(errs, req.Outside.Forget(ctx, k))
-	}
-	return res, errors.Join(errs...)
+		return err
+	})
+	return res, err
 }
 
 // untrust removes the Profile's statement, found by its Sid, from the role's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -121,65 +120,61 @@ func (p Plugin) stillGranted(ctx context.Context, gsa, member string) error {
 
 // revokeAll removes, from each Google service account, the members the
 // record says the plugin added for this Profile, except the keys in keep,
-// and forgets them. Members recorded as foreign are forgotten only.
+// and forgets them: one policy write per account. Members recorded as
+// foreign, and keys that name no member of this Profile, are forgotten only.
 func (p Plugin) revokeAll(ctx context.Context, req plugins.Request, cfg *Config, keep []string) (plugins.Result, error) {
 	var res plugins.Result
-	keys, err := req.Outside.Recorded(ctx)
-	if err != nil {
-		return res, err
-	}
 	ns := plugins.Namespace(req.Profile)
-	ours := map[string][]string{} // gsa -> members to remove
-	done := map[string][]string{} // gsa -> keys forgotten once they are removed
-	var errs []error
-	for _, k := range keys {
+	// ours returns the account of a key the sweep handles and the members
+	// the key says the plugin added there for this Profile: none for a
+	// member recorded as foreign, or one that cannot be ours.
+	ours := func(k string) (gsa string, members []string, ok bool) {
 		prefix, gsa, member, ok := parseKey(k)
 		if !ok || slices.Contains(keep, k) {
-			continue
+			return "", nil, false
 		}
-		switch prefix {
-		case foreignPrefix:
-			errs = append(errs, req.Outside.Forget(ctx, k))
-			continue
-		case legacyPrefix:
-			members, err := cfg.members(req, gsa)
-			if err != nil {
-				// Not an account we could have granted: nothing to undo.
-				errs = append(errs, req.Outside.Forget(ctx, k))
-				continue
-			}
-			ours[gsa] = append(ours[gsa], members...)
-		default:
+		switch {
+		case prefix == legacyPrefix:
+			// An account we could not have granted has nothing to undo.
+			members, _ = cfg.members(req, gsa)
+		case prefix == grantPrefix && inNamespace(member, ns):
 			// Only a member of this Profile's namespace can be ours.
-			if !inNamespace(member, ns) {
-				errs = append(errs, req.Outside.Forget(ctx, k))
-				continue
-			}
-			ours[gsa] = append(ours[gsa], member)
+			members = []string{member}
 		}
-		done[gsa] = append(done[gsa], k)
+		return gsa, members, true
 	}
-	for _, gsa := range slices.Sorted(maps.Keys(ours)) {
+	err := req.Outside.Sweep(ctx, func(k string) (string, bool) {
+		gsa, members, ok := ours(k)
+		if len(members) == 0 {
+			// Nothing to remove: the key is forgotten on its own, with no call.
+			return k, ok
+		}
+		return gsa, ok
+	}, func(ctx context.Context, gsa string, keys []string) error {
+		var members []string
+		for _, k := range keys {
+			_, m, _ := ours(k)
+			members = append(members, m...)
+		}
+		if len(members) == 0 {
+			return nil
+		}
 		changed := false
 		err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
 			var err error
-			changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, ours[gsa]) })
+			changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, members) })
 			return err
 		})
 		if plugins.IsTerminal(err) {
 			// Not an account we could have granted: nothing to undo.
-			err = nil
+			return nil
 		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if changed {
+		if err == nil && changed {
 			res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
 		}
-		errs = append(errs, req.Outside.Forget(ctx, done[gsa]...))
-	}
-	return res, errors.Join(errs...)
+		return err
+	})
+	return res, err
 }
 
 // inNamespace reports whether member is a Kubernetes service account of
