@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -91,13 +90,8 @@ func (c *Config) Validate() error {
 	if c.TenantID != "" && !guid.MatchString(c.TenantID) {
 		errs = append(errs, fmt.Errorf("tenantId %q: not a GUID", c.TenantID))
 	}
-	if len(c.ServiceAccounts) == 0 {
-		errs = append(errs, errors.New("serviceAccounts: at least one is needed"))
-	}
-	for i, sa := range c.ServiceAccounts {
-		if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("serviceAccounts[%d] %q: %s", i, sa, strings.Join(msgs, "; ")))
-		}
+	if err := plugins.CheckServiceAccounts(c.ServiceAccounts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Issuer != "" {
 		if u, err := url.Parse(c.Issuer); err != nil || u.Scheme != "https" || u.Host == "" {

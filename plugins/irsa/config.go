@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 )
 
@@ -98,13 +96,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if len(c.ServiceAccounts) == 0 {
-		errs = append(errs, errors.New("serviceAccounts: at least one is needed"))
-	}
-	for i, sa := range c.ServiceAccounts {
-		if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("serviceAccounts[%d] %q: %s", i, sa, strings.Join(msgs, "; ")))
-		}
+	if err := plugins.CheckServiceAccounts(c.ServiceAccounts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.OIDCProvider != "" {
 		if _, err := trustpolicy.Issuer(c.OIDCProvider); err != nil {

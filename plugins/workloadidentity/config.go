@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // Kind is the plugin's name in spec.plugins, the upstream controller's.
@@ -80,13 +79,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if len(c.ServiceAccounts) == 0 {
-		errs = append(errs, errors.New("serviceAccounts: at least one is needed"))
-	}
-	for i, sa := range c.ServiceAccounts {
-		if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("serviceAccounts[%d] %q: %s", i, sa, strings.Join(msgs, "; ")))
-		}
+	if err := plugins.CheckServiceAccounts(c.ServiceAccounts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.WorkloadPool != "" && !pool.MatchString(c.WorkloadPool) {
 		errs = append(errs, fmt.Errorf("workloadPool %q: want <project>.svc.id.goog", c.WorkloadPool))
