@@ -118,7 +118,7 @@
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [WithOutsideLiveReader] and [DefaultOutsideTimeout]; [WithClock];
-// [Outside.Sweep]; [CheckServiceAccounts]; [Ledger]
+// [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
 // [Replaceable] and [ReasonImmutableField]; the bounds of messages

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 //go:generate mockgen -typed -source=msi.go -destination=iammock/msi.go -package=iammock
@@ -126,46 +127,35 @@ func (s *sdkCredentials) Delete(ctx context.Context, id IdentityRef, name string
 // default credential chain, made on first use so that a host that never
 // serves this plugin needs no Azure configuration.
 func DefaultCredentials() Credentials {
-	return &lazyCredentials{}
+	return lazyCredentials{plugins.NewLazy(func(context.Context) (Credentials, error) {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, fmt.Errorf("Azure credential: %w", err)
+		}
+		return NewCredentials(cred), nil
+	})}
 }
 
-type lazyCredentials struct {
-	mu sync.Mutex
-	c  Credentials
-}
+type lazyCredentials struct{ c *plugins.Lazy[Credentials] }
 
-func (l *lazyCredentials) get() (Credentials, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.c != nil {
-		return l.c, nil
-	}
-	cred, err := azidentity.NewDefaultAzureCredential(nil)
-	if err != nil {
-		return nil, fmt.Errorf("Azure credential: %w", err)
-	}
-	l.c = NewCredentials(cred)
-	return l.c, nil
-}
-
-func (l *lazyCredentials) Get(ctx context.Context, id IdentityRef, name string) (Credential, bool, error) {
-	c, err := l.get()
+func (l lazyCredentials) Get(ctx context.Context, id IdentityRef, name string) (Credential, bool, error) {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return Credential{}, false, err
 	}
 	return c.Get(ctx, id, name)
 }
 
-func (l *lazyCredentials) Put(ctx context.Context, id IdentityRef, name string, cr Credential) error {
-	c, err := l.get()
+func (l lazyCredentials) Put(ctx context.Context, id IdentityRef, name string, cr Credential) error {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return err
 	}
 	return c.Put(ctx, id, name, cr)
 }
 
-func (l *lazyCredentials) Delete(ctx context.Context, id IdentityRef, name string) error {
-	c, err := l.get()
+func (l lazyCredentials) Delete(ctx context.Context, id IdentityRef, name string) error {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 //go:generate mockgen -typed -source=iam.go -destination=iammock/iam.go -package=iammock
@@ -61,38 +62,27 @@ func (s sdkIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
 // chain, made on first use so that a host that never serves this plugin
 // needs no AWS configuration.
 func DefaultIAM() IAM {
-	return &lazyIAM{}
+	return lazyIAM{plugins.NewLazy(func(ctx context.Context) (IAM, error) {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("AWS configuration: %w", err)
+		}
+		return NewIAM(iam.NewFromConfig(cfg)), nil
+	})}
 }
 
-type lazyIAM struct {
-	mu sync.Mutex
-	c  IAM
-}
+type lazyIAM struct{ c *plugins.Lazy[IAM] }
 
-func (l *lazyIAM) get(ctx context.Context) (IAM, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.c != nil {
-		return l.c, nil
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
-	}
-	l.c = NewIAM(iam.NewFromConfig(cfg))
-	return l.c, nil
-}
-
-func (l *lazyIAM) TrustPolicy(ctx context.Context, role string) (string, error) {
-	c, err := l.get(ctx)
+func (l lazyIAM) TrustPolicy(ctx context.Context, role string) (string, error) {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return "", err
 	}
 	return c.TrustPolicy(ctx, role)
 }
 
-func (l *lazyIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
-	c, err := l.get(ctx)
+func (l lazyIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"google.golang.org/api/googleapi"
 	iam "google.golang.org/api/iam/v1"
 	"google.golang.org/api/option"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 //go:generate mockgen -typed -source=iam.go -destination=iammock/iam.go -package=iammock
@@ -95,40 +96,29 @@ func retryThrottled[T any](ctx context.Context, call func() (T, error)) (T, erro
 // credentials, made on first use so that a host that never serves this
 // plugin needs no Google credentials.
 func DefaultIAM() IAM {
-	return &lazyIAM{}
+	return lazyIAM{plugins.NewLazy(func(context.Context) (IAM, error) {
+		// The service outlives the call that makes it, so it must not take
+		// that call's context.
+		s, err := iam.NewService(context.Background(), option.WithScopes(iam.CloudPlatformScope))
+		if err != nil {
+			return nil, fmt.Errorf("Google IAM client: %w", err)
+		}
+		return NewIAM(s), nil
+	})}
 }
 
-type lazyIAM struct {
-	mu sync.Mutex
-	c  IAM
-}
+type lazyIAM struct{ c *plugins.Lazy[IAM] }
 
-func (l *lazyIAM) get() (IAM, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.c != nil {
-		return l.c, nil
-	}
-	// The service outlives the call that makes it, so it must not take that
-	// call's context.
-	s, err := iam.NewService(context.Background(), option.WithScopes(iam.CloudPlatformScope))
-	if err != nil {
-		return nil, fmt.Errorf("Google IAM client: %w", err)
-	}
-	l.c = NewIAM(s)
-	return l.c, nil
-}
-
-func (l *lazyIAM) Policy(ctx context.Context, resource string) (*iam.Policy, error) {
-	c, err := l.get()
+func (l lazyIAM) Policy(ctx context.Context, resource string) (*iam.Policy, error) {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return c.Policy(ctx, resource)
 }
 
-func (l *lazyIAM) SetPolicy(ctx context.Context, resource string, p *iam.Policy) error {
-	c, err := l.get()
+func (l lazyIAM) SetPolicy(ctx context.Context, resource string, p *iam.Policy) error {
+	c, err := l.c.Get(ctx)
 	if err != nil {
 		return err
 	}
