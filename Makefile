@@ -224,7 +224,7 @@ BENCH_FLAGS ?=
 
 .PHONY: bench
 bench: envtest-assets ## Measure the host on a local control plane (BENCH_FLAGS="--profiles 5000"); see bench/README.md.
-	go run ./examples/host bench $(BENCH_FLAGS)
+	go run ./examples/host/bench $(BENCH_FLAGS)
 
 $(MOCKGEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,31 +18,162 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/custom-plugin/welcome"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/quotas"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
 
-// TestWelcomeLifecycle runs the command's own manager against a real API
-// server and follows one Profile: the plugin enabled, a spec it refuses,
-// a hand-deleted ConfigMap, and the plugin removed.
-func TestWelcomeLifecycle(t *testing.T) {
-	mgr, err := newManager(env.Config, options{
-		Defaults:    []byte(`{"contact": "platform@example.org", "maxLength": 64}`),
-		MetricsAddr: "0",
-		ProbeAddr:   "0",
-	})
+// binary builds this command once, as a platform team would ship it.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "custom-plugin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "custom-plugin")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", &buildError{err: err, out: out}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
+
+// command returns the binary run with args.
+func command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	bin, err := binary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	testhost.Run(t, mgr)
+	return exec.Command(bin, args...)
+}
+
+// TestRenderWelcomeAndQuotas renders one Profile with the binary and the
+// host configuration file that enables the team's plugin beside a
+// built-in one.
+func TestRenderWelcomeAndQuotas(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	cmd := command(t, "render", "--config", "host.yaml", "-f", "testdata/profile.yaml")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("render: %v\n%s", err, stderr.String())
+	}
+	var cm *corev1.ConfigMap
+	var quota *corev1.ResourceQuota
+	for _, doc := range strings.Split(stdout.String(), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("render printed a document that is not YAML: %v\n%s", err, doc)
+		}
+		switch meta.Kind {
+		case "ConfigMap":
+			cm = &corev1.ConfigMap{}
+			if err := yaml.Unmarshal([]byte(doc), cm); err != nil {
+				t.Fatal(err)
+			}
+		case "ResourceQuota":
+			quota = &corev1.ResourceQuota{}
+			if err := yaml.Unmarshal([]byte(doc), quota); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if cm == nil || cm.Name != welcome.DefaultName || cm.Namespace != "team-a" {
+		t.Fatalf("no ConfigMap team-a/%s in the output:\n%s", welcome.DefaultName, stdout.String())
+	}
+	if got, want := cm.Data["message"], "Hello alice@example.org, this is team-a."; got != want {
+		t.Errorf("message = %q, want %q", got, want)
+	}
+	if got := cm.Data["contact"]; got != "platform@example.org" {
+		t.Errorf("contact = %q, want host.yaml's platform@example.org", got)
+	}
+	if quota == nil || quota.Name != quotas.DefaultName {
+		t.Fatalf("no ResourceQuota %s in the output:\n%s", quotas.DefaultName, stdout.String())
+	}
+	if got := quota.Spec.Hard["limits.cpu"]; got.String() != "8" {
+		t.Errorf("limits.cpu = %s, want host.yaml's 8", got.String())
+	}
+}
+
+// TestConfigurationErrors shows that the binary checks the team's plugin
+// section as it checks a built-in one: exit 1 and the field named.
+func TestConfigurationErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ config, want string }{
+		"a kind this binary is not built with": {
+			config: "plugins:\n  welcom:\n    enabled: all\n",
+			want:   "welcom",
+		},
+		"defaults the plugin refuses": {
+			config: "plugins:\n  welcome:\n    enabled: all\n    defaults:\n      maxLenght: 64\n",
+			want:   "maxLenght",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "host.yaml")
+			if err := os.WriteFile(path, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd := command(t, "render", "--config", path, "-f", "testdata/profile.yaml")
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Fatalf("exit code %d (%v), want 1; stderr:\n%s", code, err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) || !strings.HasPrefix(stderr.String(), "custom-plugin: ") {
+				t.Errorf("stderr = %q, want the binary's name and %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestRunWelcomeLifecycle runs the binary's run command against a real API
+// server with host.yaml and follows one Profile: both plugins applied, a
+// hand-deleted ConfigMap, a spec the plugin refuses, and the plugin
+// removed; then the process stops on SIGTERM.
+func TestRunWelcomeLifecycle(t *testing.T) {
+	var logs bytes.Buffer
+	cmd := command(t, "run", "--config", "host.yaml", "--kubeconfig", env.KubeconfigFile(t),
+		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-level", "error")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run ended with %v on SIGTERM, want exit 0; output:\n%s", err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("run did not stop within 30s of SIGTERM")
+		}
+	}
+	t.Cleanup(stop)
 	ctx := t.Context()
 
 	const name = "welcome-team"
@@ -50,6 +187,7 @@ func TestWelcomeLifecycle(t *testing.T) {
 
 	t.Run("enabled", func(t *testing.T) {
 		testhost.WaitCondition(t, c, name, "WelcomeReady", plugins.ConditionTrue, "Applied")
+		testhost.WaitCondition(t, c, name, "QuotasReady", plugins.ConditionTrue, "Applied")
 		cm := waitConfigMap(t, key, wantMessage)
 		if !plugins.IsOwnedBy(cm.Labels, welcome.Kind, name) {
 			t.Errorf("labels = %v, want profilekit's ownership labels for plugin %s and profile %s", cm.Labels, welcome.Kind, name)
@@ -62,6 +200,13 @@ func TestWelcomeLifecycle(t *testing.T) {
 		}
 		if !managedBy(cm, plugins.FieldManagerFor(welcome.Kind)) {
 			t.Errorf("managed fields %v have no apply by %s", cm.ManagedFields, plugins.FieldManagerFor(welcome.Kind))
+		}
+		var quota corev1.ResourceQuota
+		if err := c.Get(ctx, client.ObjectKey{Namespace: name, Name: quotas.DefaultName}, &quota); err != nil {
+			t.Fatalf("the built-in quotas plugin wrote no ResourceQuota: %v", err)
+		}
+		if got := quota.Spec.Hard["limits.cpu"]; got.String() != "8" {
+			t.Errorf("limits.cpu = %s, want host.yaml's 8", got.String())
 		}
 	})
 
@@ -115,6 +260,8 @@ func TestWelcomeLifecycle(t *testing.T) {
 			return true, ""
 		})
 	})
+
+	stop()
 }
 
 // waitConfigMap waits until the ConfigMap at key holds message, and

@@ -26,9 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/bench"
-	"github.com/profilekit/profilekit/examples/host/internal/demo"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/local"
 	"github.com/profilekit/profilekit/examples/host/internal/render"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/internal/testenv"
@@ -62,7 +63,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 	// prints a warning once the process is 30 s old.
 	log.SetLogger(logr.Discard())
 	ctx := b.Context()
-	reg, err := plugins.NewRegistry(definitions()...)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,8 +75,8 @@ func BenchmarkCacheMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cp, err := demo.StartControlPlane(ctx, demo.Options{
-		Config: cfg, ConfigName: hostConfig, Registry: reg,
+	cp, err := local.StartControlPlane(ctx, local.Options{
+		Config: cfg, Registry: reg,
 		RepoRoot: testenv.RepoRoot(), AssetsDir: assets, Out: io.Discard,
 	})
 	if err != nil {
@@ -161,7 +162,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 // metadataOnly reports whether the host caches gvk as metadata only: no
 // plugin that owns it reads it whole.
 func metadataOnly(gvk schema.GroupVersionKind) bool {
-	return !slices.Contains(plugins.WholeKinds(definitions()...), gvk)
+	return !slices.Contains(plugins.WholeKinds(builtin.Definitions()...), gvk)
 }
 
 // writeProfiles creates n of the host benchmark's Profiles (so that owner

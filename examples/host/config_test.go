@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -16,7 +17,7 @@ import (
 // TestShippedConfigsLoad loads every example configuration against the
 // plugins this binary is built with.
 func TestShippedConfigsLoad(t *testing.T) {
-	reg, err := plugins.NewRegistry(definitions()...)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

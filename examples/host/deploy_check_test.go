@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
@@ -210,7 +211,7 @@ var hostKinds = []string{"CustomResourceDefinition", "ServiceAccount", "ClusterR
 // with and the host's scheme.
 func registryAndScheme(t *testing.T) (*plugins.Registry, *runtime.Scheme) {
 	t.Helper()
-	reg, err := plugins.NewRegistry(definitions()...)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -19,7 +20,7 @@ import (
 // ValidatingWebhookConfiguration agree, and that each overlay's certificate
 // reaches the host.
 func TestDeployWebhookOverlays(t *testing.T) {
-	reg, err := plugins.NewRegistry(definitions()...)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -48,7 +49,7 @@ var faultConditions = []string{"QuotasReady", "LimitRangeReady", "NetworkReady"}
 // restricted to the shard and holding the given Lease.
 func faultConfig(t *testing.T, shard, leaseID string, qps float32) (*hostconfig.Config, *plugins.Registry) {
 	t.Helper()
-	reg, err := plugins.NewRegistry(definitions()...)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

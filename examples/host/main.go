@@ -1,8 +1,9 @@
 // Command profilekit is the standalone host of profilekit plugins: it runs
 // one controller per enabled plugin against a cluster (run), shows offline
-// what the plugins would write (render), and runs everything on a local
-// control plane (demo). The plugins it is built with are listed in plugins.go;
-// everything else is configuration (see README.md).
+// what the plugins would write (render), checks Profiles as admission would
+// (validate), and runs everything on a local control plane (demo). It is
+// package hostapp built with every plugin of package builtin; everything
+// else is configuration (see README.md).
 package main
 
 import (
@@ -13,7 +14,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/profilekit/profilekit/examples/host/internal/cli"
+	"github.com/profilekit/profilekit/examples/host/builtin"
+	"github.com/profilekit/profilekit/examples/host/hostapp"
 )
 
 // version and revision are set at link time:
@@ -46,15 +48,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	a := app()
 	a.OwnsProcess = true
-	code := cli.Main(ctx, a, os.Args[1:], os.Stdout, os.Stderr)
+	code := hostapp.Main(ctx, a, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 // app describes this binary to the command line.
-func app() cli.App {
-	return cli.App{
-		Definitions:    definitions(),
+func app() hostapp.App {
+	return hostapp.App{
+		Definitions:    builtin.Definitions(),
 		Version:        version,
 		Revision:       revision,
 		DemoConfig:     demoConfig,

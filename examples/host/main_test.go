@@ -10,8 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/profilekit/profilekit/examples/host/internal/cli"
-	"github.com/profilekit/profilekit/examples/host/internal/demo"
+	"github.com/profilekit/profilekit/examples/host/builtin"
+	"github.com/profilekit/profilekit/examples/host/hostapp"
+	"github.com/profilekit/profilekit/examples/host/internal/local"
 	"github.com/profilekit/profilekit/internal/testenv"
 )
 
@@ -71,7 +72,7 @@ func (l *lockedBuffer) String() string {
 // runMain runs the command line in-process.
 func runMain(ctx context.Context, args ...string) (int, string, string) {
 	var stdout, stderr lockedBuffer
-	code := cli.Main(ctx, app(), args, &stdout, &stderr)
+	code := hostapp.Main(ctx, app(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -80,7 +81,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "profilekit ") || !strings.Contains(out, "plugins: [") {
 		t.Errorf("version: exit %d, output:\n%s", code, out)
 	}
-	for _, d := range definitions() {
+	for _, d := range builtin.Definitions() {
 		if !strings.Contains(out, d.Kind()) {
 			t.Errorf("version does not list plugin %s:\n%s", d.Kind(), out)
 		}
@@ -93,13 +94,33 @@ func TestVersionLinked(t *testing.T) {
 	a := app()
 	a.Version, a.Revision = "v9.8.7", "0123abcd"
 	var stdout, stderr bytes.Buffer
-	if code := cli.Main(t.Context(), a, []string{"version"}, &stdout, &stderr); code != 0 {
+	if code := hostapp.Main(t.Context(), a, []string{"version"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	for _, want := range []string{"profilekit v9.8.7\n", "revision: 0123abcd\n"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("version does not print %q:\n%s", want, stdout.String())
 		}
+	}
+}
+
+// TestShippedBinaryHasNoBenchmark checks that the benchmark, a tool for
+// people working on profilekit, is neither a command of the binary the
+// image ships nor linked into it.
+func TestShippedBinaryHasNoBenchmark(t *testing.T) {
+	code, _, stderr := runMain(t.Context(), "bench")
+	if code != 1 || !strings.Contains(stderr, `unknown command "bench"`) {
+		t.Errorf("profilekit bench: exit %d, stderr %q; want exit 1 and an unknown command", code, stderr)
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "/examples/host/internal/bench\n") {
+		t.Errorf("the profilekit binary links the benchmark package:\n%s", out)
+	}
+	if !strings.Contains(string(out), "/examples/host/hostapp\n") {
+		t.Errorf("go list -deps does not list hostapp, so this check reads the wrong package:\n%s", out)
 	}
 }
 
@@ -117,7 +138,7 @@ func TestHelpExplainsFlags(t *testing.T) {
 
 func TestDemoAssetsVersion(t *testing.T) {
 	// The demo and the tests must look for the same control plane binaries.
-	if got := demo.AssetsVersion; got != testenv.AssetsVersion {
+	if got := local.AssetsVersion; got != testenv.AssetsVersion {
 		t.Errorf("demo looks in bin/k8s/%s, the tests in bin/k8s/%s", got, testenv.AssetsVersion)
 	}
 }

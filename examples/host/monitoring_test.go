@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -288,7 +289,7 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := writeKubeconfigFor(t, cp)
+	kubeconfig := cp.KubeconfigFile(t)
 	metricsAddr := freeAddr(t)
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), asBinary+"=1", asBinary+"_ARGS="+strings.Join([]string{"run", "--config", cfgPath, "--kubeconfig", kubeconfig,
@@ -374,7 +375,7 @@ func everyPluginConfig(t *testing.T, azurite *testenv.Azurite) []byte {
 		},
 	}
 	var kinds []string
-	for _, def := range definitions() {
+	for _, def := range builtin.Definitions() {
 		kinds = append(kinds, def.Kind())
 	}
 	if diff := cmp.Diff(slices.Sorted(slices.Values(kinds)), slices.Sorted(maps.Keys(sections))); diff != "" {
@@ -388,7 +389,7 @@ func everyPluginConfig(t *testing.T, azurite *testenv.Azurite) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := plugins.NewRegistry(definitions()...)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

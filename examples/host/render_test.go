@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/profilekit/profilekit/examples/host/internal/cli"
+	"github.com/profilekit/profilekit/examples/host/hostapp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
@@ -171,7 +171,7 @@ metadata: {name: elsewhere, labels: {shard: b}}
 	})
 	t.Run("stdin", func(t *testing.T) {
 		var stdout, stderr strings.Builder
-		cmd := cli.NewCommand(app(), &stdout, &stderr)
+		cmd := hostapp.NewCommand(app(), &stdout, &stderr)
 		in, err := os.Open(profiles)
 		if err != nil {
 			t.Fatal(err)

@@ -33,13 +33,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/examples/host/internal/demo"
+	"github.com/profilekit/profilekit/examples/host/internal/local"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
-	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -71,6 +68,8 @@ type Options struct {
 	// HostProcess also runs the host alone as `profilekit run` in a child
 	// process for the memory readings.
 	HostProcess bool
+	// HostBinary is the profilekit binary the child process runs.
+	HostBinary string
 	// Seed picks the drifted objects.
 	Seed uint64
 	// Timeout bounds each wait (convergence, resync, repairs).
@@ -144,9 +143,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	b.res.Revision = revision(ctx, o.RepoRoot)
 	fmt.Fprintf(o.Out, "profilekit bench: %d Profiles, client %g QPS / %d burst, config %s\n", o.Profiles, o.QPS, o.Burst, o.ConfigName)
 
-	cp, err := demo.StartControlPlane(ctx, demo.Options{
-		Config: &cfg, ConfigName: o.ConfigName, Registry: o.Registry,
-		RepoRoot: o.RepoRoot, AssetsDir: o.AssetsDir, Out: o.Out,
+	cp, err := local.StartControlPlane(ctx, local.Options{
+		Config: &cfg, Registry: o.Registry, RepoRoot: o.RepoRoot, AssetsDir: o.AssetsDir, Out: o.Out,
 	})
 	if err != nil {
 		return err
@@ -156,11 +154,8 @@ func Run(ctx context.Context, o Options) (err error) {
 			fmt.Fprintf(o.Out, "stop the control plane: %v\n", serr)
 		}
 	}()
-	b.cfg, b.defs = cp.Config, cp.Definitions
+	b.cfg, b.defs, b.scheme = cp.Config, cp.Definitions, cp.Scheme
 	b.res.Plugins = b.cfg.Enabled()
-	if b.scheme, err = server.NewScheme(); err != nil {
-		return err
-	}
 	b.admin, b.kubeconfig = cp.Env.Config, cp.Env.KubeConfig
 	b.drv = newCounter()
 	dc := b.drv.wrap(b.admin)
@@ -196,14 +191,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { h.stop() }()
+	defer func() { b.stop(h) }()
 	if err := b.converge(ctx, h, profiles, d); errors.Is(err, errIncomplete) {
-		h.stop()
+		b.stop(h)
 		return b.finish(err)
 	} else if err != nil {
 		return err
 	}
-	h.stop()
+	b.stop(h)
 	if h, err = b.steadyState(ctx); err != nil {
 		return err
 	}
@@ -236,7 +231,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	// The host-wide change runs one host, with the new configuration.
-	h.stop()
+	b.stop(h)
 	if c != nil {
 		c.stop()
 	}
@@ -272,52 +267,33 @@ func cmpOr(v, def int) int {
 	return def
 }
 
-// host is the host's manager running in-process.
+// host is the host running in-process, with the counter of its requests.
 type host struct {
-	mgr     manager.Manager
+	*local.Host
 	counter *counter
-	stop    func()
 }
 
-// startHost builds the host's manager as `profilekit run` does, with leader
-// election, metrics and probes off and a counting transport, starts it and
-// waits for its caches.
+// stop stops the host and notes an error it ended with.
+func (b *bench) stop(h *host) {
+	if err := h.Stop(); err != nil {
+		fmt.Fprintf(b.Out, "host: %v\n", err)
+	}
+}
+
+// startHost starts the host with the run's configuration.
 func (b *bench) startHost(ctx context.Context) (*host, error) {
 	return b.startHostWith(ctx, b.cfg)
 }
 
-// startHostWith starts a host with cfg in place of the run's configuration.
+// startHostWith starts a host with cfg in place of the run's configuration,
+// counting its requests.
 func (b *bench) startHostWith(ctx context.Context, cfg *hostconfig.Config) (*host, error) {
 	cnt := newCounter()
-	mgr, err := server.NewManager(cnt.wrap(b.admin), cfg, b.reg, server.Options{
-		MetricsAddr:        "0",
-		ProbeAddr:          "0",
-		Logger:             b.Logger,
-		SkipNameValidation: true,
-	})
+	h, err := local.StartHost(ctx, cnt.wrap(b.admin), cfg, b.reg, b.Logger)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(log.IntoContext(ctx, b.Logger))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	h := &host{mgr: mgr, counter: cnt}
-	h.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				fmt.Fprintf(b.Out, "host: %v\n", err)
-			}
-		})
-	}
-	syncCtx, syncCancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		h.stop()
-		return nil, errors.New("the host's caches did not sync within 2m")
-	}
-	return h, nil
+	return &host{Host: h, counter: cnt}, nil
 }
 
 // parallel runs fn for every index below n on workers goroutines, and

@@ -54,7 +54,7 @@ func (b *bench) hostWideChange(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer h.stop()
+	defer b.stop(h)
 	deadline := start.Add(b.Timeout)
 	for {
 		n, err := b.quotasWith(ctx, changedMemory)

@@ -47,12 +47,8 @@ func freePort() (string, error) {
 }
 
 // startChild writes the host configuration and a kubeconfig to dir and
-// starts this binary's run command with them, leader election off.
+// starts the host binary's run command with them, leader election off.
 func (b *bench) startChild(ctx context.Context, dir string) (*child, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find this binary: %w", err)
-	}
 	cfg, err := yaml.Marshal(b.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("encode the host configuration: %w", err)
@@ -76,7 +72,7 @@ func (b *bench) startChild(ctx context.Context, dir string) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host log: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, self, "run", "--config", cfgPath, "--kubeconfig", kcPath,
+	cmd := exec.CommandContext(ctx, b.HostBinary, "run", "--config", cfgPath, "--kubeconfig", kcPath,
 		"--leader-elect=false", "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
 		"--pprof-bind-address", pprofAddr, "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = logFile, logFile

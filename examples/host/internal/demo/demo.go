@@ -27,15 +27,10 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
-	"github.com/profilekit/profilekit/examples/host/internal/server"
+	"github.com/profilekit/profilekit/examples/host/internal/local"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/core"
 )
-
-// AssetsVersion names the folder under bin/k8s that `make envtest-assets`
-// fills with kube-apiserver and etcd. It follows the Makefile and
-// internal/testenv (a test keeps them in step).
-const AssetsVersion = "1.36.3-etcd3.6.6"
 
 // Options configure a demo run.
 type Options struct {
@@ -82,37 +77,36 @@ func Run(ctx context.Context, o Options) error {
 	d.printf("configuration: %s\n", o.ConfigName)
 	d.printf("sample Profiles: %s (%d)\n", o.ProfilesDir, len(profiles))
 
-	s, err := server.NewScheme()
+	cp, err := local.StartControlPlane(ctx, local.Options{
+		Config: o.Config, Registry: o.Registry, RepoRoot: o.RepoRoot, AssetsDir: o.AssetsDir, Out: o.Out,
+	})
 	if err != nil {
 		return err
 	}
-	d.scheme = s
-	crds, err := d.selectPlugins(ctx)
-	if err != nil {
-		return err
-	}
-
-	env, err := d.startControlPlane(crds)
-	if err != nil {
-		return err
-	}
+	d.Config, d.defs, d.scheme = cp.Config, cp.Definitions, cp.Scheme
+	env := cp.Env
 	defer func() {
 		d.printf("\nstopping the control plane\n")
 		if err := env.Stop(); err != nil {
 			d.printf("  stop: %v\n", err)
 		}
 	}()
-	c, err := client.New(env.Config, client.Options{Scheme: s})
+	c, err := client.New(env.Config, client.Options{Scheme: d.scheme})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
 	d.c = c
 
-	stop, err := d.startHost(ctx, env)
+	host, err := local.StartHost(ctx, env.Config, d.Config, d.Registry, d.Logger)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer func() {
+		if err := host.Stop(); err != nil {
+			d.printf("host: %v\n", err)
+		}
+	}()
+	d.printf("host running: one controller per plugin (%s)\n", strings.Join(d.Config.Enabled(), ", "))
 
 	if err := d.createSources(ctx); err != nil {
 		return err

@@ -1,8 +1,7 @@
-package cli
+package hostapp
 
 import (
-	"bytes"
-	"os"
+	"errors"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/profilekit/profilekit/examples/host/internal/demo"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/local"
 )
 
 func newDemoCommand(app App, g *globals) *cobra.Command {
@@ -25,7 +25,7 @@ a label (and shows what a bad label does), deletes an object by hand, opts
 Profiles out of plugins (by spec and by label), deletes a Profile, prints how
 the controllers answered each time, and exits 0.
 
-The binaries come from $KUBEBUILDER_ASSETS, else bin/k8s/` + demo.AssetsVersion + `
+The binaries come from $KUBEBUILDER_ASSETS, else bin/k8s/` + local.AssetsVersion + `
 in the source tree (make envtest-assets builds them). The control plane and
 everything in it are gone when the demo ends.`,
 		Example: `  make demo
@@ -41,6 +41,8 @@ everything in it are gone when the demo ends.`,
 			if config != "" {
 				name = config
 				cfg, err = hostconfig.Load(config, reg)
+			} else if app.DemoConfig == nil {
+				return errors.New("--config is required: this binary has no built-in demo configuration")
 			} else {
 				cfg, err = hostconfig.Parse(name, app.DemoConfig, reg)
 			}
@@ -59,20 +61,16 @@ everything in it are gone when the demo ends.`,
 					return err
 				}
 			}
-			root := repoRoot()
+			root := local.RepoRoot()
 			if profiles == "" {
 				profiles = filepath.Join(root, "examples", "profiles")
-			}
-			assets := os.Getenv("KUBEBUILDER_ASSETS")
-			if assets == "" {
-				assets = filepath.Join(root, "bin", "k8s", demo.AssetsVersion)
 			}
 			return demo.Run(cmd.Context(), demo.Options{
 				Config:      cfg,
 				ConfigName:  name,
 				Registry:    reg,
 				RepoRoot:    root,
-				AssetsDir:   assets,
+				AssetsDir:   local.AssetsDir(root),
 				ProfilesDir: profiles,
 				Out:         cmd.OutOrStdout(),
 				Logger:      logger,
@@ -82,22 +80,4 @@ everything in it are gone when the demo ends.`,
 	cmd.Flags().StringVar(&config, "config", "", "host configuration file; default the built-in copy of examples/host/config/istio.yaml")
 	cmd.Flags().StringVar(&profiles, "profiles", "", "folder of sample Profiles (*.yaml); default examples/profiles in the source tree")
 	return cmd
-}
-
-// repoRoot returns the profilekit source tree that holds the working
-// folder, or the working folder itself when it is in none.
-func repoRoot() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.Contains(data, []byte("module github.com/profilekit/profilekit\n")) {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			return wd
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package builtin
 
 import (
 	"github.com/profilekit/profilekit/gitea"
@@ -21,10 +21,10 @@ import (
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 )
 
-// definitions lists the plugins this binary is built with, in one place: a
-// plugin not listed here cannot be enabled by configuration, and one listed
-// here does nothing until its section in the configuration file enables it.
-func definitions() []plugins.Definition {
+// Definitions returns every plugin profilekit ships, in one place: a plugin
+// not listed in a binary cannot be enabled by configuration, and one listed
+// does nothing until its section in the configuration file enables it.
+func Definitions() []plugins.Definition {
 	return []plugins.Definition{
 		apps.Definition(),
 		authpolicy.Definition(),

@@ -1,4 +1,8 @@
-package demo
+package local
+
+// This file finds the CRDs a plugin's kinds need: the Profile CRD embedded
+// in api/kubeflow/crd, Istio's from the istio.io/api module, and the ones
+// kept in this source tree.
 
 import (
 	"bufio"
@@ -43,7 +47,7 @@ func builtIn(gvk schema.GroupVersionKind) bool {
 		(gvk.Group == kubeflowv1.GroupVersion.Group && gvk.Kind == "Profile")
 }
 
-// crdSource finds the CRDs of kinds that are not built in. The demo knows
+// crdSource finds the CRDs of kinds that are not built in. The starter knows
 // where Istio's live (the istio.io/api module profilekit builds with); a
 // kind it cannot find a CRD for is reported, and its plugin left out.
 type crdSource struct {

@@ -1,28 +1,28 @@
-// Package cli is the profilekit command line: run, render, demo and version.
-//
-// The binary's main only lists the plugins it is built with and calls Main,
-// so that every command, flag and exit code can be tested in-process.
-package cli
+package hostapp
+
+// This file holds App, Main and the root command with the flags every
+// command shares.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap/zapcore"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/logs"
 	"github.com/profilekit/profilekit/plugins"
 )
 
 // App is what the binary is built with.
 type App struct {
+	// Name is the binary's name in its help and error messages. Default
+	// "profilekit".
+	Name string
 	// Definitions are the plugins compiled in. A configuration file may
 	// enable any of them, and no other.
 	Definitions []plugins.Definition
@@ -33,7 +33,8 @@ type App struct {
 	// version prints the VCS revision of the build information, if any.
 	Revision string
 	// DemoConfig is the configuration the demo runs with when --config is
-	// not given, and DemoConfigName names it in messages.
+	// not given, and DemoConfigName names it in messages. Without it, demo
+	// needs --config.
 	DemoConfig     []byte
 	DemoConfigName string
 	// OwnsProcess says that the command line is the process's own, not one
@@ -50,7 +51,7 @@ func Main(ctx context.Context, app App, args []string, stdout, stderr io.Writer)
 	cmd := NewCommand(app, stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "profilekit: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.Name(), err)
 		return 1
 	}
 	return 0
@@ -66,7 +67,7 @@ type globals struct {
 func NewCommand(app App, stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:   "profilekit",
+		Use:   cmp.Or(app.Name, "profilekit"),
 		Short: "Run profilekit plugins for Kubeflow Profiles",
 		Long: `profilekit runs reusable per-Profile plugins (quotas, limit ranges, RBAC, ...)
 for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
@@ -90,7 +91,6 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 		newValidateCommand(app),
 		newDemoCommand(app, g),
 		newVersionCommand(app),
-		newBenchCommand(app, g),
 	)
 	return root
 }
@@ -121,37 +121,7 @@ func loadConfig(app App, path string) (*hostconfig.Config, *plugins.Registry, er
 	return cfg, reg, nil
 }
 
-// newLogger returns a zap logger with the given verbosity and encoding.
+// newLogger returns the logger the global flags ask for.
 func (g *globals) newLogger(w io.Writer) (logr.Logger, error) {
-	var lvl zapcore.Level
-	switch strings.ToLower(g.logLevel) {
-	case "error":
-		lvl = zapcore.ErrorLevel
-	case "info":
-		lvl = zapcore.InfoLevel
-	case "debug":
-		lvl = zapcore.DebugLevel
-	default:
-		n, err := strconv.Atoi(g.logLevel)
-		if err != nil || n < 0 {
-			return logr.Logger{}, fmt.Errorf("--log-level: want error, info, debug or a non-negative number, got %q", g.logLevel)
-		}
-		// logr's V(n) is zap's level -n.
-		lvl = zapcore.Level(-n)
-	}
-	// Stack traces are for bugs, not for the expected errors a controller
-	// reports (an invalid label is logged at error level).
-	opts := []zap.Opts{zap.WriteTo(w), zap.Level(lvl), zap.StacktraceLevel(zapcore.DPanicLevel)}
-	switch g.logFormat {
-	case "json":
-		opts = append(opts, zap.JSONEncoder(isoTime))
-	case "console":
-		opts = append(opts, zap.ConsoleEncoder(isoTime))
-	default:
-		return logr.Logger{}, fmt.Errorf("--log-format: want json or console, got %q", g.logFormat)
-	}
-	return zap.New(opts...), nil
+	return logs.New(g.logLevel, g.logFormat, w)
 }
-
-// isoTime writes timestamps people and log collectors both read.
-func isoTime(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.ISO8601TimeEncoder }

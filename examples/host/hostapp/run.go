@@ -1,4 +1,4 @@
-package cli
+package hostapp
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/profilekit/profilekit/examples/host/internal/logs"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 )
 
@@ -59,7 +60,7 @@ in-cluster service account, else ~/.kube/config.`,
 			if cmd.Flags().Changed("kube-api-burst") {
 				cfg.Client.Burst = f.burst
 			}
-			if err := checkRate(cfg.Client.QPS, cfg.Client.Burst, cmd.Flags().Changed("kube-api-burst")); err != nil {
+			if err := logs.CheckRate(cfg.Client.QPS, cfg.Client.Burst, cmd.Flags().Changed("kube-api-burst")); err != nil {
 				return err
 			}
 			if float32(cfg.Client.Burst) < cfg.Client.QPS {
@@ -132,20 +133,6 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("find the cluster: %w", err)
 	}
 	return c, nil
-}
-
-// checkRate rejects rate limits the client could not use: a non-positive
-// rate, or a burst set below the rate.
-func checkRate(qps float32, burst int, burstSet bool) error {
-	switch {
-	case qps <= 0:
-		return fmt.Errorf("--kube-api-qps must be positive, got %g", qps)
-	case burst <= 0:
-		return fmt.Errorf("--kube-api-burst must be positive, got %d", burst)
-	case burstSet && float32(burst) < qps:
-		return fmt.Errorf("--kube-api-burst %d is below the rate %g; the client could never reach it", burst, qps)
-	}
-	return nil
 }
 
 // serviceAccountNamespace is where a pod finds its namespace, which is where

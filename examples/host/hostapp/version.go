@@ -1,4 +1,4 @@
-package cli
+package hostapp
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ func newVersionCommand(app App) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "profilekit %s\n", Version(app.Version))
+			fmt.Fprintf(w, "%s %s\n", cmd.Root().Name(), Version(app.Version))
 			fmt.Fprintf(w, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			rev := app.Revision
 			if rev == "" {

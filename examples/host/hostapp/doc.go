@@ -1,0 +1,33 @@
+// Package hostapp builds the profilekit binary from a list of plugin
+// Definitions: the commands run (one controller per enabled plugin, with
+// the admission webhook, metrics, probes and leader election), render,
+// validate, demo and version, all configured by the host configuration
+// file that examples/host/README.md describes.
+//
+// The profilekit binary is built with it and [builtin.Definitions]. A
+// platform team with a plugin of its own builds the same binary with its
+// plugin added, and keeps everything the host gives: the configuration
+// file, render and validate, the webhook, the Helm chart's flags.
+//
+//	func main() {
+//		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//		defer stop()
+//		app := hostapp.App{
+//			Name:        "platform-profiles",
+//			Definitions: append(builtin.Definitions(), welcome.Definition()),
+//			OwnsProcess: true,
+//		}
+//		os.Exit(hostapp.Main(ctx, app, os.Args[1:], os.Stdout, os.Stderr))
+//	}
+//
+// examples/custom-plugin is such a binary, tested end to end.
+//
+// # Stability
+//
+// Stable under semver: [App] and its fields, [Main], and the commands,
+// flags and exit codes they give (each documented by its --help).
+// Experimental, and free to change in a minor release: [NewCommand], whose
+// cobra type follows cobra's releases, and [Version].
+//
+// [builtin.Definitions]: https://pkg.go.dev/github.com/profilekit/profilekit/examples/host/builtin#Definitions
+package hostapp
