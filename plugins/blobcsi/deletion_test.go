@@ -1,0 +1,225 @@
+package blobcsi_test
+
+// This file holds the tests of what goes and what is kept: a withdrawn grant
+// and an immutable change while a pod mounts the claim, retention on revoke,
+// and the cap on volume deletions.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// mountingPod creates a pod in ns that mounts claim, bound to a node (none
+// runs here, so it stays Pending), which is what a running notebook looks
+// like to the pvc-protection controller.
+func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+	if err := env.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName: "node-a",
+			Containers: []corev1.Container{{Name: "nb", Image: "notebook",
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+		},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func TestWithdrawnGrantWithMountingPod(t *testing.T) {
+	a := unique("team-a")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}, "others": {"someone-else"}},
+		Buckets: map[string]map[string]any{
+			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+			"other-bucket":  {"classification": "unclassified", "readers": []string{"others"}, "spn": "sp"},
+		},
+	}
+	putGrants(t, "storage", doc)
+	h := start(t, hostConfig("storage", map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
+	pod := mountingPod(t, a, "notebook-0", "census-shared")
+
+	doc.Buckets["census-shared"]["readers"] = []string{"others"}
+	putGrants(t, "storage", doc)
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, blobcsi.ReasonVolumeInUse)
+	if !strings.Contains(cond.Message, "notebook-0") {
+		t.Errorf("condition %q does not name the pod", cond.Message)
+	}
+	t.Logf("condition: %s", cond.Message)
+
+	c := claims(t, a)["census-shared"]
+	if c.DeletionTimestamp == nil || !slices.Contains(c.Finalizers, "kubernetes.io/pvc-protection") {
+		t.Errorf("claim = deletion %v, finalizers %v; want deleted and held by kubernetes.io/pvc-protection", c.DeletionTimestamp, c.Finalizers)
+	}
+	var got corev1.Pod
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil || got.UID != pod.UID {
+		t.Errorf("pod after the grant was withdrawn: %v, deletion %v; want it untouched", err, got.DeletionTimestamp)
+	}
+	// The PV waits for its claim.
+	if v, err := pv(t, a+"-census-shared"); err != nil || v.DeletionTimestamp != nil {
+		t.Errorf("PV: %v, deletion %v; want it kept while its claim is held", err, v.DeletionTimestamp)
+	}
+	// A few seconds later the pod is still there and the claim still held.
+	time.Sleep(2 * time.Second)
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil {
+		t.Fatalf("pod: %v, deletion %v; want it untouched", err, got.DeletionTimestamp)
+	}
+
+	// The user stops the notebook: the claim and then the PV go, and the
+	// condition clears.
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
+		_, cerr := claims(t, a)["census-shared"]
+		_, perr := pv(t, a+"-census-shared")
+		return !cerr && apierrors.IsNotFound(perr), fmt.Sprintf("claim present %v, PV: %v", cerr, perr)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
+
+func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
+	a := unique("team-a")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}},
+		Buckets: map[string]map[string]any{
+			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+		},
+	}
+	putGrants(t, "storage", doc)
+	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
+	old := claims(t, a)["census-shared"]
+	pod := mountingPod(t, a, "notebook-0", "census-shared")
+
+	// The reader becomes a writer: the access mode of a claim cannot change.
+	doc.Buckets["census-shared"]["writers"] = []string{"census"}
+	putGrants(t, "storage", doc)
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	t.Logf("while mounted: %s", cond.Message)
+	if c := claims(t, a)["census-shared"]; c.UID != old.UID || c.DeletionTimestamp != nil {
+		t.Errorf("the mounted claim was touched: uid %s (was %s), deletion %v", c.UID, old.UID, c.DeletionTimestamp)
+	}
+
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
+		c, ok := claims(t, a)["census-shared"]
+		return ok && c.UID != old.UID && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
+			fmt.Sprintf("claim present %v uid %s modes %v", ok, c.UID, c.Spec.AccessModes)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
+
+func TestRetention(t *testing.T) {
+	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	for _, ret := range []plugins.Retention{plugins.RetentionRetain, plugins.RetentionDelete} {
+		t.Run(string(ret), func(t *testing.T) {
+			h := start(t, hostConfig("storage", nil), reconcilers.WithRetention(ret))
+			a := unique("keep")
+			h.profile(t, a, blobPlugin("standard", "protected-b"))
+			waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "protected-b": "ReadWriteMany"})
+			if !slices.Contains(containers(t), a) {
+				t.Fatalf("container %s missing", a)
+			}
+			// Revoke: the plugin is taken off the Profile.
+			testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+				var p kubeflowv1.Profile
+				if err := env.Client.Get(context.Background(), client.ObjectKey{Name: a}, &p); err != nil {
+					return false, err.Error()
+				}
+				return !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi"), fmt.Sprintf("finalizers %v", p.Finalizers)
+			})
+			if got := liveClaims(t, a); len(got) != 0 {
+				t.Errorf("claims after revoke = %v, want all deleted", got)
+			}
+			has := slices.Contains(containers(t), a)
+			if want := ret == plugins.RetentionRetain; has != want {
+				t.Errorf("container %s exists = %v after revoke with retention %s, want %v", a, has, ret, want)
+			}
+		})
+	}
+}
+
+func TestVolumeDeletesAreCapped(t *testing.T) {
+	a, b := unique("team-a"), unique("team-b")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a, b}},
+		Buckets: map[string]map[string]any{
+			"census-1": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+			"census-2": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+		},
+	}
+	putGrants(t, "storage", doc)
+	// Three volume deletions per hour across the cluster; the grants source
+	// may drop everything at once, so that only the cap holds.
+	cfg := map[string]any{"maxVolumeDeletes": 3, "deleteWindow": "1h"}
+	h := start(t, hostConfigWithDrop(cfg, 1), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	h.profile(t, b, blobPlugin())
+	both := map[string]string{"standard": "ReadWriteMany", "census-1": "ReadOnlyMany", "census-2": "ReadOnlyMany"}
+	waitClaims(t, a, both)
+	waitClaims(t, b, both)
+
+	// Withdrawing both buckets would delete four volumes.
+	doc.Buckets = map[string]map[string]any{}
+	putGrants(t, "storage", doc)
+	held := 0
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		var msgs []string
+		held = 0
+		for _, n := range []string{a, b} {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: n}, &p); err != nil {
+				return false, err.Error()
+			}
+			c := plugins.FindCondition(p.Status.Conditions, condType)
+			if c != nil && strings.Contains(c.Message, blobcsi.ReasonVolumeDeletesHeld) {
+				held++
+				msgs = append(msgs, c.Message)
+			}
+		}
+		return held == 1, fmt.Sprintf("%d Profiles held: %v", held, msgs)
+	})
+	// One Profile's two volumes went; the other's two would pass the cap of
+	// three, so they stay and its condition says why.
+	left := len(liveClaims(t, a)) + len(liveClaims(t, b))
+	if left != 4 {
+		t.Errorf("claims left = %d, want 4 (2 standard + 2 held)", left)
+	}
+	for _, n := range []string{a, b} {
+		t.Logf("%s claims: %v", n, liveClaims(t, n))
+	}
+}

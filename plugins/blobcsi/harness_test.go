@@ -1,0 +1,285 @@
+package blobcsi_test
+
+// This file holds what the plugin's tests share: the host configuration on
+// Azurite and OPA, the grants documents, the host each test starts with its
+// Azure requests and Apply calls counted, and readers of claims, PVs,
+// containers and metrics.
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// counter counts the requests sent to Azure (Azurite here).
+type counter struct {
+	mu    sync.Mutex
+	reqs  []string
+	inner http.RoundTripper
+}
+
+func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.reqs = append(c.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+	c.mu.Unlock()
+	return c.inner.RoundTrip(r)
+}
+
+func (c *counter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.reqs
+	c.reqs = nil
+	return out
+}
+
+// grantsDoc is the example policy's data: which teams read and write which
+// shared buckets.
+type grantsDoc struct {
+	Classifications []string                  `json:"classifications"`
+	Teams           map[string][]string       `json:"teams"`
+	Buckets         map[string]map[string]any `json:"buckets"`
+}
+
+func putGrants(t *testing.T, path string, d grantsDoc) {
+	t.Helper()
+	if err := opaSrv.PutData(context.Background(), path, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostConfig is the host's section for a test: three instances on Azurite
+// and one OPA grants source whose document lives under dataPath.
+func hostConfig(dataPath string, extra map[string]any) []byte {
+	inst := func(name, class string, ro, def bool) map[string]any {
+		return map[string]any{
+			"name": name, "classification": class, "account": azurite.Account, "blobEndpoint": azurite.BlobURL,
+			"credentials": map[string]any{"secretName": secret, "secretNamespace": systemNS},
+			"capacity":    "50Gi", "readOnly": ro, "default": def,
+		}
+	}
+	cfg := map[string]any{
+		"storage": []any{
+			inst("standard", "unclassified", false, true),
+			inst("standard-ro", "unclassified", true, false),
+			inst("protected-b", "protected-b", false, false),
+		},
+		"grantSources": []any{map[string]any{
+			"name": "unclassified", "instance": "standard",
+			"opa": map[string]any{"url": opaSrv.URL, "path": "storage/grants/unclassified", "interval": pollEvery.String()},
+		}},
+		"pvcLabels": map[string]string{"automount.example.org/blob": "true"},
+		// The principals the tests' grants name (spn) to mount buckets.
+		"principals": map[string]any{
+			"sp":        principal("sp"),
+			"sp-census": principal("sp-census"),
+			"sp-labour": principal("sp-labour"),
+		},
+		// Each host config counts its deletions apart: tests share the
+		// API server, and the count outlives a host.
+		"deleteRecord": map[string]any{"name": unique("deletes")},
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	// The policy reads data.storage; each test has its own copy of the
+	// policy under its own package so that tests do not share documents.
+	_ = dataPath
+	b, _ := json.Marshal(cfg)
+	return b
+}
+
+// principal is a service principal of the host's config whose Secret is
+// named after it; only the driver would read it.
+func principal(name string) map[string]any {
+	return map[string]any{"clientID": name + "-client", "tenantID": "tenant-" + name,
+		"secret": map[string]any{"name": name, "namespace": systemNS}}
+}
+
+// perProfile counts Apply calls per Profile.
+type perProfile struct {
+	plugins.Plugin
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (p *perProfile) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	p.mu.Lock()
+	p.n[req.Profile.Name]++
+	p.mu.Unlock()
+	return p.Plugin.Apply(ctx, req)
+}
+
+func (p *perProfile) counts(names ...string) map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for _, n := range names {
+		out[n] = p.n[n]
+	}
+	return out
+}
+
+type harness struct {
+	host    *testhost.Host
+	azure   *counter
+	applies *perProfile
+	// shard keeps each test's host to its own Profiles.
+	shard map[string]string
+}
+
+func (h *harness) profile(t *testing.T, name string, ps ...kubeflowv1.Plugin) {
+	t.Helper()
+	testhost.NewProfile(t, env.Client, name, h.shard, ps...)
+}
+
+func start(t *testing.T, cfg []byte, opts ...reconcilers.Option) *harness {
+	t.Helper()
+	return startShard(t, map[string]string{"test": strings.ToLower(rand.String(6))}, cfg, opts...)
+}
+
+// startShard runs a host, with fresh plugin state, for the Profiles labelled
+// shard. A second call for one shard after the first host stopped is a
+// restart.
+func startShard(t *testing.T, shard map[string]string, cfg []byte, opts ...reconcilers.Option) *harness {
+	t.Helper()
+	az := &counter{inner: http.DefaultTransport}
+	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: az}))
+	pp := &perProfile{Plugin: def.Plugin, n: map[string]int{}}
+	def.Plugin = pp
+	h := testhost.Start(t, env, testhost.Plugin{Def: def, Options: append([]reconcilers.Option{
+		reconcilers.WithDefaults(cfg), reconcilers.WithShard(labels.SelectorFromSet(shard))}, opts...)})
+	return &harness{host: h, azure: az, applies: pp, shard: shard}
+}
+
+func blobPlugin(instances ...string) kubeflowv1.Plugin {
+	var raw []byte
+	if len(instances) > 0 {
+		raw, _ = json.Marshal(map[string]any{"instances": instances})
+	}
+	p := kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: blobcsi.Kind}}
+	if raw != nil {
+		p.Spec = &runtime.RawExtension{Raw: raw}
+	}
+	return p
+}
+
+func containers(t *testing.T) []string {
+	t.Helper()
+	cred, err := service.NewSharedKeyCredential(azurite.Account, azurite.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.NewClientWithSharedKeyCredential(azurite.BlobURL+"/", cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	pager := svc.NewListContainersPager(nil)
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range page.ContainerItems {
+			names = append(names, *c.Name)
+		}
+	}
+	return names
+}
+
+func claims(t *testing.T, ns string) map[string]corev1.PersistentVolumeClaim {
+	t.Helper()
+	var l corev1.PersistentVolumeClaimList
+	if err := env.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]corev1.PersistentVolumeClaim{}
+	for _, c := range l.Items {
+		out[c.Name] = c
+	}
+	return out
+}
+
+func pv(t *testing.T, name string) (*corev1.PersistentVolume, error) {
+	t.Helper()
+	var v corev1.PersistentVolume
+	err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &v)
+	return &v, err
+}
+
+// liveClaims returns the claims that are not being deleted, name -> access mode.
+func liveClaims(t *testing.T, ns string) map[string]string {
+	out := map[string]string{}
+	for n, c := range claims(t, ns) {
+		if c.DeletionTimestamp == nil {
+			out[n] = string(c.Spec.AccessModes[0])
+		}
+	}
+	return out
+}
+
+func waitClaims(t *testing.T, ns string, want map[string]string) {
+	t.Helper()
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		got := liveClaims(t, ns)
+		d := cmp.Diff(want, got)
+		return d == "", "claims (-want +got):\n" + d
+	})
+}
+
+func unique(prefix string) string { return prefix + "-" + rand.String(5) }
+
+// refreshes reads profilekit_grants_refresh_total for a source and result.
+func refreshes(t *testing.T, source, result string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "profilekit_grants_refresh_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["source"] == source && l["result"] == result {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// hostConfigWithDrop is hostConfig with the grants source's maxDropShare.
+func hostConfigWithDrop(extra map[string]any, share float64) []byte {
+	var cfg map[string]any
+	_ = json.Unmarshal(hostConfig("storage", extra), &cfg)
+	cfg["grantSources"].([]any)[0].(map[string]any)["maxDropShare"] = share
+	b, _ := json.Marshal(cfg)
+	return b
+}
