@@ -3,6 +3,7 @@ package blobcsi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -170,7 +171,7 @@ func NewConfig() *Config {
 func (c *Config) Validate() error {
 	var errs []error
 	seen := map[string]bool{}
-	for _, name := range sortedNames(c.Principals) {
+	for _, name := range slices.Sorted(maps.Keys(c.Principals)) {
 		if name == "" {
 			errs = append(errs, fmt.Errorf("principals: a principal has an empty name"))
 		}

@@ -202,8 +202,6 @@ func knownAuthority(host string) bool {
 	return false
 }
 
-func sortedNames(m map[string]Principal) []string { return slices.Sorted(maps.Keys(m)) }
-
 // Mount is how the driver mounts a volume: the node-stage Secret and, for a
 // service principal, the principal's attributes.
 type Mount struct {

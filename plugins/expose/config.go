@@ -3,9 +3,7 @@ package expose
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -227,5 +225,3 @@ func validateApp(field string, a App) []error {
 
 // MeshGateway is Istio's name for the sidecars of the mesh as a gateway.
 const MeshGateway = "mesh"
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -43,7 +43,7 @@ func RenderHeaders(ops *HeaderOperations, prefixes PathPrefixes) (*networkingv1.
 			return nil
 		}
 		m := make(map[string]string, len(in))
-		for _, name := range sortedKeys(in) {
+		for _, name := range slices.Sorted(maps.Keys(in)) {
 			v, err := renderValue(op+"["+name+"]", in[name], prefixes)
 			if err != nil {
 				errs = append(errs, err)
@@ -79,7 +79,7 @@ func renderValue(name, text string, prefixes PathPrefixes) (string, error) {
 		"httpPathPrefix": func(id string) (string, error) {
 			p, ok := prefixes[id]
 			if !ok {
-				return "", fmt.Errorf("no route with id %q (known: %s)", id, strings.Join(sortedKeys(prefixes), ", "))
+				return "", fmt.Errorf("no route with id %q (known: %s)", id, strings.Join(slices.Sorted(maps.Keys(prefixes)), ", "))
 			}
 			return p, nil
 		},
@@ -251,10 +251,10 @@ func (ops *HeaderOperations) validateNames() error {
 			errs = append(errs, fmt.Errorf("%s: %q is not a valid header name", op, name))
 		}
 	}
-	for _, n := range sortedKeys(ops.Set) {
+	for _, n := range slices.Sorted(maps.Keys(ops.Set)) {
 		check("set", n)
 	}
-	for _, n := range sortedKeys(ops.Add) {
+	for _, n := range slices.Sorted(maps.Keys(ops.Add)) {
 		check("add", n)
 	}
 	for _, n := range ops.Remove {

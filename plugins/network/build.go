@@ -3,6 +3,8 @@ package network
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +30,7 @@ func checkTemplate(s string) error {
 // operators take none.
 func checkTemplates(at string, s *metav1.LabelSelector) error {
 	var errs []error
-	for _, k := range sortedKeys(s.MatchLabels) {
+	for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
 		if strings.Contains(k, "{{") {
 			errs = append(errs, fmt.Errorf("%s.matchLabels: key %q: placeholders go in values only", at, k))
 		}

@@ -282,5 +282,3 @@ func checkPorts(at string, ports []networkingv1.NetworkPolicyPort) error {
 	}
 	return errors.Join(errs...)
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

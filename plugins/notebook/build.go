@@ -3,7 +3,6 @@ package notebook
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,5 +92,3 @@ func Build(cfg *Config, p *kubeflowv1.Profile) ([]*PodDefaultApplyConfiguration,
 	slices.SortFunc(out, func(a, b *PodDefaultApplyConfiguration) int { return cmp.Compare(*a.Name, *b.Name) })
 	return out, nil
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

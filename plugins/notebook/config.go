@@ -3,6 +3,8 @@ package notebook
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +77,7 @@ func (d PodDefault) validate(at string) []error {
 	} else if _, err := metav1.LabelSelectorAsSelector(&d.Selector); err != nil {
 		add("selector: %v", err)
 	}
-	for _, k := range sortedKeys(d.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(d.Labels)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			add("labels: key %q: %s", k, strings.Join(msgs, "; "))
 		}
@@ -83,7 +85,7 @@ func (d PodDefault) validate(at string) []error {
 			add("labels[%s]: value %q: %s", k, d.Labels[k], strings.Join(msgs, "; "))
 		}
 	}
-	for _, k := range sortedKeys(d.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(d.Annotations)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			add("annotations: key %q: %s", k, strings.Join(msgs, "; "))
 		}

@@ -3,6 +3,8 @@ package quotas
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +35,7 @@ func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
 	var errs []error
 	if cfg.LabelPrefix != "" {
 		prefix := cfg.LabelPrefix + "/"
-		for _, key := range sortedKeys(p.Labels) {
+		for _, key := range slices.Sorted(maps.Keys(p.Labels)) {
 			name, ok := strings.CutPrefix(key, prefix)
 			if !ok {
 				continue
@@ -70,7 +72,7 @@ func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
 // per request above its limit.
 func check(hard sourced, caps corev1.ResourceList) []error {
 	var errs []error
-	for _, name := range sortedKeys(hard) {
+	for _, name := range slices.Sorted(maps.Keys(hard)) {
 		v := hard[name]
 		if v.q.Sign() < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s is negative", v.source, name))

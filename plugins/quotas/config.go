@@ -85,5 +85,3 @@ func (c *Config) Validate() error {
 	errs = append(errs, check(hard, c.Caps)...)
 	return errors.Join(errs...)
 }
-
-func sortedKeys[K ~string, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

@@ -9,6 +9,8 @@ package hostconfig
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -198,7 +200,7 @@ func (c *Config) Section(kind string) (Plugin, bool) {
 // Enabled returns the kinds of the plugins that run, sorted.
 func (c *Config) Enabled() []string {
 	var kinds []string
-	for _, k := range sortedKeys(c.Plugins) {
+	for _, k := range slices.Sorted(maps.Keys(c.Plugins)) {
 		if _, on := c.Section(k); on {
 			kinds = append(kinds, k)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -158,7 +159,7 @@ func (p *parser) parse(data []byte, reg *plugins.Registry) *Config {
 	}
 	p.host(&raw, cfg)
 	p.webhook(&cfg.Webhook)
-	for _, kind := range sortedKeys(raw.Plugins) {
+	for _, kind := range slices.Sorted(maps.Keys(raw.Plugins)) {
 		if sec, ok := p.plugin(kind, raw.Plugins[kind], reg); ok {
 			cfg.Plugins[kind] = sec
 		}
@@ -305,13 +306,4 @@ func (p *parser) duration(field string, data json.RawMessage, positive bool) *me
 		return &d
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
