@@ -174,10 +174,9 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	res, annErr := serviceaccounts.Unannotate(ctx, req, cfg.ServiceAccounts, AnnotationClientID, AnnotationTenantID)
-	removed, err := p.deleteAll(ctx, req, nil)
-	res.Merge(removed)
-	return res, errors.Join(annErr, err)
+	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
+		func(ctx context.Context) (plugins.Result, error) { return p.deleteAll(ctx, req, nil) },
+		AnnotationClientID, AnnotationTenantID)
 }
 
 // deleteAll deletes each credential recorded as made, except those in keep,

@@ -61,21 +61,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if cfg.AnnotateOnly {
 		return serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
 	}
-	// A pod given a role that does not trust it fails, so the annotation
-	// waits for the trust policy; and a role named before keeps our subjects
-	// until the service accounts point at the new one.
-	c, err := p.trust(ctx, req, cfg, role)
-	if err != nil {
-		return plugins.Result{Changes: []plugins.Change{c}}, err
-	}
-	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
-	res.Add(c)
-	if annErr != nil {
-		return res, annErr
-	}
-	stale, err := p.untrustAll(ctx, req, cfg, role)
-	res.Merge(stale)
-	return res, err
+	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, annotation,
+		func(ctx context.Context) (plugins.Change, error) { return p.trust(ctx, req, cfg, role) },
+		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role) })
 }
 
 // Revoke removes our annotation and our subjects from every role we added
@@ -85,10 +73,9 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	res, annErr := serviceaccounts.Unannotate(ctx, req, cfg.ServiceAccounts, AnnotationRoleARN)
-	removed, err := p.untrustAll(ctx, req, cfg, "")
-	res.Merge(removed)
-	return res, errors.Join(annErr, err)
+	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
+		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, "") },
+		AnnotationRoleARN)
 }
 
 func (c *Config) edit(namespace string) trustpolicy.Edit {

@@ -55,21 +55,13 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
 	}
-	// A pod given a Google service account that does not let it act as it
-	// fails, so the annotation waits for the grant; the accounts named
-	// before keep our members until the annotation points elsewhere.
-	keep, c, err := p.grant(ctx, req, cfg.GCPServiceAccount, members)
-	if err != nil {
-		return plugins.Result{Changes: []plugins.Change{c}}, err
-	}
-	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount})
-	res.Add(c)
-	if annErr != nil {
-		return res, annErr
-	}
-	stale, err := p.revokeAll(ctx, req, cfg, keep)
-	res.Merge(stale)
-	return res, err
+	var keep []string
+	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount},
+		func(ctx context.Context) (c plugins.Change, err error) {
+			keep, c, err = p.grant(ctx, req, cfg.GCPServiceAccount, members)
+			return c, err
+		},
+		func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, keep) })
 }
 
 // Revoke removes our annotation and our members from every Google service
@@ -79,10 +71,9 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	res, annErr := serviceaccounts.Unannotate(ctx, req, cfg.ServiceAccounts, AnnotationGSA)
-	removed, err := p.revokeAll(ctx, req, cfg, nil)
-	res.Merge(removed)
-	return res, errors.Join(annErr, err)
+	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
+		func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, nil) },
+		AnnotationGSA)
 }
 
 // members returns the IAM members of the Profile's service accounts in the
