@@ -24,14 +24,13 @@ import (
 const DefaultStatusDelay = 250 * time.Millisecond
 
 // DefaultStatusWait is how long, at most, a StatusWriter holds a Profile's
-// conditions back while a plugin that applies to the Profile has not reported
-// yet (see StatusWriter.Expect). Every pass of a plugin over a Profile it
-// applies to reports, so the wait is only reached when a plugin's queue is
-// deep (thousands of Profiles arriving at once, unthrottled: seconds apart
-// between plugins) or one pass is slow (an outside call up to its timeout).
-// It is long enough for the first, so that a new Profile still gets one
-// status write, and bounds the second; Ready cannot be True before the last
-// plugin reports in any case.
+// conditions back for a plugin that applies to the Profile, has not reported
+// it yet and has reported no other Profile either meanwhile (see
+// StatusWriter.Expect). A plugin working through a deep queue reports other
+// Profiles all along, so the writer waits for it however long its queue is;
+// the wait bounds only a plugin that has gone quiet: a pass that fails before
+// it reports, or one slow pass (an outside call up to its timeout). Ready
+// cannot be True before the last plugin reports in any case.
 const DefaultStatusWait = 30 * time.Second
 
 // StatusWriter writes the conditions of all plugins on a Profile together:
@@ -43,14 +42,19 @@ const DefaultStatusWait = 30 * time.Second
 //
 // The delay alone gathers only what arrives close together. Plugins' passes
 // over a new Profile fall at different times, more so with thousands of
-// Profiles in the queues, so the writer also knows which plugins apply to a
-// Profile (Expect, which each Reconciler calls): while one of them has
-// neither reported nor a condition on the Profile, the writer holds the
-// Profile's conditions back, for at most the wait (DefaultStatusWait). A new
-// Profile thus gets one status update that carries every plugin's condition,
-// and the first condition a user sees is late by at most the wait. A change
-// to a Profile that already carries every condition is written after the
-// delay alone.
+// Profiles in the queues, where a plugin with more objects a Profile drains
+// its queue slower than the others, so the writer also knows which plugins
+// this host runs and which apply to a Profile (Expect, which each Reconciler
+// calls): while one of them has neither reported nor a condition on the
+// Profile, the writer holds the Profile's conditions back, as long as that
+// plugin keeps reporting other Profiles, or else for at most the wait
+// (DefaultStatusWait). A new Profile thus gets one status update that
+// carries every plugin's condition, written as soon as the last of them
+// reported, whatever the depth of the queues. Kinds a Profile lists that no
+// plugin of this host runs are not waited for, and Ready does not count
+// them. A condition that is not True is written after the delay alone, so
+// that a failure shows at once. A change to a Profile that already carries
+// every condition is written after the delay alone.
 //
 // Every write also carries the Profile-level condition Ready (see
 // plugins.Ready): True when every plugin that applies to the Profile reports
@@ -73,14 +77,16 @@ type StatusWriter struct {
 	pending  map[string]map[string]*kubeflowv1.ProfileCondition
 	since    map[string]time.Time // when a Profile's oldest pending condition was set
 	expected map[string]func(*kubeflowv1.Profile) bool
+	reported map[string]time.Time // when each condition type was last set, for any Profile
 }
 
 // StatusWriterOption configures a StatusWriter.
 type StatusWriterOption func(*StatusWriter)
 
 // WithStatusWait sets how long, at most, the writer holds a Profile's
-// conditions back for a plugin that has not reported yet; 0 writes after the
-// delay alone, as if nothing were expected.
+// conditions back for a plugin that has not reported it yet and has reported
+// no other Profile meanwhile; 0 writes after the delay alone, as if nothing
+// were expected.
 func WithStatusWait(d time.Duration) StatusWriterOption {
 	return func(w *StatusWriter) { w.wait = d }
 }
@@ -100,6 +106,7 @@ func NewStatusWriter(mgr ctrl.Manager, delay time.Duration, opts ...StatusWriter
 		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
 		since:    map[string]time.Time{},
 		expected: map[string]func(*kubeflowv1.Profile) bool{},
+		reported: map[string]time.Time{},
 	}
 	for _, o := range opts {
 		o(w)
@@ -113,10 +120,11 @@ func NewStatusWriter(mgr ctrl.Manager, delay time.Duration, opts ...StatusWriter
 	return w, nil
 }
 
-// Expect tells the writer that a condition of type t is coming for every
-// Profile that applies makes true, so that it waits for it (within the wait)
-// before it writes a Profile's first conditions. A Reconciler with
-// WithStatusWriter calls it for its plugin.
+// Expect tells the writer that a plugin of this host reports a condition of
+// type t for every Profile that applies makes true, so that it waits for it
+// before it writes a Profile's first conditions, and counts it in Ready. A
+// Reconciler with WithStatusWriter calls it for its plugin; the types
+// expected are thus exactly the plugins the host runs.
 func (w *StatusWriter) Expect(t string, applies func(*kubeflowv1.Profile) bool) {
 	w.mu.Lock()
 	w.expected[t] = applies
@@ -132,6 +140,7 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 		w.since[profile] = time.Now()
 	}
 	w.pending[profile][t] = c
+	w.reported[t] = time.Now()
 	w.mu.Unlock()
 	w.queue.AddAfter(profile, w.delay)
 }
@@ -289,29 +298,37 @@ func (w *StatusWriter) take(name string) (map[string]*kubeflowv1.ProfileConditio
 	return changes, ok
 }
 
-// holdFor returns how much longer the pending conditions of p wait for an
-// expected plugin that has not reported: 0 when none is missing, when p is
-// being deleted, or when the wait is over.
+// holdFor returns how much longer the pending conditions of p wait for a
+// plugin of this host that applies to p and has not reported it: 0 when none
+// is missing, when p is being deleted, when a pending condition is not True,
+// or when the missing plugins have been quiet for the wait. A missing plugin
+// that reported another Profile within the wait is working through its
+// queue and will come to p: the writer waits for it, so that p gets one
+// write however deep the queue.
 func (w *StatusWriter) holdFor(p *kubeflowv1.Profile) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	changes, ok := w.pending[p.Name]
-	if !ok || !p.DeletionTimestamp.IsZero() {
+	if !ok || !p.DeletionTimestamp.IsZero() || w.wait == 0 {
 		return 0
 	}
-	left := w.wait - time.Since(w.since[p.Name])
-	if left <= 0 {
-		return 0
+	for _, c := range changes {
+		if c != nil && c.Status != plugins.ConditionTrue {
+			return 0
+		}
 	}
+	now := time.Now()
+	hold := time.Duration(0)
 	for t, applies := range w.expected {
 		if _, reported := changes[t]; reported || plugins.FindCondition(p.Status.Conditions, t) != nil {
 			continue
 		}
-		if applies(p) {
-			return left
+		if !applies(p) {
+			continue
 		}
+		hold = max(hold, w.wait-now.Sub(w.since[p.Name]), w.wait-now.Sub(w.reported[t]))
 	}
-	return 0
+	return hold
 }
 
 // applyConditions sets (or, for nil, removes) each condition, in type order.
