@@ -228,37 +228,27 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if left, err := p.live(ctx, req); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
 		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", len(left.pvcs), len(left.pvs)))
 	}
-	var errs []error
-	keys, err := req.Outside.Recorded(ctx)
-	if err != nil {
-		return res, errors.Join(append(errs, err)...)
-	}
 	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
 	ns := plugins.Namespace(req.Profile)
 	want := proofFor(req)
-	for _, key := range keys {
-		instance, legacy := strings.CutPrefix(key, legacyContainerKey(""))
-		if !legacy {
-			var ok bool
-			if instance, ok = strings.CutPrefix(key, containerKey("")); !ok {
-				continue
-			}
-		}
+	err = req.Outside.Sweep(ctx, func(key string) (string, bool) {
+		_, _, ok := parseContainerKey(key)
+		return key, ok
+	}, func(ctx context.Context, key string, _ []string) error {
+		instance, legacy, _ := parseContainerKey(key)
 		in, known := cfg.Instance(instance)
 		name := instance
 		if known {
 			rendered, err := render(cfg.Names.Container, ns, in.Name)
 			if err != nil {
-				errs = append(errs, err)
-				continue
+				return err
 			}
 			name = ContainerName(rendered)
 		}
 		if req.Retention != plugins.RetentionDelete || !known {
 			// User data stays; the record is dropped so that nothing claims it.
 			res.Add(plugins.Change{Kind: "BlobContainer", Name: in.Account + "/" + name, Action: plugins.Unchanged})
-			errs = append(errs, req.Outside.Forget(ctx, key))
-			continue
+			return nil
 		}
 		var done removed
 		err := req.Outside.Call(ctx, SystemAzureBlob, func(ctx context.Context) error {
@@ -267,8 +257,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			return err
 		})
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
 		action := plugins.Deleted
 		if done == removedNotOurs {
@@ -278,7 +267,17 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 				"account", in.Account, "container", name)
 		}
 		res.Add(plugins.Change{Kind: "BlobContainer", Name: in.Account + "/" + name, Action: action})
-		errs = append(errs, req.Outside.Forget(ctx, key))
+		return nil
+	})
+	return res, err
+}
+
+// parseContainerKey returns the instance of a container key of the record,
+// and whether it is the key of a version that wrote no proof.
+func parseContainerKey(key string) (instance string, legacy, ok bool) {
+	if instance, ok := strings.CutPrefix(key, legacyContainerKey("")); ok {
+		return instance, true, true
 	}
-	return res, errors.Join(errs...)
+	instance, ok = strings.CutPrefix(key, containerKey(""))
+	return instance, false, ok
 }

@@ -2,7 +2,8 @@
 // the Profile's workload service accounts, which the core plugin or the
 // upstream controller makes: the watch that wakes a Profile when one of them
 // appears or changes, their workload identity subjects, and the annotation
-// keys the plugins own on them.
+// keys the plugins own on them; and Federate and Defederate, the order in
+// which a plugin grants, annotates and sweeps a Profile's identity.
 package serviceaccounts
 
 import (
