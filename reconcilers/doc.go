@@ -68,6 +68,6 @@
 // Experimental, and free to change in a minor release: [WithCachedWhole],
 // [WithNamespaceGate], which serves hosts that run the core plugin,
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
-// its Touch and ReadyStale, [WithTimeout], and the fork support: [Fork] with
-// [NewFork], [WatchOwned] and [ForkCacheOptions].
+// its Touch and ReadyStale, [WithTimeout], [LeanApplies], and the fork
+// support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers

@@ -71,7 +71,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, err
 	}
-	rc := reconcilers.RateLimited(restCfg, cfg.Client.QPS, cfg.Client.Burst)
+	rc := reconcilers.LeanApplies(reconcilers.RateLimited(restCfg, cfg.Client.QPS, cfg.Client.Burst))
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,
