@@ -66,6 +66,10 @@ type Applier struct {
 	// recorded, when not nil, makes Sync record the desired objects instead
 	// of reading or writing anything.
 	recorded *[]*unstructured.Unstructured
+
+	// observer, when set, is told of every create and apply (see
+	// WithWriteObserver).
+	observer WriteObserver
 }
 
 // ApplierOption configures an Applier.
@@ -394,8 +398,10 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, nil
 	}
 	action := Configured
+	a.writing(u)
 	err = a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+	a.wrote(u, err)
 	if isImmutable(err) {
 		return a.replace(ctx, live, u, change, err)
 	}
@@ -429,8 +435,11 @@ func (a *Applier) create(ctx context.Context, u *unstructured.Unstructured) erro
 	obj := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
 	obj.Object["metadata"] = maps.Clone(u.Object["metadata"].(map[string]any))
 	obj.SetResourceVersion(createOnly)
-	return a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+	a.writing(obj)
+	err := a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+	a.wrote(obj, err)
+	return err
 }
 
 // newObject returns an empty object of gvk in the form the Applier reads it.

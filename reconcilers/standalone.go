@@ -29,6 +29,7 @@ const DefaultResync = 10 * time.Minute
 // Reconciler runs one plugin for every Profile it applies to.
 type Reconciler struct {
 	def        plugins.Definition
+	own        *ownWrites
 	client     client.Client
 	apiReader  client.Reader
 	scheme     *runtime.Scheme
@@ -156,6 +157,7 @@ func WithEventRecorder(rec events.EventRecorder) Option {
 func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler, error) {
 	r := &Reconciler{
 		def:         def,
+		own:         newOwnWrites(),
 		client:      mgr.GetClient(),
 		apiReader:   mgr.GetAPIReader(),
 		scheme:      mgr.GetScheme(),
@@ -225,12 +227,14 @@ func (r *Reconciler) Applies(p *kubeflowv1.Profile) bool {
 	return r.enabledForAll && r.selector.Matches(labels.Set(p.Labels))
 }
 
-func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any) plugins.Request {
+// request returns the request of one pass; writes tells of the writes of
+// its Applier.
+func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites) plugins.Request {
 	return plugins.Request{
 		Profile:   p,
 		Config:    cfg,
 		Client:    r.client,
-		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, r.applierOptions()...),
+		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), plugins.WithWriteObserver(writes))...),
 		Outside:   plugins.NewOutside(r.client, r.def.Kind(), p, r.outside, plugins.WithOutsideLiveReader(r.apiReader)),
 		Retention: r.retention,
 		Watched:   r.watched,
@@ -256,7 +260,8 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 		}
 	}
 	start := time.Now()
-	req := r.request(p, cfg)
+	writes := r.own.pass()
+	req := r.request(p, cfg, writes)
 	res, err := r.def.Plugin.Apply(ctx, req)
 	err = errors.Join(err, req.Outside.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "apply").Observe(time.Since(start).Seconds())
@@ -268,6 +273,11 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	msg := plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d objects in sync", inSync))
 	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation}); err != nil {
 		return reconcile.Result{}, err
+	}
+	if writes.missed {
+		// Someone changed an object while this pass wrote it, and its
+		// event was held back with the write's own (see ownWrites).
+		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	return reconcile.Result{}, nil
 }
@@ -378,7 +388,7 @@ func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err
 
 func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) error {
 	start := time.Now()
-	req := r.request(p, cfg)
+	req := r.request(p, cfg, r.own.pass())
 	res, err := r.def.Plugin.Revoke(ctx, req)
 	err = errors.Join(err, req.Outside.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())

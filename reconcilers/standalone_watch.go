@@ -30,7 +30,8 @@ import (
 )
 
 // SetupWithManager registers the controller: Profiles (spec, label and
-// deletion changes, not status), the plugin's own objects (by label), the
+// deletion changes, not status), the plugin's own objects (by label; not the
+// events of its own writes, see ownWrites), the
 // kinds it watches (through their map to Profiles) and the resync timer
 // (every Profile once per period) wake it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -49,7 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if slices.Contains(r.def.MetadataOnly(r.whole...), gvk) {
 			obj = plugins.NewMetadata(gvk)
 		}
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())))
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())), builder.WithPredicates(r.own.predicate(gvk)))
 	}
 	if len(r.def.Watches) > 0 {
 		if err := r.setupWatches(mgr, b); err != nil {
