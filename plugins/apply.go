@@ -398,10 +398,7 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 		return change, nil
 	}
 	action := Configured
-	a.writing(u)
-	err = a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
-	a.wrote(u, err)
+	err = a.send(ctx, u)
 	if isImmutable(err) {
 		return a.replace(ctx, live, u, change, err)
 	}
@@ -435,11 +432,7 @@ func (a *Applier) create(ctx context.Context, u *unstructured.Unstructured) erro
 	obj := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
 	obj.Object["metadata"] = maps.Clone(u.Object["metadata"].(map[string]any))
 	obj.SetResourceVersion(createOnly)
-	a.writing(obj)
-	err := a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
-	a.wrote(obj, err)
-	return err
+	return a.send(ctx, obj)
 }
 
 // newObject returns an empty object of gvk in the form the Applier reads it.

@@ -1,22 +1,25 @@
 package plugins
 
-// This file holds WithWriteObserver, through which a host learns of the
-// Applier's own writes.
+// This file holds how the Applier sends a write, and WithWriteObserver,
+// through which a host learns of those writes.
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // WriteObserver is told of every create or apply the Applier sends: Writing
-// before the request, Wrote after it with the object as the API server
-// answered (its resource version is the one the watch event of the write
-// carries) or with the error. A host uses it to tell the events of its own
+// before the request, Wrote after it with the resource version the API
+// server answered (the one the watch event of the write carries), or with
+// the error and no version. A host uses it to tell the events of its own
 // writes from other changes (see the reconcilers package), so that a write
 // does not bring the Profile back for nothing.
 type WriteObserver interface {
 	Writing(obj client.Object)
-	Wrote(obj client.Object, err error)
+	Wrote(obj client.Object, version string, err error)
 }
 
 // WithWriteObserver makes the Applier tell o of its creates and applies.
@@ -24,17 +27,29 @@ func WithWriteObserver(o WriteObserver) ApplierOption {
 	return func(a *Applier) { a.observer = o }
 }
 
-// writing tells the observer of a write about to be sent.
-func (a *Applier) writing(obj *unstructured.Unstructured) {
-	if a.observer != nil {
-		a.observer.Writing(obj)
+// send applies u server-side under the plugin's field manager with forced
+// ownership. It asks for the answer as metadata only: the Applier needs no
+// more than the resource version, and a whole object costs the API server
+// its encoding and the host its decoding, for every write.
+func (a *Applier) send(ctx context.Context, u *unstructured.Unstructured) error {
+	body, err := u.MarshalJSON()
+	if err != nil {
+		return err
 	}
-}
-
-// wrote tells the observer how a write ended; obj holds the API server's
-// answer when err is nil.
-func (a *Applier) wrote(obj *unstructured.Unstructured, err error) {
+	answer := NewMetadata(u.GroupVersionKind())
+	answer.SetNamespace(u.GetNamespace())
+	answer.SetName(u.GetName())
 	if a.observer != nil {
-		a.observer.Wrote(obj, err)
+		a.observer.Writing(u)
 	}
+	err = a.writer.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, body),
+		client.FieldOwner(FieldManagerFor(a.kind)), client.ForceOwnership)
+	if a.observer != nil {
+		version := ""
+		if err == nil {
+			version = answer.GetResourceVersion()
+		}
+		a.observer.Wrote(u, version, err)
+	}
+	return err
 }

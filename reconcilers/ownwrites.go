@@ -156,11 +156,7 @@ func (p *passWrites) Writing(o client.Object) {
 	p.own.begin(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o))
 }
 
-func (p *passWrites) Wrote(o client.Object, err error) {
-	version := ""
-	if err == nil {
-		version = o.GetResourceVersion()
-	}
+func (p *passWrites) Wrote(o client.Object, version string, _ error) {
 	if p.own.end(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o), version) {
 		p.missed = true
 	}

@@ -69,9 +69,9 @@ func TestOwnWritesOrder(t *testing.T) {
 					pass.Writing(at(""))
 				case s.answer:
 					if answer == "!" {
-						pass.Wrote(at(""), errors.New("refused"))
+						pass.Wrote(at(""), "", errors.New("refused"))
 					} else {
-						pass.Wrote(at(answer), nil)
+						pass.Wrote(at(""), answer, nil)
 					}
 				default:
 					obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", ResourceVersion: s.event}}
