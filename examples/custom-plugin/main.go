@@ -9,24 +9,12 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/profilekit/profilekit/examples/custom-plugin/welcome"
 	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/hostapp"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	a := app()
-	a.OwnsProcess = true
-	code := hostapp.Main(ctx, a, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { hostapp.Run(app()) }
 
 // app is this binary: profilekit's plugins and welcome. A configuration
 // file enables any of them by its kind.

@@ -7,12 +7,7 @@
 package main
 
 import (
-	"context"
 	_ "embed"
-	"os"
-	"os/signal"
-	"runtime/debug"
-	"syscall"
 
 	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/hostapp"
@@ -32,26 +27,7 @@ var version, revision string
 //go:embed config/istio.yaml
 var demoConfig []byte
 
-// defaultGCPercent is the host's GOGC when the environment sets none. Go
-// collects garbage once the heap has grown by GOGC percent since the last
-// collection, and the host's heap is mostly its cache, which lives as long
-// as the process: at Go's 100 the process holds about twice its cache. At 50
-// the benchmark's host used 17-27% less RSS for a little more CPU while
-// Profiles change (see "Memory" in README.md); an idle host allocates little
-// and collects seldom either way.
-const defaultGCPercent = 50
-
-func main() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	a := app()
-	a.OwnsProcess = true
-	code := hostapp.Main(ctx, a, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { hostapp.Run(app()) }
 
 // app describes this binary to the command line.
 func app() hostapp.App {

@@ -10,21 +10,17 @@
 // file, render and validate, the webhook, the Helm chart's flags.
 //
 //	func main() {
-//		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-//		defer stop()
-//		app := hostapp.App{
+//		hostapp.Run(hostapp.App{
 //			Name:        "platform-profiles",
 //			Definitions: append(builtin.Definitions(), welcome.Definition()),
-//			OwnsProcess: true,
-//		}
-//		os.Exit(hostapp.Main(ctx, app, os.Args[1:], os.Stdout, os.Stderr))
+//		})
 //	}
 //
 // examples/custom-plugin is such a binary, tested end to end.
 //
 // # Stability
 //
-// Stable under semver: [App] and its fields, [Main], and the commands,
+// Stable under semver: [App] and its fields, [Run], [Main], and the commands,
 // flags and exit codes they give (each documented by its --help).
 // Experimental, and free to change in a minor release: [NewCommand], whose
 // cobra type follows cobra's releases, and [Version].

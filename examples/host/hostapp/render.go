@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/render"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
+	"github.com/profilekit/profilekit/plugins"
 )
 
 func newRenderCommand(app App) *cobra.Command {
@@ -36,22 +39,11 @@ on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
   cat profiles/*.yaml | profilekit render --config host.yaml -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, reg, err := loadConfig(app, config)
+			in, err := readOffline(cmd, app, config, files)
 			if err != nil {
 				return err
 			}
-			if len(files) == 0 {
-				return fmt.Errorf("-f is required: a file of Profiles, or - for stdin")
-			}
-			profiles, objects, err := readInputs(cmd.InOrStdin(), files)
-			if err != nil {
-				return err
-			}
-			scheme, err := server.NewScheme()
-			if err != nil {
-				return err
-			}
-			out, err := render.New(cfg, reg, scheme).WithObjects(objects...).Render(cmd.Context(), profiles)
+			out, err := render.New(in.cfg, in.reg, in.scheme).WithObjects(in.objects...).Render(cmd.Context(), in.profiles)
 			for _, n := range out.Notes {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", n)
 			}
@@ -71,6 +63,36 @@ on stdout, the problems (Profile, plugin, field) on stderr, and exit 1.`,
 	cmd.Flags().StringVar(&config, "config", "", "host configuration file (required)")
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or folder of Profile YAML documents (and Secrets and ConfigMaps the plugins read), or - for stdin; repeatable")
 	return cmd
+}
+
+// offline is what render and validate read: the configuration, the
+// plugins, the Profiles and objects given with -f, and the scheme.
+type offline struct {
+	cfg      *hostconfig.Config
+	reg      *plugins.Registry
+	profiles []*kubeflowv1.Profile
+	objects  []client.Object
+	scheme   *runtime.Scheme
+}
+
+// readOffline reads what render and validate work on.
+func readOffline(cmd *cobra.Command, app App, config string, files []string) (*offline, error) {
+	cfg, reg, err := loadConfig(app, config)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("-f is required: a file of Profiles, or - for stdin")
+	}
+	profiles, objects, err := readInputs(cmd.InOrStdin(), files)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := server.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	return &offline{cfg: cfg, reg: reg, profiles: profiles, objects: objects, scheme: scheme}, nil
 }
 
 // readInputs reads the Profiles (and the Secrets and ConfigMaps) of every

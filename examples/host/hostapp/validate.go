@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
-	"github.com/profilekit/profilekit/examples/host/internal/server"
 )
 
 func newValidateCommand(app App) *cobra.Command {
@@ -29,25 +28,14 @@ a CI pipeline can check Profiles before they are committed.`,
   cat profiles/*.yaml | profilekit validate --config host.yaml -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, reg, err := loadConfig(app, config)
+			in, err := readOffline(cmd, app, config, files)
 			if err != nil {
 				return err
 			}
-			if len(files) == 0 {
-				return fmt.Errorf("-f is required: a file of Profiles, or - for stdin")
-			}
-			profiles, _, err := readInputs(cmd.InOrStdin(), files)
-			if err != nil {
-				return err
-			}
-			scheme, err := server.NewScheme()
-			if err != nil {
-				return err
-			}
-			v := admission.New(cfg, reg, scheme)
+			v := admission.New(in.cfg, in.reg, in.scheme)
 			denied := 0
 			var out strings.Builder
-			for _, p := range profiles {
+			for _, p := range in.profiles {
 				reasons, warnings := v.Decide(cmd.Context(), nil, p)
 				for _, w := range warnings {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: profile %s: %s\n", p.Name, w)
@@ -66,7 +54,7 @@ a CI pipeline can check Profiles before they are committed.`,
 				return err
 			}
 			if denied > 0 {
-				return fmt.Errorf("%d of %d Profiles denied", denied, len(profiles))
+				return fmt.Errorf("%d of %d Profiles denied", denied, len(in.profiles))
 			}
 			return nil
 		},
