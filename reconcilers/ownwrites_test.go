@@ -25,7 +25,7 @@ func TestOwnWritesBringNoProfileBack(t *testing.T) {
 	for i := range policies {
 		ps = append(ps, fmt.Sprintf(`{"name":"p%d","podSelector":{},"policyTypes":["Ingress"],"ingress":[{"from":[{"podSelector":{"matchLabels":{"app":"a%d"}}}]}]}`, i, i))
 	}
-	counter := startWithStatusWait(t, reconcilers.DefaultStatusWait,
+	counter := startWithStatusWriter(t, 0, reconcilers.DefaultStatusWait,
 		testhost.Plugin{Def: network.Definition(), Options: []reconcilers.Option{
 			reconcilers.WithEnabledForAll(nil),
 			reconcilers.WithDefaults([]byte(`{"policies":[` + strings.Join(ps, ",") + `]}`)),

@@ -39,7 +39,7 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 		return false, nil
 	}
 	if r.status != nil && c != nil {
-		r.status.Set(p.Name, r.def.Condition(), c)
+		r.status.setFor(p.Name, p, r.def.Condition(), c)
 		return true, nil
 	}
 	wrote := false

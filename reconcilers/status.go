@@ -20,7 +20,8 @@ import (
 )
 
 // DefaultStatusDelay is how long a StatusWriter gathers conditions for a
-// Profile before it writes them.
+// Profile before it writes them, unless every plugin that applies to the
+// Profile has already reported True (then they are written at once).
 const DefaultStatusDelay = 250 * time.Millisecond
 
 // DefaultStatusWait is how long, at most, a StatusWriter holds a Profile's
@@ -50,7 +51,8 @@ const DefaultStatusWait = 30 * time.Second
 // plugin keeps reporting other Profiles, or else for at most the wait
 // (DefaultStatusWait). A new Profile thus gets one status update that
 // carries every plugin's condition, written as soon as the last of them
-// reported, whatever the depth of the queues. Kinds a Profile lists that no
+// reported (without the delay, when all are True), whatever the depth of
+// the queues. Kinds a Profile lists that no
 // plugin of this host runs are not waited for, and Ready does not count
 // them. A condition that is not True is written after the delay alone, so
 // that a failure shows at once. A change to a Profile that already carries
@@ -134,6 +136,14 @@ func (w *StatusWriter) Expect(t string, applies func(*kubeflowv1.Profile) bool) 
 // Set asks for the Profile's condition of type t to become c; nil removes
 // it. A later Set for the same Profile and type, before the write, wins.
 func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
+	w.setFor(profile, nil, t, c)
+}
+
+// setFor is Set by a Reconciler, which knows the Profile p: once every
+// plugin of this host that applies to p has a pending condition, all True,
+// nothing more is to come for this pass and the conditions are written at
+// once rather than after the delay.
+func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c *kubeflowv1.ProfileCondition) {
 	w.mu.Lock()
 	if w.pending[profile] == nil {
 		w.pending[profile] = map[string]*kubeflowv1.ProfileCondition{}
@@ -141,8 +151,28 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 	}
 	w.pending[profile][t] = c
 	w.reported[t] = time.Now()
+	complete := p != nil && w.completeLocked(p)
 	w.mu.Unlock()
+	if complete {
+		w.queue.Add(profile)
+		return
+	}
 	w.queue.AddAfter(profile, w.delay)
+}
+
+// completeLocked reports whether every plugin that applies to p has a
+// pending True condition for p. w.mu is held.
+func (w *StatusWriter) completeLocked(p *kubeflowv1.Profile) bool {
+	changes := w.pending[p.Name]
+	for t, applies := range w.expected {
+		if !applies(p) {
+			continue
+		}
+		if c := changes[t]; c == nil || c.Status != plugins.ConditionTrue {
+			return false
+		}
+	}
+	return true
 }
 
 // Touch asks the writer to look at the Profile's Ready condition although no

@@ -48,9 +48,9 @@ func queued(pass time.Duration) plugins.Definition {
 	}}
 }
 
-// startWithStatusWait runs the plugins like testhost.Start, with a
-// StatusWriter whose wait is wait.
-func startWithStatusWait(t *testing.T, wait time.Duration, ps ...testhost.Plugin) *testenv.Counter {
+// startWithStatusWriter runs the plugins like testhost.Start, with a
+// StatusWriter whose delay (0: the default) and wait are given.
+func startWithStatusWriter(t *testing.T, delay, wait time.Duration, ps ...testhost.Plugin) *testenv.Counter {
 	t.Helper()
 	counter := &testenv.Counter{}
 	mgr, err := ctrl.NewManager(counter.Counting(env.Config), manager.Options{
@@ -63,7 +63,7 @@ func startWithStatusWait(t *testing.T, wait time.Duration, ps ...testhost.Plugin
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	status, err := reconcilers.NewStatusWriter(mgr, 0, reconcilers.WithStatusWait(wait))
+	status, err := reconcilers.NewStatusWriter(mgr, delay, reconcilers.WithStatusWait(wait))
 	if err != nil {
 		t.Fatalf("status writer: %v", err)
 	}
@@ -90,7 +90,7 @@ func startWithStatusWait(t *testing.T, wait time.Duration, ps ...testhost.Plugin
 func TestOneStatusWritePerProfileWithDeepQueues(t *testing.T) {
 	const n = 50
 	const pass = 100 * time.Millisecond // the queued plugin's last report comes n*pass after the first
-	counter := startWithStatusWait(t, 2*time.Second,
+	counter := startWithStatusWriter(t, 0, 2*time.Second,
 		testhost.Plugin{Def: quotas.Definition()},
 		testhost.Plugin{Def: limitrange.Definition()},
 		testhost.Plugin{Def: rbac.Definition(), Options: []reconcilers.Option{
@@ -196,4 +196,28 @@ func TestStatusWriterShowsAFailureAtOnce(t *testing.T) {
 		t.Errorf("Ready = %s %q, want False in the same write", c.Status, c.Message)
 	}
 	t.Logf("QuotasReady False written %s after the Profile's creation, the late plugin still in its pass", time.Since(start).Round(time.Millisecond))
+}
+
+// TestCompleteConditionsAreWrittenAtOnce gives the StatusWriter a delay far
+// longer than the test waits: a new Profile's conditions must still be
+// written, in one write, as soon as every plugin that applies to it has
+// reported True, for a user who has just signed up waits on Ready.
+func TestCompleteConditionsAreWrittenAtOnce(t *testing.T) {
+	const delay = time.Minute
+	counter := startWithStatusWriter(t, delay, reconcilers.DefaultStatusWait,
+		testhost.Plugin{Def: quotas.Definition()},
+		testhost.Plugin{Def: limitrange.Definition()},
+		testhost.Plugin{Def: rbac.Definition(), Options: []reconcilers.Option{reconcilers.WithEnabledForAll(nil)}},
+	)
+	name := "at-once-" + rand.String(4)
+	counter.Reset()
+	start := time.Now()
+	testhost.NewProfile(t, env.Client, name, nil,
+		entry(quotas.Kind, `{"hard":{"limits.cpu":"4"}}`),
+		entry(limitrange.Kind, `{"container":{"default":{"cpu":"500m"}}}`))
+	testhost.WaitCondition(t, env.Client, name, plugins.ConditionReady, plugins.ConditionTrue, "3 plugins ready")
+	t.Logf("Ready after %s with the writer's delay at %s", time.Since(start).Round(time.Millisecond), delay)
+	if n := counter.Count("PUT", "/apis/kubeflow.org/v1/profiles/"+name+"/status"); n != 1 {
+		t.Errorf("%d status writes, want exactly one", n)
+	}
 }
