@@ -52,11 +52,16 @@ func newCommand() *cobra.Command {
 		Short: "Measure the profilekit host on a local control plane (see bench/README.md)",
 		Long: `bench starts a private kube-apiserver and etcd (envtest), runs the host
 in-process with every plugin of the configuration, and measures, for
---profiles Profiles: convergence against a plain client creating the same
-objects, requests by verb and resource (client side and the API server's
-/metrics), mutating requests of a full resync with nothing changed (exit 1
-when not 0), drift repair times, and memory before and after unrelated
-Secrets and ConfigMaps. It prints a table and saves JSON under bench/results.`,
+--profiles Profiles, in two client rate regimes (limited and unthrottled,
+each with its own floors): convergence against a plain client creating the
+same objects with POST and one sending them as server-side applies,
+requests by verb and resource (client side and the API server's /metrics),
+status writes per Profile, mutating requests of a full resync with nothing
+changed (exit 1 when not 0), drift repair times, memory before and after
+unrelated Secrets and ConfigMaps, the rate of a host-wide change, and how
+long a new Profile takes to be ready (idle, during the host-wide change,
+during the bulk convergence). It prints a table and saves JSON under
+bench/results.`,
 		Example: `  make bench
   make bench BENCH_FLAGS="--profiles 5000"`,
 		Args:          cobra.NoArgs,
@@ -119,8 +124,11 @@ Secrets and ConfigMaps. It prints a table and saves JSON under bench/results.`,
 	fl := cmd.Flags()
 	fl.StringVar(&config, "config", defaultConfig, "host configuration file (every plugin it enables runs)")
 	fl.IntVar(&o.Profiles, "profiles", 1000, "number of Profiles to converge")
-	fl.Float32Var(&o.QPS, "kube-api-qps", 200, "client rate of the host and of the plain client that sets the floor")
-	fl.IntVar(&o.Burst, "kube-api-burst", 400, "client burst of the host and of the plain client")
+	fl.Float32Var(&o.QPS, "kube-api-qps", 200, "client rate of the host and of the plain clients that set the floors, in the limited regime")
+	fl.IntVar(&o.Burst, "kube-api-burst", 400, "client burst of the host and of the plain clients, in the limited regime")
+	fl.StringSliceVar(&o.Regimes, "regimes", []string{bench.RegimeLimited, bench.RegimeUnthrottled},
+		"client rate regimes to measure, in order: limited (--kube-api-qps/--kube-api-burst) and unthrottled (100000 both); the first runs every phase, each other its floors, convergence and host-wide change on a fresh control plane")
+	fl.BoolVar(&o.Latency, "latency", true, "time new Profiles created one at a time, in the first regime: idle, during the host-wide change and during the bulk convergence")
 	fl.IntVar(&o.Concurrency, "concurrency", 0, "reconciles at once per plugin, for every plugin; 0 keeps the configuration's (default 4)")
 	fl.IntVar(&o.Drift, "drift", 50, "owned objects to delete or edit by hand (half each)")
 	fl.IntVar(&o.Unrelated, "unrelated", 10000, "unrelated Secrets and ConfigMaps (half each) added before the second memory reading")

@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/examples/host/internal/local"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/local"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -83,6 +83,15 @@ type Options struct {
 	// HeapProfile, when set, is where a heap profile of this process is
 	// written after the memory readings.
 	HeapProfile string
+	// Regimes are the client rate regimes to measure, in order: "limited"
+	// (QPS and Burst) and "unthrottled" (client rate 100000 for the host
+	// and the floors). The first runs every phase on the run's control
+	// plane; each other runs its floors, convergence and host-wide change
+	// on a fresh one. Empty means both, limited first.
+	Regimes []string
+	// Latency times new Profiles in the first regime: with the host idle,
+	// during the host-wide change's rollout and during the bulk convergence.
+	Latency bool
 	// ResultsDir receives the JSON result; empty writes none.
 	ResultsDir string
 	// Out receives progress and the result table.
@@ -103,6 +112,11 @@ type bench struct {
 	drv    *counter
 	cs     kubernetes.Interface
 	res    *Result
+	// regime names the client rate regime this run measures.
+	regime string
+	// extraProfiles are the Profiles beside the N that the host serves:
+	// the bulk latency probe's.
+	extraProfiles int
 	// kubeconfig reaches the control plane as an administrator.
 	kubeconfig []byte
 }
@@ -115,6 +129,24 @@ const (
 	driverWorkers = 16
 )
 
+// Regimes of the client rate limits.
+const (
+	// RegimeLimited holds the host and the floors to Options.QPS and Burst.
+	RegimeLimited = "limited"
+	// RegimeUnthrottled sets their client rate so high that the limiter
+	// never waits: what the machine can do.
+	RegimeUnthrottled = "unthrottled"
+	unthrottledRate   = 100000
+)
+
+// rateOf returns a regime's client QPS and burst.
+func (o Options) rateOf(regime string) (float32, int) {
+	if regime == RegimeUnthrottled {
+		return unthrottledRate, unthrottledRate
+	}
+	return o.QPS, o.Burst
+}
+
 // Run runs the benchmark and prints its table. It returns an error when a
 // step fails, and also, after printing and saving the result, when a resync
 // with nothing changed sent a mutating request.
@@ -125,35 +157,76 @@ func Run(ctx context.Context, o Options) (err error) {
 	if o.Profiles <= 0 {
 		return fmt.Errorf("--profiles must be positive, got %d", o.Profiles)
 	}
-	cfg := *o.Config
-	cfg.Client.QPS = o.QPS
-	cfg.Client.Burst = o.Burst
-	if o.Concurrency > 0 {
+	if len(o.Regimes) == 0 {
+		o.Regimes = []string{RegimeLimited, RegimeUnthrottled}
+	}
+	for i, r := range o.Regimes {
+		if r != RegimeLimited && r != RegimeUnthrottled {
+			return fmt.Errorf("regime %q: want %s or %s", r, RegimeLimited, RegimeUnthrottled)
+		}
+		if slices.Contains(o.Regimes[:i], r) {
+			return fmt.Errorf("regime %s named twice", r)
+		}
+	}
+	qps, burst := o.rateOf(o.Regimes[0])
+	res := &Result{
+		Started: time.Now().UTC(), Profiles: o.Profiles, QPS: qps, Burst: burst, Regime: o.Regimes[0],
+		Config: o.ConfigName, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+	}
+	res.Revision = revision(ctx, o.RepoRoot)
+	fmt.Fprintf(o.Out, "profilekit bench: %d Profiles, regimes %s, config %s\n", o.Profiles, strings.Join(o.Regimes, ", "), o.ConfigName)
+	b := newBench(o, res, o.Regimes[0])
+	failed := b.runFirst(ctx)
+	if failed != nil && !errors.Is(failed, errIncomplete) {
+		return failed
+	}
+	res.Regimes = append(res.Regimes, regimeOf(o.Regimes[0], res, "first"))
+	for _, r := range o.Regimes[1:] {
+		reg, err := newBench(o, &Result{Profiles: o.Profiles}, r).runOther(ctx)
+		if err != nil {
+			return err
+		}
+		res.Regimes = append(res.Regimes, reg)
+	}
+	if failed == nil {
+		if n := res.Steady.MutatingRequests; n != 0 {
+			failed = fmt.Errorf("a resync with nothing changed sent %d mutating requests; want 0", n)
+		}
+	}
+	return b.finish(failed)
+}
+
+// newBench returns a run of one regime that records into res.
+func newBench(o Options, res *Result, regime string) *bench {
+	o.QPS, o.Burst = o.rateOf(regime)
+	res.QPS, res.Burst = o.QPS, o.Burst
+	return &bench{Options: o, reg: o.Registry, res: res, regime: regime}
+}
+
+// open starts a fresh control plane for the regime and the benchmark's
+// clients; the returned function stops it.
+func (b *bench) open(ctx context.Context) (func(), error) {
+	cfg := *b.Config
+	cfg.Client.QPS = b.QPS
+	cfg.Client.Burst = b.Burst
+	if b.Concurrency > 0 {
 		cfg.Plugins = maps.Clone(cfg.Plugins)
 		for k, sec := range cfg.Plugins {
-			sec.Concurrency = o.Concurrency
+			sec.Concurrency = b.Concurrency
 			cfg.Plugins[k] = sec
 		}
 	}
-	b := &bench{Options: o, reg: o.Registry}
-	b.res = &Result{
-		Started: time.Now().UTC(), Profiles: o.Profiles, QPS: o.QPS, Burst: o.Burst,
-		Config: o.ConfigName, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-	}
-	b.res.Revision = revision(ctx, o.RepoRoot)
-	fmt.Fprintf(o.Out, "profilekit bench: %d Profiles, client %g QPS / %d burst, config %s\n", o.Profiles, o.QPS, o.Burst, o.ConfigName)
-
 	cp, err := local.StartControlPlane(ctx, local.Options{
-		Config: &cfg, Registry: o.Registry, RepoRoot: o.RepoRoot, AssetsDir: o.AssetsDir, Out: o.Out,
+		Config: &cfg, Registry: b.Registry, RepoRoot: b.RepoRoot, AssetsDir: b.AssetsDir, Out: b.Out,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
+	stop := func() {
 		if serr := cp.Env.Stop(); serr != nil {
-			fmt.Fprintf(o.Out, "stop the control plane: %v\n", serr)
+			fmt.Fprintf(b.Out, "stop the control plane: %v\n", serr)
 		}
-	}()
+	}
 	b.cfg, b.defs, b.scheme = cp.Config, cp.Definitions, cp.Scheme
 	b.res.Plugins = b.cfg.Enabled()
 	b.admin, b.kubeconfig = cp.Env.Config, cp.Env.KubeConfig
@@ -161,41 +234,69 @@ func Run(ctx context.Context, o Options) (err error) {
 	dc := b.drv.wrap(b.admin)
 	dc.QPS, dc.Burst = driverQPS, driverBurst
 	if b.driver, err = client.NewWithWatch(dc, client.Options{Scheme: b.scheme}); err != nil {
-		return fmt.Errorf("benchmark client: %w", err)
+		stop()
+		return nil, fmt.Errorf("benchmark client: %w", err)
 	}
 	if b.cs, err = kubernetes.NewForConfig(b.admin); err != nil {
-		return fmt.Errorf("benchmark clientset: %w", err)
+		stop()
+		return nil, fmt.Errorf("benchmark clientset: %w", err)
 	}
+	b.res.Workers = 0
 	for _, kind := range b.cfg.Enabled() {
 		sec, _ := b.cfg.Section(kind)
 		b.res.Workers += cmpOr(sec.Concurrency, hostconfig.DefaultConcurrency)
 	}
+	return stop, nil
+}
 
-	profiles := make([]*kubeflowv1.Profile, o.Profiles)
+// prepare renders the desired objects and times both floors.
+func (b *bench) prepare(ctx context.Context) ([]*kubeflowv1.Profile, *desired, error) {
+	profiles := make([]*kubeflowv1.Profile, b.Profiles)
 	for i := range profiles {
 		profiles[i] = Profile("bench", i+1)
 	}
 	t := time.Now()
 	d, err := b.renderDesired(ctx, profiles)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	b.res.Objects = len(d.objects)
 	b.res.ObjectsByKind = d.byKind()
-	fmt.Fprintf(o.Out, "rendered %d objects for %d Profiles offline in %s\n", len(d.objects), len(profiles), time.Since(t).Round(time.Millisecond))
-
+	fmt.Fprintf(b.Out, "rendered %d objects for %d Profiles offline in %s\n", len(d.objects), len(profiles), time.Since(t).Round(time.Millisecond))
 	if err := b.floor(ctx, d); err != nil {
+		return nil, nil, err
+	}
+	if err := b.applyFloor(ctx, d); err != nil {
+		return nil, nil, err
+	}
+	return profiles, d, nil
+}
+
+// runFirst runs every phase in the first regime: the floors, convergence
+// (with the bulk latency probe), the resync with nothing changed, drift,
+// memory, and the host-wide change (with the rollout probe), then the idle
+// latency probe.
+func (b *bench) runFirst(ctx context.Context) error {
+	fmt.Fprintf(b.Out, "\n==== regime %s: client %g QPS / %d burst, every phase\n", b.regime, b.QPS, b.Burst)
+	stopCP, err := b.open(ctx)
+	if err != nil {
 		return err
+	}
+	defer stopCP()
+	profiles, d, err := b.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	if b.Latency {
+		b.res.Latency = &NewProfileLatency{Regime: b.regime, TimeoutSeconds: probeTimeout.Seconds()}
+		b.extraProfiles = bulkProbes
 	}
 	h, err := b.startHost(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { b.stop(h) }()
-	if err := b.converge(ctx, h, profiles, d); errors.Is(err, errIncomplete) {
-		b.stop(h)
-		return b.finish(err)
-	} else if err != nil {
+	if err := b.converge(ctx, h, profiles, d); err != nil {
 		return err
 	}
 	b.stop(h)
@@ -210,7 +311,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		names[i] = p.Name
 	}
 	var c *child
-	if o.HostProcess {
+	if b.HostProcess {
 		dir, err := os.MkdirTemp("", "profilekit-bench-")
 		if err != nil {
 			return fmt.Errorf("temporary folder: %w", err)
@@ -235,13 +336,53 @@ func Run(ctx context.Context, o Options) (err error) {
 	if c != nil {
 		c.stop()
 	}
-	if err := b.hostWideChange(ctx); err != nil {
+	h, err = b.hostWideChange(ctx)
+	if err != nil {
 		return err
 	}
-	if n := b.res.Steady.MutatingRequests; n != 0 {
-		return b.finish(fmt.Errorf("a resync with nothing changed sent %d mutating requests; want 0", n))
+	if b.Latency {
+		fmt.Fprintf(b.Out, "\n== new Profiles with the host idle\n")
+		if err := waitIdle(ctx, b.Timeout); err != nil {
+			return err
+		}
+		l, err := b.probe(ctx, "idle", idleProbes)
+		if err != nil {
+			return err
+		}
+		b.res.Latency.Idle = l
+		b.printLatency("idle", l)
 	}
-	return b.finish(nil)
+	return nil
+}
+
+// runOther runs a further regime on a fresh control plane: its floors, the
+// convergence and the host-wide change.
+func (b *bench) runOther(ctx context.Context) (Regime, error) {
+	fmt.Fprintf(b.Out, "\n==== regime %s: client %g QPS / %d burst, on a fresh control plane: floors, convergence, host-wide change\n", b.regime, b.QPS, b.Burst)
+	stopCP, err := b.open(ctx)
+	if err != nil {
+		return Regime{}, err
+	}
+	defer stopCP()
+	profiles, d, err := b.prepare(ctx)
+	if err != nil {
+		return Regime{}, err
+	}
+	h, err := b.startHost(ctx)
+	if err != nil {
+		return Regime{}, err
+	}
+	defer func() { b.stop(h) }()
+	if err := b.converge(ctx, h, profiles, d); errors.Is(err, errIncomplete) {
+		return regimeOf(b.regime, b.res, "fresh"), nil
+	} else if err != nil {
+		return Regime{}, err
+	}
+	b.stop(h)
+	if h, err = b.hostWideChange(ctx); err != nil {
+		return Regime{}, err
+	}
+	return regimeOf(b.regime, b.res, "fresh"), nil
 }
 
 // finish prints and saves the result, and returns failed, the run's
@@ -275,6 +416,9 @@ type host struct {
 
 // stop stops the host and notes an error it ended with.
 func (b *bench) stop(h *host) {
+	if h == nil {
+		return
+	}
 	if err := h.Stop(); err != nil {
 		fmt.Fprintf(b.Out, "host: %v\n", err)
 	}
@@ -288,7 +432,7 @@ func (b *bench) startHost(ctx context.Context) (*host, error) {
 // startHostWith starts a host with cfg in place of the run's configuration,
 // counting its requests.
 func (b *bench) startHostWith(ctx context.Context, cfg *hostconfig.Config) (*host, error) {
-	cnt := newCounter()
+	cnt := newHostCounter()
 	h, err := local.StartHost(ctx, cnt.wrap(b.admin), cfg, b.reg, b.Logger)
 	if err != nil {
 		return nil, err

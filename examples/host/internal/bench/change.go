@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/plugins"
@@ -20,19 +23,23 @@ import (
 const changedMemory = "40Gi"
 
 // hostWideChange restarts the host with one host-wide input changed, as a
-// configuration rollout does: the quota defaults' limits.memory. It times
-// until every Profile's ResourceQuota carries the new value and counts the
-// new host's requests until it is idle: one apply per ResourceQuota and
-// nothing else is the target. Without the quotas plugin it does nothing.
-func (b *bench) hostWideChange(ctx context.Context) error {
+// configuration rollout does: the quota defaults' limits.memory. It times,
+// through a watch, until every benchmark Profile's ResourceQuota carries
+// the new value, from the new host's start and from its cache sync, and
+// counts the new host's requests until it is idle: one apply per
+// ResourceQuota and nothing else is the target. In the run that measures
+// latency, it creates new Profiles one at a time from the cache sync on.
+// It returns the new host, running; without the quotas plugin it only
+// restarts the host.
+func (b *bench) hostWideChange(ctx context.Context) (*host, error) {
 	sec, ok := b.cfg.Section(quotas.Kind)
 	if !ok {
-		return nil
+		return b.startHost(ctx)
 	}
 	fmt.Fprintf(b.Out, "\n== host-wide change: restart with the quota defaults' limits.memory at %s\n", changedMemory)
 	var defaults map[string]any
 	if err := json.Unmarshal(sec.Defaults, &defaults); err != nil {
-		return fmt.Errorf("quota defaults: %w", err)
+		return nil, fmt.Errorf("quota defaults: %w", err)
 	}
 	hard, _ := defaults["hard"].(map[string]any)
 	if hard == nil {
@@ -42,68 +49,170 @@ func (b *bench) hostWideChange(ctx context.Context) error {
 	hard["limits.memory"] = changedMemory
 	raw, err := json.Marshal(defaults)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sec.Defaults = raw
 	cfg := *b.cfg
 	cfg.Plugins = maps.Clone(cfg.Plugins)
 	cfg.Plugins[quotas.Kind] = sec
 
+	// The waits end with wctx; the host, which the caller keeps, runs on
+	// ctx.
+	wctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
+	lastChanged, err := b.watchQuotas(wctx, changedMemory)
+	if err != nil {
+		return nil, err
+	}
+	before, err := controllerCounters()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	h, err := b.startHostWith(ctx, &cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer b.stop(h)
-	deadline := start.Add(b.Timeout)
-	for {
-		n, err := b.quotasWith(ctx, changedMemory)
+	synced, err := b.waitStarted(wctx, before)
+	if err != nil {
+		b.stop(h)
+		return nil, err
+	}
+	var rollout func() (*Latency, error)
+	if b.res.Latency != nil {
+		rollout = b.probeFrom(wctx, synced, "rollout", rolloutProbes)
+	}
+	var end time.Time
+	select {
+	case end = <-lastChanged:
+	case <-wctx.Done():
+		b.stop(h)
+		return nil, fmt.Errorf("host-wide change: not every ResourceQuota changed within %s: %w", b.Timeout, wctx.Err())
+	}
+	if rollout != nil {
+		l, err := rollout()
 		if err != nil {
-			return err
+			b.stop(h)
+			return nil, fmt.Errorf("rollout latency probe: %w", err)
 		}
-		if n >= b.Profiles {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("host-wide change: %d of %d ResourceQuotas changed within %s", n, b.Profiles, b.Timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+		b.res.Latency.Rollout = l
+		b.printLatency("new Profiles during the rollout", l)
 	}
-	el := time.Since(start)
-	if err := waitIdle(ctx, b.Timeout); err != nil {
-		return err
+	if err := waitIdle(wctx, b.Timeout); err != nil {
+		b.stop(h)
+		return nil, err
 	}
 	time.Sleep(2 * time.Second)
 	req := h.counter.snapshot()
-	b.res.HostChange = &HostChange{
-		Seconds:          el.Seconds(),
+	c := &HostChange{
+		Seconds:          end.Sub(start).Seconds(),
+		SecondsFromSync:  end.Sub(synced).Seconds(),
+		CacheSyncSeconds: synced.Sub(start).Seconds(),
 		Changed:          b.Profiles,
 		MutatingRequests: req.mutating(),
 		Requests:         sortedCounts(req),
 	}
-	fmt.Fprintf(b.Out, "%d ResourceQuotas changed in %s; %d requests, %d mutating\n", b.Profiles, el.Round(time.Millisecond), req.total(), req.mutating())
-	return nil
+	if c.SecondsFromSync > 0 {
+		c.ObjectsPerSecond = float64(c.Changed) / c.SecondsFromSync
+	}
+	b.res.HostChange = c
+	fmt.Fprintf(b.Out, "%d ResourceQuotas changed in %s from the start, %s from the cache sync (%.0f objects/s); %d requests, %d mutating\n",
+		b.Profiles, end.Sub(start).Round(time.Millisecond), end.Sub(synced).Round(time.Millisecond), c.ObjectsPerSecond, req.total(), req.mutating())
+	return h, nil
 }
 
-// quotasWith counts the quotas plugin's ResourceQuotas whose limits.memory
-// is value.
-func (b *bench) quotasWith(ctx context.Context, value string) (int, error) {
-	var list corev1.ResourceQuotaList
-	err := b.driver.List(ctx, &list, client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: quotas.Kind})
-	if err != nil {
-		return 0, fmt.Errorf("list ResourceQuotas: %w", err)
-	}
-	n := 0
-	for _, q := range list.Items {
-		if v, ok := q.Spec.Hard[corev1.ResourceLimitsMemory]; ok && v.String() == value {
-			n++
+// waitStarted waits until every controller of the host has begun to
+// reconcile, and returns when the last one did. A controller's workers start
+// once the informers of its watches have synced, which happens after the
+// manager's own cache sync (local.StartHost waits for that one): this is
+// when the host has synced everything it needs.
+func (b *bench) waitStarted(ctx context.Context, before map[string]int) (time.Time, error) {
+	deadline := time.Now().Add(b.Timeout)
+	for {
+		total, err := controllerCounters()
+		if err != nil {
+			return time.Time{}, err
+		}
+		active, err := gatherByController("controller_runtime_active_workers", false)
+		if err != nil {
+			return time.Time{}, err
+		}
+		started := true
+		for _, def := range b.defs {
+			name := plugins.FieldManagerFor(def.Kind())
+			if total[name] <= before[name] && active[name] == 0 {
+				started = false
+			}
+		}
+		if started {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("host-wide change: the restarted host's controllers did not start within %s", b.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	return n, nil
+}
+
+// watchQuotas follows the quotas plugin's ResourceQuotas of the benchmark's
+// Profiles (not the probes') through a watch, and sends on the returned
+// channel the time when the last of them came to carry value as its
+// limits.memory.
+func (b *bench) watchQuotas(ctx context.Context, value string) (<-chan time.Time, error) {
+	sel := client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: quotas.Kind}
+	changed := map[string]bool{}
+	note := func(q *corev1.ResourceQuota) bool {
+		if v, ok := q.Spec.Hard[corev1.ResourceLimitsMemory]; ok && v.String() == value && strings.HasPrefix(q.Namespace, "bench-") {
+			changed[q.Namespace] = true
+		}
+		return len(changed) >= b.Profiles
+	}
+	var list corev1.ResourceQuotaList
+	if err := b.driver.List(ctx, &list, sel); err != nil {
+		return nil, fmt.Errorf("list ResourceQuotas: %w", err)
+	}
+	for i := range list.Items {
+		if note(&list.Items[i]) {
+			return nil, fmt.Errorf("every ResourceQuota already has limits.memory %s", value)
+		}
+	}
+	done := make(chan time.Time, 1)
+	go func() {
+		rv := list.ResourceVersion
+		for ctx.Err() == nil {
+			w, err := b.driver.Watch(ctx, &corev1.ResourceQuotaList{}, sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err == nil {
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						// Too old a version: start again from the current
+						// state, which comes as ADDED events.
+						rv = ""
+						break
+					}
+					q, ok := ev.Object.(*corev1.ResourceQuota)
+					if !ok {
+						continue
+					}
+					rv = q.ResourceVersion
+					if note(q) {
+						done <- time.Now()
+						w.Stop()
+						return
+					}
+				}
+				w.Stop()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return done, nil
 }
 
 // watchHeap samples the process's heap in use every 50 ms until the

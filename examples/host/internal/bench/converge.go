@@ -10,106 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
-	"github.com/profilekit/profilekit/reconcilers"
 )
-
-// floor times a plain client creating the same objects the host will write,
-// into fresh namespaces, with the host's rate limits and as many workers as
-// the host has reconcile workers. The copies keep their content, owner
-// reference (to a made-up uid) and labels, except that managed-by names the
-// benchmark, so that the host's cache never holds them.
-func (b *bench) floor(ctx context.Context, d *desired) error {
-	fmt.Fprintf(b.Out, "\n== floor: a plain client creates the same %d objects\n", len(d.objects))
-	floorName := func(profile string) string { return "floor" + strings.TrimPrefix(profile, "bench") }
-	var nss []string
-	uids := map[string]types.UID{}
-	objs := make([]*unstructured.Unstructured, 0, len(d.objects))
-	// The core plugin's namespaces are among the objects: the plain client
-	// creates them too, first, on the clock.
-	var namespaces []*unstructured.Unstructured
-	for _, o := range d.objects {
-		ns := floorName(o.Profile)
-		if _, ok := uids[ns]; !ok {
-			uids[ns] = types.UID(uuid.NewString())
-			nss = append(nss, ns)
-		}
-		u := o.Object.DeepCopy()
-		if u.GetKind() == "Namespace" && u.GetNamespace() == "" {
-			u.SetName(ns)
-		} else {
-			u.SetNamespace(ns)
-		}
-		l := u.GetLabels()
-		l[plugins.LabelManagedBy] = "profilekit-bench-floor"
-		l[plugins.LabelProfile] = ns
-		u.SetLabels(l)
-		refs := u.GetOwnerReferences()
-		for i := range refs {
-			refs[i].Name, refs[i].UID = ns, uids[ns]
-		}
-		u.SetOwnerReferences(refs)
-		if u.GetKind() == "Namespace" && u.GetNamespace() == "" {
-			namespaces = append(namespaces, u)
-			continue
-		}
-		objs = append(objs, u)
-	}
-	if len(namespaces) == 0 {
-		if err := b.createNamespaces(ctx, nss); err != nil {
-			return err
-		}
-	}
-	rc := reconcilers.RateLimited(b.admin, b.QPS, b.Burst)
-	c, err := client.New(rc, client.Options{Scheme: b.scheme})
-	if err != nil {
-		return fmt.Errorf("floor client: %w", err)
-	}
-	// Discovery of each kind happens once per client; do it before the
-	// clock, as the host did while it started.
-	for _, gvk := range d.kinds() {
-		if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			return fmt.Errorf("floor: %w", err)
-		}
-	}
-	cpu, err := sampleCPU()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	err = parallel(ctx, len(namespaces), b.res.Workers, func(ctx context.Context, i int) error {
-		if err := c.Create(ctx, namespaces[i]); err != nil {
-			return fmt.Errorf("create namespace %s: %w", namespaces[i].GetName(), err)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	objs = append(namespaces, objs...)
-	err = parallel(ctx, len(objs)-len(namespaces), b.res.Workers, func(ctx context.Context, i int) error {
-		i += len(namespaces)
-		if err := c.Create(ctx, objs[i]); err != nil {
-			return fmt.Errorf("create %s %s/%s: %w", objs[i].GetKind(), objs[i].GetNamespace(), objs[i].GetName(), err)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	el := time.Since(start)
-	b.res.Floor = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(objs)) / el.Seconds(), CPU: cpuSince(cpu)}
-	fmt.Fprintf(b.Out, "created %d objects in %s (%.0f objects/s, %d workers)\n  %s\n", len(objs), el.Round(time.Millisecond), b.res.Floor.ObjectsPerSecond, b.res.Workers, b.res.Floor.CPU)
-	return nil
-}
 
 // converge creates the Profiles and waits until every plugin's condition is
 // True on every one and every desired object exists. It counts the requests
@@ -153,6 +61,10 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 		defer stop()
 	}
 	start := time.Now()
+	var bulk func() (*Latency, error)
+	if b.res.Latency != nil {
+		bulk = b.bulkProbe(ctx, start)
+	}
 	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
 		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
 			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
@@ -207,6 +119,14 @@ wait:
 	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n",
 		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU)
 
+	if bulk != nil {
+		l, err := bulk()
+		if err != nil {
+			return fmt.Errorf("bulk latency probe: %w", err)
+		}
+		b.res.Latency.Bulk = l
+		b.printLatency("new Profiles during the bulk convergence", l)
+	}
 	// Events are sent after the conditions; let the host finish what the
 	// pass started before counting.
 	if err := waitIdle(ctx, b.Timeout); err != nil {

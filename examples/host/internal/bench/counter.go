@@ -72,6 +72,10 @@ func (c counts) only(keep map[string]bool) counts {
 // resource, on the client side: what the client asked for, whatever the
 // server then did.
 type counter struct {
+	// skipProbes leaves out the requests on the latency probes' Profiles
+	// and namespaces.
+	skipProbes bool
+
 	mu sync.Mutex
 	n  counts
 	// conflicts are the requests answered 409 Conflict.
@@ -80,12 +84,21 @@ type counter struct {
 
 func newCounter() *counter { return &counter{n: counts{}, conflicts: counts{}} }
 
+// newHostCounter returns a counter for a host, which leaves out the
+// requests on the latency probes' Profiles.
+func newHostCounter() *counter {
+	c := newCounter()
+	c.skipProbes = true
+	return c
+}
+
 // wrap returns a copy of cfg whose requests c counts.
 func (c *counter) wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			k, ok := classify(r)
+			ok = ok && !(c.skipProbes && isProbePath(r.URL.Path))
 			if ok {
 				c.mu.Lock()
 				c.n[k]++

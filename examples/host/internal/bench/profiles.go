@@ -75,14 +75,22 @@ func (b *bench) renderDesired(ctx context.Context, profiles []*kubeflowv1.Profil
 	}
 	d := &desired{objects: out.Objects, conditions: map[string][]string{}}
 	for _, p := range profiles {
-		for _, def := range b.defs {
-			sec, on := b.cfg.Section(def.Kind())
-			if on && b.cfg.InShard(p.Labels) && sec.Applies(plugins.Listed(p, def.Kind()), p.Labels) {
-				d.conditions[p.Name] = append(d.conditions[p.Name], def.Condition())
-			}
-		}
+		d.conditions[p.Name] = b.conditionsFor(p)
 	}
 	return d, nil
+}
+
+// conditionsFor returns the plugin conditions p will carry: one per plugin
+// of the host that serves it.
+func (b *bench) conditionsFor(p *kubeflowv1.Profile) []string {
+	var out []string
+	for _, def := range b.defs {
+		sec, on := b.cfg.Section(def.Kind())
+		if on && b.cfg.InShard(p.Labels) && sec.Applies(plugins.Listed(p, def.Kind()), p.Labels) {
+			out = append(out, def.Condition())
+		}
+	}
+	return out
 }
 
 // byKind counts the desired objects per kind.

@@ -31,13 +31,16 @@ type Result struct {
 	Config   string    `json:"config"`
 	// Revision is the source tree's commit (git describe --always --dirty),
 	// so that runs are compared against the code they measured.
-	Revision      string         `json:"revision,omitempty"`
-	GoVersion     string         `json:"goVersion"`
-	CPUs          int            `json:"cpus"`
-	Profiles      int            `json:"profiles"`
-	Plugins       []string       `json:"plugins"`
+	Revision  string   `json:"revision,omitempty"`
+	GoVersion string   `json:"goVersion"`
+	CPUs      int      `json:"cpus"`
+	Profiles  int      `json:"profiles"`
+	Plugins   []string `json:"plugins"`
+	// QPS and Burst are the client rates of the first regime, which ran
+	// every phase; Regime names it.
 	QPS           float32        `json:"qps"`
 	Burst         int            `json:"burst"`
+	Regime        string         `json:"regime,omitempty"`
 	Workers       int            `json:"workers"`
 	Objects       int            `json:"objects"`
 	ObjectsByKind map[string]int `json:"objectsByKind"`
@@ -48,12 +51,21 @@ type Result struct {
 	Incomplete  *Incomplete `json:"incomplete,omitempty"`
 	Convergence Phase       `json:"convergence"`
 	Floor       Phase       `json:"floor"`
-	Ratios      Ratios      `json:"ratios"`
-	Requests    Requests    `json:"requests"`
-	Steady      Steady      `json:"steadyState"`
-	Drift       Drift       `json:"drift"`
-	Memory      Memory      `json:"memory"`
-	HostChange  *HostChange `json:"hostWideChange,omitempty"`
+	// ApplyFloor is the plain client sending the same objects as
+	// server-side applies.
+	ApplyFloor *Phase      `json:"applyFloor,omitempty"`
+	Ratios     Ratios      `json:"ratios"`
+	Requests   Requests    `json:"requests"`
+	Steady     Steady      `json:"steadyState"`
+	Drift      Drift       `json:"drift"`
+	Memory     Memory      `json:"memory"`
+	HostChange *HostChange `json:"hostWideChange,omitempty"`
+	// Regimes are the convergence figures of every regime run, the first
+	// one's (which the fields above hold too) first.
+	Regimes []Regime `json:"regimes,omitempty"`
+	// Latency is the time new Profiles took to be ready, in the first
+	// regime.
+	Latency *NewProfileLatency `json:"newProfileLatency,omitempty"`
 	// HostProcess is the memory of the host running alone as
 	// `profilekit run` in a child process; nil when it was not run.
 	HostProcess *HostProcess `json:"hostProcess,omitempty"`
@@ -104,6 +116,9 @@ type Ratios struct {
 	SpeedupOverStatCan float64 `json:"speedupOverStatCan"`
 	// FloorOverAnchor is this run's floor over the design's 470 objects/s.
 	FloorOverAnchor float64 `json:"floorOverAnchor"`
+	// ConvergenceOverApplyFloor is convergence time / apply floor time
+	// (target <= 1.15 unthrottled).
+	ConvergenceOverApplyFloor float64 `json:"convergenceOverApplyFloor,omitempty"`
 }
 
 // Requests are the requests of the convergence.
@@ -158,6 +173,20 @@ type HostChange struct {
 	// Seconds from the new host's start until every ResourceQuota carried
 	// the new value.
 	Seconds float64 `json:"seconds"`
+	// CacheSyncSeconds from the new host's start until its caches synced
+	// (every controller had begun to reconcile, which each does once its
+	// watches synced), and SecondsFromSync from then until the last
+	// ResourceQuota changed (seen through a watch).
+	CacheSyncSeconds float64 `json:"cacheSyncSeconds"`
+	SecondsFromSync  float64 `json:"secondsFromSync"`
+	// ObjectsPerSecond is Changed over SecondsFromSync.
+	ObjectsPerSecond float64 `json:"objectsPerSecond"`
+	// OverUnthrottledFloor is ObjectsPerSecond over the unthrottled
+	// regime's POST floor (target >= 2/3); 0 when that regime did not run.
+	OverUnthrottledFloor float64 `json:"overUnthrottledFloor,omitempty"`
+	// OverQPS is ObjectsPerSecond over the configured QPS, in the limited
+	// regime (target >= 1).
+	OverQPS float64 `json:"overQps,omitempty"`
 	Changed int     `json:"changed"`
 	// MutatingRequests are the new host's POST, PUT, PATCH and DELETE
 	// requests until it was idle; the target is one per changed object.
@@ -224,6 +253,10 @@ func (r *Result) anchors() {
 	}
 	r.Ratios.SpeedupOverStatCan = r.Convergence.ObjectsPerSecond / anchorStatCan
 	r.Ratios.FloorOverAnchor = r.Floor.ObjectsPerSecond / anchorFloor
+	if r.ApplyFloor != nil && r.Convergence.ObjectsPerSecond > 0 {
+		r.Ratios.ConvergenceOverApplyFloor = r.ApplyFloor.ObjectsPerSecond / r.Convergence.ObjectsPerSecond
+	}
+	r.changeRates()
 }
 
 // verdict marks a figure against its target.
@@ -236,34 +269,24 @@ func verdict(ok bool) string {
 
 // WriteTable prints the result for people.
 func (r *Result) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, %g QPS / %d burst, %d workers, %d CPUs, revision %s\n",
-		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), r.QPS, r.Burst, r.Workers, r.CPUs, r.Revision)
+	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, regimes %s, %d workers, %d CPUs, revision %s\n",
+		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), regimeNames(r.Regimes), r.Workers, r.CPUs, r.Revision)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tTARGET\t")
 	row := func(name, value, target string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, value, target) }
-	if r.Incomplete != nil {
-		row("convergence STOPPED AT LIMIT", fmt.Sprintf("%.1f s: %d of %d Profiles ready, %d of %d objects present, %.0f objects/s",
-			r.Convergence.Seconds, r.Incomplete.ReadyProfiles, r.Profiles, r.Incomplete.ObjectsPresent, r.Objects, r.Convergence.ObjectsPerSecond), "")
-	} else {
-		row("convergence", fmt.Sprintf("%.1f s, %.0f objects/s", r.Convergence.Seconds, r.Convergence.ObjectsPerSecond), "")
+	for _, g := range r.Regimes {
+		regimeRows(row, g)
 	}
-	row("floor (plain client, same run)", fmt.Sprintf("%.1f s, %.0f objects/s", r.Floor.Seconds, r.Floor.ObjectsPerSecond), "")
-	row("convergence / floor", fmt.Sprintf("%.2fx", r.Ratios.ConvergenceOverFloor), "<= 1.5x "+verdict(r.Ratios.ConvergenceOverFloor <= 1.5))
-	row("speed / StatCan (5 objects/s)", fmt.Sprintf("%.0fx", r.Ratios.SpeedupOverStatCan), ">= 20x "+verdict(r.Ratios.SpeedupOverStatCan >= 20))
-	row("floor / design anchor (470 objects/s)", fmt.Sprintf("%.2fx", r.Ratios.FloorOverAnchor), "")
-	if r.Objects > 0 {
-		per := func(c CPU) string {
-			return fmt.Sprintf("%.1f / %.1f ms", 1000*c.APIServer/float64(r.Objects), 1000*c.HostAndBench/float64(r.Objects))
-		}
-		row("CPU per object, API server / host+bench", "convergence "+per(r.Convergence.CPU)+", floor "+per(r.Floor.CPU), "")
-		row("CPU taken by other processes", fmt.Sprintf("convergence %.0f%%, floor %.0f%% of the machine", 100*share(r.Convergence.CPU), 100*share(r.Floor.CPU)), "")
-	}
-	row("host requests (client side)", fmt.Sprintf("%d, %d mutating, %d answered 409", r.Requests.ClientTotal, r.Requests.ClientMutating, countsTotal(r.Requests.Conflicts)), "")
+	row(fmt.Sprintf("regime %s: more on its convergence", r.Regime), "", "")
+	row("  speed / StatCan (5 objects/s)", fmt.Sprintf("%.0fx", r.Ratios.SpeedupOverStatCan), ">= 20x "+verdict(r.Ratios.SpeedupOverStatCan >= 20))
+	row("  POST floor / design anchor (470 objects/s)", fmt.Sprintf("%.2fx", r.Ratios.FloorOverAnchor), "")
+	row("  CPU taken by other processes", fmt.Sprintf("convergence %.0f%%, floor %.0f%% of the machine", 100*share(r.Convergence.CPU), 100*share(r.Floor.CPU)), "")
+	row("  host requests (client side)", fmt.Sprintf("%d, %d mutating, %d answered 409", r.Requests.ClientTotal, r.Requests.ClientMutating, countsTotal(r.Requests.Conflicts)), "")
 	if r.Incomplete == nil {
-		row("API server requests (its /metrics)", fmt.Sprintf("%d, %d mutating", r.Requests.ServerTotal, r.Requests.ServerMutating), "")
+		row("  API server requests (its /metrics)", fmt.Sprintf("%d, %d mutating", r.Requests.ServerTotal, r.Requests.ServerMutating), "")
 	}
-	row("mutating requests per object", fmt.Sprintf("%.2f", r.Requests.MutatingPerObject), "<= 1.2 "+verdict(r.Requests.MutatingPerObject <= 1.2))
-	row("requests per object (all verbs)", fmt.Sprintf("%.2f", r.Requests.TotalPerObject), "")
+	row("  mutating requests per object", fmt.Sprintf("%.2f", r.Requests.MutatingPerObject), "<= 1.2 "+verdict(r.Requests.MutatingPerObject <= 1.2))
+	row(fmt.Sprintf("regime %s: later phases", r.Regime), "", "")
 	if r.Incomplete != nil {
 		_ = tw.Flush()
 		fmt.Fprintf(w, "(convergence stopped at its limit: requests are the host's so far, per object present; later phases not run)\n")
@@ -276,13 +299,8 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.Steady.PeakHeapMiB > 0 {
 		row("  peak heap during the cold restart", fmt.Sprintf("%.1f MiB (host + benchmark client)", r.Steady.PeakHeapMiB), "")
 	}
-	if c := r.HostChange; c != nil {
-		per := 0.0
-		if c.Changed > 0 {
-			per = float64(c.MutatingRequests) / float64(c.Changed)
-		}
-		row("host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas in %.1f s", c.Changed, c.Seconds), "")
-		row("  mutating requests per changed object", fmt.Sprintf("%.2f (%d)", per, c.MutatingRequests), "1 "+verdict(c.MutatingRequests == c.Changed))
+	if r.Latency != nil {
+		latencyRows(row, r.Latency)
 	}
 	row("drift repaired", fmt.Sprintf("%d of %d", r.Drift.Repaired, r.Drift.Changed), "all "+verdict(r.Drift.Repaired == r.Drift.Changed))
 	row("  p50 / p99 / max", fmt.Sprintf("%s / %s / %s", secs(r.Drift.All.P50), secs(r.Drift.All.P99), secs(r.Drift.All.Max)), "p99 <= 2s "+verdict(r.Drift.All.P99 <= 2))

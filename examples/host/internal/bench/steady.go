@@ -50,7 +50,7 @@ func (b *bench) steadyState(ctx context.Context) (*host, error) {
 		}
 		short := 0
 		for c := range want {
-			if now[c]-before[c] < b.Profiles {
+			if now[c]-before[c] < b.Profiles+b.extraProfiles {
 				short++
 			}
 		}
@@ -58,7 +58,7 @@ func (b *bench) steadyState(ctx context.Context) (*host, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return h, fmt.Errorf("steady state: %d controllers reconciled fewer than %d Profiles within %s", short, b.Profiles, b.Timeout)
+			return h, fmt.Errorf("steady state: %d controllers reconciled fewer than %d Profiles within %s", short, b.Profiles+b.extraProfiles, b.Timeout)
 		}
 		select {
 		case <-ctx.Done():

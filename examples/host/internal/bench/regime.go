@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Targets from issue 27, for the unthrottled regime.
+const (
+	targetOverFloor        = 1.5
+	targetOverApplyFloor   = 1.15
+	targetHostCPUOverFloor = 2.0
+	targetRequestsPerObj   = 1.05
+	targetIdleP99          = 0.3
+	targetBusyP99          = 1.0
+	// targetChangeOverFloor is the host-wide change's objects/s over the
+	// unthrottled POST floor's.
+	targetChangeOverFloor = 2.0 / 3
+)
+
+// Regime is the convergence of one client rate regime, next to its own
+// floors: the same figures for the limited regime and the unthrottled one.
+type Regime struct {
+	// Name is "limited" (--kube-api-qps and --kube-api-burst) or
+	// "unthrottled" (100000 both, for the host and the floors).
+	Name  string  `json:"name"`
+	QPS   float32 `json:"qps"`
+	Burst int     `json:"burst"`
+	// ControlPlane is "first" for the regime that ran every phase on the
+	// run's control plane, "fresh" for one that ran its floors,
+	// convergence and host-wide change on a control plane of its own.
+	ControlPlane string `json:"controlPlane"`
+	Objects      int    `json:"objects"`
+	// Incomplete is set when the convergence stopped at --converge-limit.
+	Incomplete  *Incomplete `json:"incomplete,omitempty"`
+	Convergence Phase       `json:"convergence"`
+	// Floor is the plain client creating the objects with POST;
+	// ApplyFloor the same client sending them as server-side applies.
+	Floor      Phase `json:"floor"`
+	ApplyFloor Phase `json:"applyFloor"`
+	// ConvergenceOverFloor and ConvergenceOverApplyFloor are convergence
+	// time over each floor's (target <= 1.5 and <= 1.15 unthrottled).
+	ConvergenceOverFloor      float64 `json:"convergenceOverFloor"`
+	ConvergenceOverApplyFloor float64 `json:"convergenceOverApplyFloor"`
+	// APIServerCPUPerObjectMs and HostCPUPerObjectMs are CPU milliseconds
+	// per object of kube-apiserver and of the benchmark process (the host
+	// and the benchmark's client during convergence, the floor client
+	// during a floor).
+	APIServerCPUPerObjectMs CPUPerObject `json:"apiServerCpuPerObjectMs"`
+	HostCPUPerObjectMs      CPUPerObject `json:"hostAndBenchCpuPerObjectMs"`
+	// HostCPUOverFloorClient is the host's CPU per object over the POST
+	// floor client's (target <= 2).
+	HostCPUOverFloorClient float64 `json:"hostCpuOverFloorClient"`
+	// RequestsPerObject counts every request of the host (client side,
+	// all verbs) per object (target <= 1.05); MutatingPerObject only the
+	// writes.
+	RequestsPerObject float64 `json:"requestsPerObject"`
+	MutatingPerObject float64 `json:"mutatingPerObject"`
+	// StatusWritesPerProfile are the host's writes of profiles/status
+	// (PUT, PATCH or apply) per Profile (target 1).
+	StatusWritesPerProfile float64 `json:"statusWritesPerProfile"`
+	// Conflicts are the host's requests answered 409.
+	Conflicts int      `json:"conflicts"`
+	Requests  Requests `json:"requests"`
+	// HostChange is the restart with a changed quota default in this
+	// regime.
+	HostChange *HostChange `json:"hostWideChange,omitempty"`
+}
+
+// CPUPerObject is CPU milliseconds per object in the convergence and in
+// each floor.
+type CPUPerObject struct {
+	Convergence float64 `json:"convergence"`
+	Floor       float64 `json:"floor"`
+	ApplyFloor  float64 `json:"applyFloor"`
+}
+
+// regimeOf gathers a regime's figures from the result its run filled.
+func regimeOf(name string, r *Result, controlPlane string) Regime {
+	g := Regime{
+		Name: name, QPS: r.QPS, Burst: r.Burst, ControlPlane: controlPlane, Objects: r.Objects,
+		Incomplete: r.Incomplete, Convergence: r.Convergence, Floor: r.Floor,
+		Requests: r.Requests, HostChange: r.HostChange,
+		RequestsPerObject: r.Requests.TotalPerObject, MutatingPerObject: r.Requests.MutatingPerObject,
+		Conflicts: countsTotal(r.Requests.Conflicts),
+	}
+	if r.ApplyFloor != nil {
+		g.ApplyFloor = *r.ApplyFloor
+	}
+	if c := g.Convergence.ObjectsPerSecond; c > 0 {
+		// Rates rather than times, so that a convergence stopped at its
+		// limit compares too.
+		g.ConvergenceOverFloor = g.Floor.ObjectsPerSecond / c
+		g.ConvergenceOverApplyFloor = g.ApplyFloor.ObjectsPerSecond / c
+	}
+	objects := float64(r.Objects)
+	if g.Incomplete != nil {
+		objects = float64(g.Incomplete.ObjectsPresent)
+	}
+	if objects > 0 {
+		ms := func(s float64) float64 { return 1000 * s / objects }
+		all := float64(r.Objects)
+		g.APIServerCPUPerObjectMs = CPUPerObject{
+			Convergence: ms(g.Convergence.CPU.APIServer),
+			Floor:       1000 * g.Floor.CPU.APIServer / all, ApplyFloor: 1000 * g.ApplyFloor.CPU.APIServer / all,
+		}
+		g.HostCPUPerObjectMs = CPUPerObject{
+			Convergence: ms(g.Convergence.CPU.HostAndBench),
+			Floor:       1000 * g.Floor.CPU.HostAndBench / all, ApplyFloor: 1000 * g.ApplyFloor.CPU.HostAndBench / all,
+		}
+		if g.HostCPUPerObjectMs.Floor > 0 {
+			g.HostCPUOverFloorClient = g.HostCPUPerObjectMs.Convergence / g.HostCPUPerObjectMs.Floor
+		}
+	}
+	status := 0
+	for _, c := range r.Requests.Client {
+		if c.Resource == "profiles/status" && mutatingVerbs[c.Verb] {
+			status += c.N
+		}
+	}
+	if r.Profiles > 0 {
+		g.StatusWritesPerProfile = float64(status) / float64(r.Profiles)
+	}
+	return g
+}
+
+// changeRates sets every host-wide change's rate against the unthrottled
+// POST floor of the same run and against its regime's QPS.
+func (r *Result) changeRates() {
+	var floor float64
+	for _, g := range r.Regimes {
+		if g.Name == RegimeUnthrottled {
+			floor = g.Floor.ObjectsPerSecond
+		}
+	}
+	for _, g := range r.Regimes {
+		c := g.HostChange
+		if c == nil {
+			continue
+		}
+		if floor > 0 {
+			c.OverUnthrottledFloor = c.ObjectsPerSecond / floor
+		}
+		if g.Name == RegimeLimited && g.QPS > 0 {
+			c.OverQPS = c.ObjectsPerSecond / float64(g.QPS)
+		}
+	}
+}
+
+// regimeRows prints one regime's figures next to their targets.
+func regimeRows(row func(name, value, target string), g Regime) {
+	where := "on the run's control plane"
+	if g.ControlPlane == "fresh" {
+		where = "on a fresh control plane"
+	}
+	row(fmt.Sprintf("regime %s (%g QPS / %d burst, %s)", g.Name, g.QPS, g.Burst, where), "", "")
+	unthrottled := g.Name == RegimeUnthrottled
+	// The targets hold for the unthrottled regime; the limited one shows
+	// them for reference.
+	target := func(t string, ok bool) string {
+		if !unthrottled {
+			return t + " (unthrottled)"
+		}
+		return t + " " + verdict(ok)
+	}
+	if g.Incomplete != nil {
+		row("  convergence STOPPED AT LIMIT", fmt.Sprintf("%.1f s: %d Profiles ready, %d of %d objects present, %.0f objects/s",
+			g.Convergence.Seconds, g.Incomplete.ReadyProfiles, g.Incomplete.ObjectsPresent, g.Objects, g.Convergence.ObjectsPerSecond), "")
+	} else {
+		row("  convergence", fmt.Sprintf("%.1f s, %.0f objects/s", g.Convergence.Seconds, g.Convergence.ObjectsPerSecond), "")
+	}
+	row("  POST floor (plain client)", fmt.Sprintf("%.1f s, %.0f objects/s", g.Floor.Seconds, g.Floor.ObjectsPerSecond), "")
+	row("  apply floor (plain client, server-side apply)", fmt.Sprintf("%.1f s, %.0f objects/s", g.ApplyFloor.Seconds, g.ApplyFloor.ObjectsPerSecond), "")
+	row("  convergence / POST floor", fmt.Sprintf("%.2fx", g.ConvergenceOverFloor), target("<= 1.5x", g.ConvergenceOverFloor <= targetOverFloor))
+	row("  convergence / apply floor", fmt.Sprintf("%.2fx", g.ConvergenceOverApplyFloor), target("<= 1.15x", g.ConvergenceOverApplyFloor <= targetOverApplyFloor))
+	a, h := g.APIServerCPUPerObjectMs, g.HostCPUPerObjectMs
+	row("  API server CPU per object (conv / POST / apply floor)", fmt.Sprintf("%.2f / %.2f / %.2f ms", a.Convergence, a.Floor, a.ApplyFloor), "")
+	row("  host+bench CPU per object (conv / POST / apply floor client)", fmt.Sprintf("%.2f / %.2f / %.2f ms", h.Convergence, h.Floor, h.ApplyFloor), "")
+	row("  host CPU / POST floor client's", fmt.Sprintf("%.2fx", g.HostCPUOverFloorClient), target("<= 2x", g.HostCPUOverFloorClient <= targetHostCPUOverFloor))
+	row("  host requests per object (all verbs)", fmt.Sprintf("%.3f (%.3f mutating)", g.RequestsPerObject, g.MutatingPerObject), target("<= 1.05", g.RequestsPerObject <= targetRequestsPerObj))
+	row("  status writes per Profile", fmt.Sprintf("%.2f", g.StatusWritesPerProfile), "1 "+verdict(g.StatusWritesPerProfile <= 1))
+	row("  host requests answered 409", fmt.Sprintf("%d", g.Conflicts), "")
+	if c := g.HostChange; c != nil {
+		row("  host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas in %.2f s from the cache sync (%.1f s from start), %.0f objects/s",
+			c.Changed, c.SecondsFromSync, c.Seconds, c.ObjectsPerSecond), "")
+		if c.OverUnthrottledFloor > 0 {
+			row("    / unthrottled POST floor's objects/s", fmt.Sprintf("%.2f", c.OverUnthrottledFloor), target(">= 0.67", c.OverUnthrottledFloor >= targetChangeOverFloor))
+		} else {
+			row("    / unthrottled POST floor's objects/s", "n/a (unthrottled regime not run)", "")
+		}
+		if g.Name == RegimeLimited {
+			row("    / configured QPS", fmt.Sprintf("%.2f", c.OverQPS), ">= 1 "+verdict(c.OverQPS >= 1))
+		}
+		per := 0.0
+		if c.Changed > 0 {
+			per = float64(c.MutatingRequests) / float64(c.Changed)
+		}
+		row("    mutating requests per changed object", fmt.Sprintf("%.2f (%d)", per, c.MutatingRequests), "1 "+verdict(c.MutatingRequests == c.Changed))
+	}
+}
+
+// latencyRows prints the new-Profile latency sets.
+func latencyRows(row func(name, value, target string), l *NewProfileLatency) {
+	row(fmt.Sprintf("new Profile -> every condition True, Ready included (regime %s)", l.Regime), "", "")
+	set := func(name string, s *Latency, limit float64, t string) {
+		if s == nil {
+			row("  "+name, "not measured", "")
+			return
+		}
+		row("  "+name+" p50 / p99 / max", fmt.Sprintf("%s / %s / %s; %d of %d not ready within %s",
+			secs(s.P50), secs(s.P99), secs(s.Max), s.NotReady, s.N, secs(l.TimeoutSeconds)),
+			fmt.Sprintf("p99 <= %s %s", t, verdict(s.P99 <= limit && s.NotReady == 0)))
+	}
+	set("idle", l.Idle, targetIdleP99, "300ms")
+	set("during the host-wide change", l.Rollout, targetBusyP99, "1s")
+	set("during the bulk convergence", l.Bulk, targetBusyP99, "1s")
+}
+
+// regimeNames lists the regimes of a run.
+func regimeNames(gs []Regime) string {
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		names[i] = g.Name
+	}
+	return strings.Join(names, ", ")
+}
