@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/profilekit/profilekit/examples/host/internal/render"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+func TestRegimeOf(t *testing.T) {
+	cases := []struct {
+		reason string
+		res    *Result
+		want   Regime
+	}{
+		{
+			reason: "the ratios are the floors' rates over the convergence's, CPU is per object, status writes are per Profile",
+			res: &Result{
+				QPS: 200, Burst: 400, Profiles: 10, Objects: 100,
+				Convergence: Phase{Seconds: 4, ObjectsPerSecond: 25, CPU: CPU{APIServer: 0.4, HostAndBench: 0.2}},
+				Floor:       Phase{Seconds: 2, ObjectsPerSecond: 50, CPU: CPU{APIServer: 0.2, HostAndBench: 0.05}},
+				ApplyFloor:  &Phase{Seconds: 3, ObjectsPerSecond: 100.0 / 3, CPU: CPU{APIServer: 0.3, HostAndBench: 0.1}},
+				Requests: Requests{
+					Client: []Count{
+						{Verb: "APPLY", Resource: "resourcequotas", N: 100},
+						{Verb: "PUT", Resource: "profiles/status", N: 12},
+						{Verb: "GET", Resource: "profiles", N: 3},
+					},
+					Conflicts:         []Count{{Verb: "PUT", Resource: "profiles/status", N: 2}},
+					TotalPerObject:    1.15,
+					MutatingPerObject: 1.12,
+				},
+			},
+			want: Regime{
+				Name: RegimeLimited, QPS: 200, Burst: 400, ControlPlane: "first", Objects: 100,
+				ConvergenceOverFloor: 2, ConvergenceOverApplyFloor: 4.0 / 3,
+				APIServerCPUPerObjectMs: CPUPerObject{Convergence: 4, Floor: 2, ApplyFloor: 3},
+				HostCPUPerObjectMs:      CPUPerObject{Convergence: 2, Floor: 0.5, ApplyFloor: 1},
+				HostCPUOverFloorClient:  4,
+				RequestsPerObject:       1.15, MutatingPerObject: 1.12,
+				StatusWritesPerProfile: 1.2,
+				Conflicts:              2,
+			},
+		},
+		{
+			reason: "a convergence stopped at its limit counts its CPU over the objects present",
+			res: &Result{
+				Profiles: 10, Objects: 100, Incomplete: &Incomplete{ReadyProfiles: 5, ObjectsPresent: 50},
+				Convergence: Phase{ObjectsPerSecond: 10, CPU: CPU{APIServer: 0.1}},
+				Floor:       Phase{ObjectsPerSecond: 40, CPU: CPU{APIServer: 0.1}},
+			},
+			want: Regime{
+				Name: RegimeLimited, ControlPlane: "first", Objects: 100,
+				Incomplete:              &Incomplete{ReadyProfiles: 5, ObjectsPresent: 50},
+				ConvergenceOverFloor:    4,
+				APIServerCPUPerObjectMs: CPUPerObject{Convergence: 2, Floor: 1},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			got := regimeOf(RegimeLimited, tc.res, "first")
+			opts := []cmp.Option{
+				cmpopts.EquateApprox(0, 1e-9),
+				cmpopts.IgnoreFields(Regime{}, "Convergence", "Floor", "ApplyFloor", "Requests"),
+			}
+			if diff := cmp.Diff(tc.want, got, opts...); diff != "" {
+				t.Errorf("%s\nregimeOf(...): -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestChangeRates(t *testing.T) {
+	limited := &HostChange{ObjectsPerSecond: 300}
+	unthrottled := &HostChange{ObjectsPerSecond: 600}
+	r := &Result{Regimes: []Regime{
+		{Name: RegimeLimited, QPS: 200, HostChange: limited},
+		{Name: RegimeUnthrottled, QPS: unthrottledRate, Floor: Phase{ObjectsPerSecond: 900}, HostChange: unthrottled},
+	}}
+	r.changeRates()
+	want := []*HostChange{
+		{ObjectsPerSecond: 300, OverUnthrottledFloor: 300.0 / 900, OverQPS: 1.5},
+		{ObjectsPerSecond: 600, OverUnthrottledFloor: 600.0 / 900},
+	}
+	if diff := cmp.Diff(want, []*HostChange{limited, unthrottled}, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("changeRates: -want +got:\n%s", diff)
+	}
+}
+
+func TestFloorCopies(t *testing.T) {
+	obj := func(kind, ns, name string) render.Object {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind(kind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.SetLabels(map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelProfile: "bench-00001"})
+		return render.Object{Profile: "bench-00001", Object: u}
+	}
+	d := &desired{objects: []render.Object{obj("Namespace", "", "bench-00001"), obj("ResourceQuota", "bench-00001", "quota")}}
+	namespaces, objs, nss := floorCopies(d, "applyfloor")
+	got := []string{}
+	for _, u := range append(namespaces, objs...) {
+		got = append(got, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName()+" "+u.GetLabels()[plugins.LabelManagedBy]+" "+u.GetLabels()[plugins.LabelProfile])
+	}
+	want := []string{
+		"Namespace /applyfloor-00001 profilekit-bench-floor applyfloor-00001",
+		"ResourceQuota applyfloor-00001/quota profilekit-bench-floor applyfloor-00001",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("floorCopies: -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"applyfloor-00001"}, nss); diff != "" {
+		t.Errorf("floorCopies namespaces: -want +got:\n%s", diff)
+	}
+	if d.objects[1].Object.GetNamespace() != "bench-00001" {
+		t.Errorf("floorCopies changed the desired object: namespace %q", d.objects[1].Object.GetNamespace())
+	}
+}
+
+func TestIsProbePath(t *testing.T) {
+	cases := []struct {
+		reason string
+		path   string
+		want   bool
+	}{
+		{"a probe's status write", "/apis/kubeflow.org/v1/profiles/probe-idle-00001/status", true},
+		{"an object in a probe's namespace", "/api/v1/namespaces/probe-bulk-00002/resourcequotas/quota", true},
+		{"a probe's namespace, applied", "/api/v1/namespaces/probe-rollout-00003", true},
+		{"a benchmark Profile's status write", "/apis/kubeflow.org/v1/profiles/bench-00001/status", false},
+		{"a list of every Profile", "/apis/kubeflow.org/v1/profiles", false},
+	}
+	for _, tc := range cases {
+		if got := isProbePath(tc.path); got != tc.want {
+			t.Errorf("%s: isProbePath(%q) = %v, want %v", tc.reason, tc.path, got, tc.want)
+		}
+	}
+}
