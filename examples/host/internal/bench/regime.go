@@ -181,7 +181,7 @@ func regimeRows(row func(name, value, target string), g Regime) {
 	row("  status writes per Profile", fmt.Sprintf("%.2f", g.StatusWritesPerProfile), "1 "+verdict(g.StatusWritesPerProfile <= 1))
 	row("  host requests answered 409", fmt.Sprintf("%d", g.Conflicts), "")
 	if c := g.HostChange; c != nil {
-		row("  host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas in %.2f s from the cache sync (%.1f s from start), %.0f objects/s",
+		row("  host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas, %.2f s from sync (%.1f s from start), %.0f objects/s",
 			c.Changed, c.SecondsFromSync, c.Seconds, c.ObjectsPerSecond), "")
 		if c.OverUnthrottledFloor > 0 {
 			row("    / unthrottled POST floor's objects/s", fmt.Sprintf("%.2f", c.OverUnthrottledFloor), target(">= 0.67", c.OverUnthrottledFloor >= targetChangeOverFloor))
