@@ -17,19 +17,13 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -406,155 +400,4 @@ func cmpOr(v, def int) int {
 		return v
 	}
 	return def
-}
-
-// host is the host running in-process, with the counter of its requests.
-type host struct {
-	*local.Host
-	counter *counter
-}
-
-// stop stops the host and notes an error it ended with.
-func (b *bench) stop(h *host) {
-	if h == nil {
-		return
-	}
-	if err := h.Stop(); err != nil {
-		fmt.Fprintf(b.Out, "host: %v\n", err)
-	}
-}
-
-// startHost starts the host with the run's configuration.
-func (b *bench) startHost(ctx context.Context) (*host, error) {
-	return b.startHostWith(ctx, b.cfg)
-}
-
-// startHostWith starts a host with cfg in place of the run's configuration,
-// counting its requests.
-func (b *bench) startHostWith(ctx context.Context, cfg *hostconfig.Config) (*host, error) {
-	cnt := newHostCounter()
-	h, err := local.StartHost(ctx, cnt.wrap(b.admin), cfg, b.reg, b.Logger)
-	if err != nil {
-		return nil, err
-	}
-	return &host{Host: h, counter: cnt}, nil
-}
-
-// parallel runs fn for every index below n on workers goroutines, and
-// returns the errors joined.
-func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	idx := make(chan int)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range idx {
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if len(errs) < 10 {
-						errs = append(errs, err)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		select {
-		case idx <- i:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	close(idx)
-	wg.Wait()
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
-	}
-	return errors.Join(errs...)
-}
-
-// createNamespaces creates the namespaces that the upstream controller
-// would create, before any clock starts.
-func (b *bench) createNamespaces(ctx context.Context, names []string) error {
-	return parallel(ctx, len(names), driverWorkers, func(ctx context.Context, i int) error {
-		err := b.driver.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", names[i], err)
-		}
-		return nil
-	})
-}
-
-// resourceOf returns the resource name (plural) of a kind.
-func (b *bench) resourceOf(gvk schema.GroupVersionKind) (string, error) {
-	m, err := b.driver.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return "", fmt.Errorf("resource of %s: %w", gvk, err)
-	}
-	return m.Resource.Resource, nil
-}
-
-// hostResources are the resources the host reads or writes: Profiles, the
-// owned kinds, Events, and the kinds plugins watch.
-func (b *bench) hostResources(d []schema.GroupVersionKind) map[string]bool {
-	out := map[string]bool{"profiles": true, "events": true, "rolebindings": true}
-	for _, gvk := range d {
-		if r, err := b.resourceOf(gvk); err == nil {
-			out[r] = true
-		}
-	}
-	return out
-}
-
-// waitIdle waits until no controller has queued or in-flight work for a
-// whole second.
-func waitIdle(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	quiet := 0
-	for quiet < 5 {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("controllers still busy after %s", timeout)
-		}
-		n, err := busyControllers()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-// managedSelector selects every object profilekit manages.
-func managedSelector() client.ListOption {
-	return client.MatchingLabelsSelector{Selector: plugins.ManagedSelector()}
-}
-
-// revision returns the source tree's commit, or "" outside a git checkout.
-func revision(ctx context.Context, root string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -253,7 +255,7 @@ func (b *bench) progress() string {
 		return err.Error()
 	}
 	parts := make([]string, 0, len(c))
-	for _, k := range sortedKeys(c) {
+	for _, k := range slices.Sorted(maps.Keys(c)) {
 		parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(k, "profilekit-"), c[k]))
 	}
 	return strings.Join(parts, ", ")
