@@ -53,7 +53,7 @@
 // Stable under semver (see the README's Versioning section): [Reconciler] with
 // [New], SetupWithManager, Reconcile, Applies and Name; the Options ([Option])
 // [WithDefaults], [WithEnabledForAll], [WithShard], [WithResync],
-// [WithRequestTimeout], [WithRetention], [WithConcurrency], [WithOutside],
+// [WithRequestTimeout], [WithRetention], [WithConcurrency] with [DefaultConcurrency], [WithOutside],
 // [WithStatusWriter] and [WithEventRecorder]; [DefaultResync] and
 // [DefaultRequestTimeout]; [CacheOptions], [ClientOptions] and [RateLimited];
 // [StatusWriter] with [NewStatusWriter], [DefaultStatusDelay],

@@ -110,6 +110,15 @@ func WithRetention(ret plugins.Retention) Option {
 	return func(r *Reconciler) { r.retention = ret }
 }
 
+// DefaultConcurrency is how many Profiles a plugin serves at once unless
+// WithConcurrency says otherwise. A pass spends most of its time waiting on
+// the API server: with 4, one plugin rolling out a change (new quota
+// defaults) could not keep the server busy, and a plugin with several
+// objects a Profile lagged behind the others; 16 took a 1,000-Profile
+// convergence of the benchmark's small configuration from 19.6 s to 14.3 s
+// and the rollout from 422 to 649 objects/s (see bench/README.md).
+const DefaultConcurrency = 16
+
 // WithConcurrency sets how many Profiles the plugin serves at once.
 func WithConcurrency(n int) Option {
 	return func(r *Reconciler) { r.concurrency = n }
@@ -166,7 +175,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		resync:      DefaultResync,
 		timeout:     DefaultRequestTimeout,
 		retention:   plugins.RetentionRetain,
-		concurrency: 4,
+		concurrency: DefaultConcurrency,
 	}
 	for _, o := range opts {
 		o(r)

@@ -28,7 +28,7 @@ const (
 	DefaultQPS                     = 100
 	DefaultBurst                   = 200
 	DefaultLeaderElectionID        = "profilekit.profilekit.dev"
-	DefaultConcurrency             = 4
+	DefaultConcurrency             = reconcilers.DefaultConcurrency
 	DefaultResyncPeriod            = reconcilers.DefaultResync
 	defaultLeaderElectionNamespace = ""
 )
@@ -113,7 +113,7 @@ type Plugin struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 	// Retention says what Revoke does with user data: Retain (default) or Delete.
 	Retention plugins.Retention `json:"retention,omitempty"`
-	// Concurrency is how many Profiles the plugin serves at once. Default 4.
+	// Concurrency is how many Profiles the plugin serves at once. Default 16.
 	Concurrency int `json:"concurrency,omitempty"`
 	// ReverifyPeriod is how often a plugin with outside state (Azure, a
 	// database, cloud IAM) calls out again with nothing changed, to repair

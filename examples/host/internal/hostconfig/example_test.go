@@ -51,7 +51,7 @@ plugins:
 	fmt.Println(sec.Applies(false, map[string]string{"profilekit.dev/quotas": "off"}))
 	fmt.Println(sec.Applies(true, map[string]string{"profilekit.dev/quotas": "off"}))
 	// Output:
-	// true all Retain 4
+	// true all Retain 16
 	// true
 	// false
 	// true
