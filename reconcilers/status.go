@@ -78,6 +78,10 @@ type StatusWriter struct {
 	mu       sync.Mutex
 	pending  map[string]map[string]*kubeflowv1.ProfileCondition
 	since    map[string]time.Time // when a Profile's oldest pending condition was set
+	// written is the resource version of the Profile after the writer's
+	// last write of it: a Reconciler whose Profile is older has read a
+	// cache that has not caught up, and its conditions wait for the delay.
+	written map[string]string
 	expected map[string]func(*kubeflowv1.Profile) bool
 	reported map[string]time.Time // when each condition type was last set, for any Profile
 }
@@ -107,6 +111,7 @@ func NewStatusWriter(mgr ctrl.Manager, delay time.Duration, opts ...StatusWriter
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilekit-status"}),
 		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
 		since:    map[string]time.Time{},
+		written:  map[string]string{},
 		expected: map[string]func(*kubeflowv1.Profile) bool{},
 		reported: map[string]time.Time{},
 	}
@@ -142,7 +147,9 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 // setFor is Set by a Reconciler, which knows the Profile p: once every
 // plugin of this host that applies to p has a pending condition, all True,
 // nothing more is to come for this pass and the conditions are written at
-// once rather than after the delay.
+// once rather than after the delay; unless p is older than the writer's
+// last write of it, read from a cache that has not caught up, whose
+// conditions may only seem to change.
 func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c *kubeflowv1.ProfileCondition) {
 	w.mu.Lock()
 	if w.pending[profile] == nil {
@@ -151,7 +158,8 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 	}
 	w.pending[profile][t] = c
 	w.reported[t] = time.Now()
-	complete := p != nil && w.completeLocked(p)
+	rv, wrote := w.written[profile]
+	complete := p != nil && (!wrote || rv == p.ResourceVersion) && w.completeLocked(p)
 	w.mu.Unlock()
 	if complete {
 		w.queue.Add(profile)
@@ -267,6 +275,9 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	err := w.client.Get(ctx, client.ObjectKey{Name: name}, &cached)
 	if apierrors.IsNotFound(err) {
 		_, _ = w.take(name)
+		w.mu.Lock()
+		delete(w.written, name)
+		w.mu.Unlock()
 		return nil
 	}
 	if err != nil {
@@ -297,7 +308,13 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 			return nil
 		}
 		p.Status.Conditions = conds
-		return w.client.Status().Update(ctx, p)
+		if err := w.client.Status().Update(ctx, p); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.written[name] = p.ResourceVersion
+		w.mu.Unlock()
+		return nil
 	})
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
