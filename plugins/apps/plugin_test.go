@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,8 +192,17 @@ func TestS3BrowserPerProfile(t *testing.T) {
 	})
 
 	t.Run("a second pass sends no mutating request", func(t *testing.T) {
-		if got := h.ResyncWrites(t, 3, apps.Kind); len(got) != 0 {
-			t.Errorf("resync sent %d mutating requests: %v", len(got), got)
+		// Only this Profile's: the Profiles of the tests before wait in
+		// their deletion for Argo CD, which envtest does not run, and this
+		// host's first pass over them writes that on their condition.
+		var got []string
+		for _, r := range h.ResyncWrites(t, 3, apps.Kind) {
+			if strings.Contains(r, "/"+name+"/") || strings.HasSuffix(r, "/"+name) {
+				got = append(got, r)
+			}
+		}
+		if len(got) != 0 {
+			t.Errorf("resync sent %d mutating requests for %s: %v", len(got), name, got)
 		}
 	})
 
