@@ -78,12 +78,13 @@ type StatusWriter struct {
 	mu       sync.Mutex
 	pending  map[string]map[string]*kubeflowv1.ProfileCondition
 	since    map[string]time.Time // when a Profile's oldest pending condition was set
-	// written is the resource version of the Profile after the writer's
-	// last write of it: a Reconciler whose Profile is older has read a
-	// cache that has not caught up, and its conditions wait for the delay.
-	written map[string]string
 	expected map[string]func(*kubeflowv1.Profile) bool
 	reported map[string]time.Time // when each condition type was last set, for any Profile
+	// written is the resource version of the Profile after the writer's
+	// last write of it, until a Reconciler's Profile shows it: a Profile
+	// read before then comes from a cache that has not caught up, and its
+	// conditions wait for the delay.
+	written map[string]string
 }
 
 // StatusWriterOption configures a StatusWriter.
@@ -159,7 +160,13 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 	w.pending[profile][t] = c
 	w.reported[t] = time.Now()
 	rv, wrote := w.written[profile]
-	complete := p != nil && (!wrote || rv == p.ResourceVersion) && w.completeLocked(p)
+	if wrote && p != nil && rv == p.ResourceVersion {
+		// The cache has caught up with the last write, and shows nothing
+		// older from now on.
+		delete(w.written, profile)
+		wrote = false
+	}
+	complete := p != nil && !wrote && w.completeLocked(p)
 	w.mu.Unlock()
 	if complete {
 		w.queue.Add(profile)
@@ -181,6 +188,13 @@ func (w *StatusWriter) completeLocked(p *kubeflowv1.Profile) bool {
 		}
 	}
 	return true
+}
+
+// forget drops what the writer remembers of a Profile that is gone.
+func (w *StatusWriter) forget(profile string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.written, profile)
 }
 
 // Touch asks the writer to look at the Profile's Ready condition although no

@@ -9,12 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testenv"
@@ -52,32 +47,7 @@ func queued(pass time.Duration) plugins.Definition {
 // StatusWriter whose delay (0: the default) and wait are given.
 func startWithStatusWriter(t *testing.T, delay, wait time.Duration, ps ...testhost.Plugin) *testenv.Counter {
 	t.Helper()
-	counter := &testenv.Counter{}
-	mgr, err := ctrl.NewManager(counter.Counting(env.Config), manager.Options{
-		Scheme:     env.Scheme,
-		Cache:      reconcilers.CacheOptions(nil),
-		Client:     reconcilers.ClientOptions(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatalf("new manager: %v", err)
-	}
-	status, err := reconcilers.NewStatusWriter(mgr, delay, reconcilers.WithStatusWait(wait))
-	if err != nil {
-		t.Fatalf("status writer: %v", err)
-	}
-	for _, p := range ps {
-		r, err := reconcilers.New(mgr, p.Def, append([]reconcilers.Option{reconcilers.WithStatusWriter(status)}, p.Options...)...)
-		if err != nil {
-			t.Fatalf("reconciler %s: %v", p.Def.Kind(), err)
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
-			t.Fatalf("set up %s: %v", p.Def.Kind(), err)
-		}
-	}
-	testhost.Run(t, mgr)
-	return counter
+	return testhost.StartWithStatusWriter(t, env, delay, []reconcilers.StatusWriterOption{reconcilers.WithStatusWait(wait)}, ps...).Counter
 }
 
 // Fifty new Profiles at once, each also listing kinds this host does not

@@ -47,6 +47,13 @@ type Host struct {
 // Start runs a manager with a controller per plugin until the test ends.
 func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
 	t.Helper()
+	return StartWithStatusWriter(t, env, 0, nil, ps...)
+}
+
+// StartWithStatusWriter is Start with the StatusWriter's delay (0: the
+// default) and options given.
+func StartWithStatusWriter(t *testing.T, env *testenv.Env, delay time.Duration, opts []reconcilers.StatusWriterOption, ps ...Plugin) *Host {
+	t.Helper()
 	counter := &testenv.Counter{}
 	mgr, err := ctrl.NewManager(counter.Counting(env.Config), manager.Options{
 		Scheme:     env.Scheme,
@@ -58,7 +65,7 @@ func Start(t *testing.T, env *testenv.Env, ps ...Plugin) *Host {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	status, err := reconcilers.NewStatusWriter(mgr, 0)
+	status, err := reconcilers.NewStatusWriter(mgr, delay, opts...)
 	if err != nil {
 		t.Fatalf("status writer: %v", err)
 	}
