@@ -385,7 +385,7 @@ func (o *Outside) load(ctx context.Context, live bool) error {
 			cm.Namespace, cm.Name, o.kind)
 	}
 	entries := map[string]outsideEntry{}
-	if raw := cm.Data[recordKey]; raw != "" {
+	if raw := cm.Data[recordKey]; raw != "" && recordIsOurs(&cm, FieldManagerFor(o.kind)) {
 		// A record that does not decode is as good as none: every piece is
 		// made true again, which is safe, and the record is rewritten.
 		if json.Unmarshal([]byte(raw), &entries) != nil {
@@ -403,6 +403,22 @@ func (o *Outside) load(ctx context.Context, live bool) error {
 	o.loaded = true
 	o.fresh = o.fresh || r == o.live
 	return nil
+}
+
+// recordIsOurs reports whether the record's content is the plugin's own
+// last write: its apply entry in the managed fields holds the record's data
+// key. The record lives in the Profile's namespace, where the tenant may
+// edit ConfigMaps; an edit of the data moves the field to the editor's
+// entry. A record not provably ours is as good as none: nothing it names is
+// removed, every piece the Profile names is made true again (which records
+// what was there before us as not ours), and the record is rewritten.
+func recordIsOurs(cm *corev1.ConfigMap, manager string) bool {
+	for _, e := range cm.ManagedFields {
+		if isOurs(e, manager) {
+			return reachable(fieldsOf(e), []string{"data", recordKey})
+		}
+	}
+	return false
 }
 
 // call runs fn with the timeout and counts it by plugin, system and result.

@@ -37,7 +37,7 @@ func outsideClient(t *testing.T) client.Client {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(s).Build()
+	return fake.NewClientBuilder().WithScheme(s).WithReturnManagedFields().Build()
 }
 
 func newProfile(annotations map[string]string) *kubeflowv1.Profile {
@@ -277,5 +277,39 @@ func TestOutsideSweepForgetsOnlyWhatItRemoved(t *testing.T) {
 	// and what is not the sweep's are never touched.
 	if diff := cmp.Diff([]string{"other", "role/c", "role/kept"}, keys); err != nil || diff != "" {
 		t.Errorf("Recorded after the sweep = %v, %v; (-want +got):\n%s", keys, err, diff)
+	}
+}
+
+// TestOutsideRecordEditedBySomeoneElseProvesNothing: the record lives in
+// the tenant's namespace. Once someone other than the plugin has written its
+// data, a sweep removes nothing it names; the next pass rewrites it.
+func TestOutsideRecordEditedBySomeoneElseProvesNothing(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	p := newProfile(nil)
+	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), calls{}, map[string]any{"role/a": 1})
+
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("iam")}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["state.json"] = strings.Replace(cm.Data["state.json"], `"role/a"`, `"role/victim"`, 1)
+	if err := c.Update(ctx, &cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+
+	var removed []string
+	err := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}).Sweep(ctx,
+		func(k string) (string, bool) { return k, true },
+		func(_ context.Context, piece string, _ []string) error { removed = append(removed, piece); return nil })
+	if err != nil || len(removed) != 0 {
+		t.Errorf("Sweep over an edited record removed %v (err %v), want nothing", removed, err)
+	}
+
+	c2 := calls{}
+	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), c2, map[string]any{"role/a": 1})
+	keys, err := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}).Recorded(ctx)
+	if diff := cmp.Diff([]string{"role/a"}, keys); err != nil || diff != "" {
+		t.Errorf("Recorded after the next pass = %v, %v; (-want +got):\n%s", keys, err, diff)
 	}
 }

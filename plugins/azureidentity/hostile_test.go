@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
@@ -236,7 +238,9 @@ func TestRecordedLegacyCredentialIsRenamed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: plugins.StateName(azureidentity.Kind), Labels: labels},
 		Data:       map[string]string{"state.json": `{"credential/` + sub + `/kubeflow/team-a/` + legacy + `":{"hash":"0","at":"2026-01-01T00:00:00Z"}}`},
 	}
-	if err := env.Client.Create(t.Context(), record); err != nil {
+	// Written as every earlier version wrote it: applied by the plugin.
+	ac := corev1ac.ConfigMap(record.Name, record.Namespace).WithLabels(record.Labels).WithData(record.Data)
+	if err := env.Client.Apply(t.Context(), ac, client.FieldOwner(plugins.FieldManagerFor(azureidentity.Kind)), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{entry(spec)} })

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -250,7 +252,9 @@ func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
 	labels[plugins.LabelRole] = plugins.RoleOutsideState
 	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: plugins.StateName(blobcsi.Kind), Labels: labels},
 		Data: map[string]string{"state.json": `{"container/standard":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`}}
-	if err := env.Client.Create(context.Background(), record); err != nil {
+	// Written as every earlier version wrote it: applied by the plugin.
+	ac := corev1ac.ConfigMap(record.Name, record.Namespace).WithLabels(record.Labels).WithData(record.Data)
+	if err := env.Client.Apply(context.Background(), ac, client.FieldOwner(plugins.FieldManagerFor(blobcsi.Kind)), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 	startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))

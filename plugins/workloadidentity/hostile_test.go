@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	iam "google.golang.org/api/iam/v1"
@@ -180,5 +182,39 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	want := []*iam.Binding{{Role: "roles/iam.serviceAccountTokenCreator", Members: []string{admin}}}
 	if diff := cmp.Diff(want, acct.bindings()); diff != "" {
 		t.Errorf("bindings after the outage (-want +got):\n%s", diff)
+	}
+}
+
+// TestTenantEditedRecordRevokesNothing: the record of what the plugin
+// granted is a ConfigMap in the tenant's own namespace. A tenant who edits
+// it to claim as ours a member someone else granted (here: turns the
+// foreign key into a grant key) must not get that grant revoked: a record
+// the plugin did not write last proves nothing.
+func TestTenantEditedRecordRevokesNothing(t *testing.T) {
+	name := "wi-forge-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	before := []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{admin, member}}}
+	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: before}}
+	hostile(t, acct)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	key := client.ObjectKey{Namespace: name, Name: plugins.StateName(workloadidentity.Kind)}
+	var cm corev1.ConfigMap
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		if err := env.Client.Get(t.Context(), key, &cm); err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(cm.Data["state.json"], "foreign/"), "record " + cm.Data["state.json"]
+	})
+	cm.Data["state.json"] = strings.ReplaceAll(cm.Data["state.json"], "foreign/", "grant/")
+	if err := env.Client.Update(t.Context(), &cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+
+	stopListing(t, name)
+	if diff := cmp.Diff(before, acct.bindings()); diff != "" {
+		t.Errorf("bindings after revoke with a record the tenant edited (-want +got):\n%s", diff)
 	}
 }
