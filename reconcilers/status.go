@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,9 +82,10 @@ type StatusWriter struct {
 	expected map[string]func(*kubeflowv1.Profile) bool
 	reported map[string]time.Time // when each condition type was last set, for any Profile
 	// written is the resource version of the Profile after the writer's
-	// last write of it, until a Reconciler's Profile shows it: a Profile
-	// read before then comes from a cache that has not caught up, and its
-	// conditions wait for the delay.
+	// last write of it, until a Profile read from the cache is at least as
+	// new: one read before then comes from a cache that has not caught up,
+	// its conditions wait for the delay, and the write reads the API
+	// server's copy.
 	written map[string]string
 }
 
@@ -159,14 +161,8 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 	}
 	w.pending[profile][t] = c
 	w.reported[t] = time.Now()
-	rv, wrote := w.written[profile]
-	if wrote && p != nil && rv == p.ResourceVersion {
-		// The cache has caught up with the last write, and shows nothing
-		// older from now on.
-		delete(w.written, profile)
-		wrote = false
-	}
-	complete := p != nil && !wrote && w.completeLocked(p)
+	behind := p != nil && w.behindLocked(p)
+	complete := p != nil && !behind && w.completeLocked(p)
 	w.mu.Unlock()
 	if complete {
 		w.queue.Add(profile)
@@ -186,6 +182,21 @@ func (w *StatusWriter) completeLocked(p *kubeflowv1.Profile) bool {
 		if c := changes[t]; c == nil || c.Status != plugins.ConditionTrue {
 			return false
 		}
+	}
+	return true
+}
+
+// behindLocked reports whether p was read from a cache that has not yet
+// seen the writer's last write of it. Once it has, the writer forgets that
+// write: the cache shows nothing older from then on. w.mu is held.
+func (w *StatusWriter) behindLocked(p *kubeflowv1.Profile) bool {
+	rv, wrote := w.written[p.Name]
+	if !wrote {
+		return false
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(p.ResourceVersion, rv); err == nil && cmp >= 0 {
+		delete(w.written, p.Name)
+		return false
 	}
 	return true
 }
@@ -287,6 +298,16 @@ func (w *StatusWriter) next(ctx context.Context) bool {
 func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	var cached kubeflowv1.Profile
 	err := w.client.Get(ctx, client.ObjectKey{Name: name}, &cached)
+	if err == nil {
+		w.mu.Lock()
+		behind := w.behindLocked(&cached)
+		w.mu.Unlock()
+		if behind {
+			// A write from a cache that has not seen the last one would
+			// only be refused; the API server's copy costs a read instead.
+			err = w.reader.Get(ctx, client.ObjectKey{Name: name}, &cached)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		_, _ = w.take(name)
 		w.mu.Lock()
