@@ -33,11 +33,15 @@ import (
 // deletion changes, not status), the plugin's own objects (by label; not the
 // events of its own writes, see ownWrites), the
 // kinds it watches (through their map to Profiles) and the resync timer
-// (every Profile once per period) wake it.
+// (every Profile once per period) wake it. Its queue serves the newest
+// Profile first and the resync last (see newestFirst).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: r.concurrency,
+			NewQueue:                newNewestFirstQueue(mgr.GetCache(), mgr.GetLogger()),
+		}).
 		For(&kubeflowv1.Profile{}, builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged()),
