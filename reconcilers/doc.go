@@ -68,6 +68,7 @@
 // Experimental, and free to change in a minor release: [WithCachedWhole],
 // [WithNamespaceGate], which serves hosts that run the core plugin,
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
-// its Touch and ReadyStale, [WithTimeout], [LeanApplies], and the fork
+// its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]
+// with [DefaultMaxInFlight], and the fork
 // support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers

@@ -16,63 +16,70 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
-// newestFirst is a priority queue of Profiles in which every piece of work
+// newestFirst is a priority queue of Profiles' work in which every item
 // that comes with no priority of its own (an event of the Profile, of an
-// object it owns or of a kind mapped to it) takes the priority of its
-// Profile: the second the Profile was created. Work that says it may wait
-// (the resync, the initial list after a restart, both handler.LowPriority)
-// keeps its priority, and a retry keeps the one it had.
+// object it owns or of a kind mapped to it; a condition to write) takes the
+// priority of its Profile: the second the Profile was created. Work that
+// says it may wait (the resync, the initial list after a restart, both
+// handler.LowPriority) keeps its priority, and a retry keeps the one it had.
 //
 // So a user who just signed up does not wait behind the Profiles of a bulk
 // import or a host-wide change: under a backlog the newest Profile is served
-// first, and every step of its first pass (the namespace, then each plugin)
-// stays ahead of older work. The backlog itself takes as long as it would in
-// any order.
-type newestFirst struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
+// first, and every step of its first pass (the namespace, then each plugin,
+// then its conditions) stays ahead of older work. The backlog itself takes
+// as long as it would in any order.
+type newestFirst[T comparable] struct {
+	priorityqueue.PriorityQueue[T]
 	profiles client.Reader
+	// profile names the Profile an item is for.
+	profile func(T) string
 }
 
 // newNewestFirstQueue returns the controller queue for a Reconciler that
 // reads its Profiles through profiles.
 func newNewestFirstQueue(profiles client.Reader, log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
-			o.Log = log.WithValues("controller", name)
-			o.RateLimiter = limiter
-		})
-		return newestFirst{PriorityQueue: q, profiles: profiles}
+		return newestFirstQueue(name, limiter, profiles, log, func(req reconcile.Request) string { return req.Name })
 	}
 }
 
-func (q newestFirst) Add(req reconcile.Request) {
-	q.AddWithOpts(priorityqueue.AddOpts{}, req)
+// newestFirstQueue returns a newestFirst queue named name.
+func newestFirstQueue[T comparable](name string, limiter workqueue.TypedRateLimiter[T], profiles client.Reader, log logr.Logger, profile func(T) string) newestFirst[T] {
+	q := priorityqueue.New(name, func(o *priorityqueue.Opts[T]) {
+		o.Log = log.WithValues("controller", name)
+		o.RateLimiter = limiter
+	})
+	return newestFirst[T]{PriorityQueue: q, profiles: profiles, profile: profile}
 }
 
-func (q newestFirst) AddAfter(req reconcile.Request, after time.Duration) {
-	q.AddWithOpts(priorityqueue.AddOpts{After: after}, req)
+func (q newestFirst[T]) Add(item T) {
+	q.AddWithOpts(priorityqueue.AddOpts{}, item)
 }
 
-func (q newestFirst) AddRateLimited(req reconcile.Request) {
-	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, req)
+func (q newestFirst[T]) AddAfter(item T, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: after}, item)
 }
 
-// AddWithOpts adds reqs, each at its Profile's priority unless o names one.
-func (q newestFirst) AddWithOpts(o priorityqueue.AddOpts, reqs ...reconcile.Request) {
+func (q newestFirst[T]) AddRateLimited(item T) {
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
+}
+
+// AddWithOpts adds items, each at its Profile's priority unless o names one.
+func (q newestFirst[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 	if o.Priority != nil {
-		q.PriorityQueue.AddWithOpts(o, reqs...)
+		q.PriorityQueue.AddWithOpts(o, items...)
 		return
 	}
-	for _, req := range reqs {
+	for _, item := range items {
 		each := o
-		each.Priority = q.priority(req.Name)
-		q.PriorityQueue.AddWithOpts(each, req)
+		each.Priority = q.priority(q.profile(item))
+		q.PriorityQueue.AddWithOpts(each, item)
 	}
 }
 
 // priority returns the priority of the Profile's work: the Unix second of
 // its creation, or nil (the queue's default) for a Profile that is gone.
-func (q newestFirst) priority(profile string) *int {
+func (q newestFirst[T]) priority(profile string) *int {
 	var p kubeflowv1.Profile
 	if err := q.profiles.Get(context.Background(), client.ObjectKey{Name: profile}, &p); err != nil {
 		return nil

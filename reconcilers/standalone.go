@@ -220,6 +220,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !r.shard.Matches(labels.Set(p.Labels)) {
 		return reconcile.Result{}, nil
 	}
+	ctx = withPassPriority(ctx, int(p.CreationTimestamp.Unix()))
 	switch {
 	case !p.DeletionTimestamp.IsZero():
 		return r.finalize(ctx, &p)

@@ -75,6 +75,9 @@ type StatusWriter struct {
 	delay  time.Duration
 	wait   time.Duration
 	queue  workqueue.TypedRateLimitingInterface[string]
+	// shutdown shuts the queue down once, however often Start returns: the
+	// priority queue panics on a second ShutDown.
+	shutdown sync.Once
 
 	mu       sync.Mutex
 	pending  map[string]map[string]*kubeflowv1.ProfileCondition
@@ -111,7 +114,7 @@ func NewStatusWriter(mgr ctrl.Manager, delay time.Duration, opts ...StatusWriter
 		reader:   readerWithTimeout{mgr.GetAPIReader(), DefaultRequestTimeout},
 		delay:    delay,
 		wait:     DefaultStatusWait,
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilekit-status"}),
+		queue:    newestFirstQueue("profilekit-status", workqueue.DefaultTypedControllerRateLimiter[string](), mgr.GetCache(), mgr.GetLogger(), func(name string) string { return name }),
 		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
 		since:    map[string]time.Time{},
 		written:  map[string]string{},
@@ -272,7 +275,7 @@ func (w *StatusWriter) Start(ctx context.Context) error {
 		})
 	}
 	<-ctx.Done()
-	w.queue.ShutDown()
+	w.shutdown.Do(w.queue.ShutDown)
 	wg.Wait()
 	return nil
 }

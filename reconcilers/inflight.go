@@ -1,0 +1,162 @@
+package reconcilers
+
+// This file holds the gate that keeps the requests of Reconcilers' passes
+// to a number in flight, the newest Profile's first.
+
+import (
+	"container/heap"
+	"context"
+	"net/http"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// DefaultMaxInFlight is how many requests of Reconcilers' passes a host
+// has in flight at most, by default (see LimitInFlight).
+const DefaultMaxInFlight = 32
+
+// LimitInFlight returns a copy of cfg under which the requests sent by
+// Reconcilers' passes wait for one of n places before they go, the pass of
+// the newest Profile first (its priority in the Reconciler's queue, see
+// newestFirst); n <= 0 leaves cfg as it is. Other requests (watches, the
+// informers' lists, status and leader-election writes) go at once.
+//
+// A host with more passes under way than the API server can serve at once
+// only lengthens the API server's own queue: every request then waits
+// behind all the others, those of a Profile a user just created too. Held
+// here instead, the waiting requests are ordered, and the API server stays
+// as busy as n requests keep it.
+func LimitInFlight(cfg *rest.Config, n int) *rest.Config {
+	rc := rest.CopyConfig(cfg)
+	if n <= 0 {
+		return rc
+	}
+	g := newInFlightGate(n)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return gated{next: rt, gate: g} })
+	return rc
+}
+
+// passPriorityKey is the context key of a pass's priority.
+type passPriorityKey struct{}
+
+// withPassPriority returns ctx for the requests of a pass at priority p
+// (higher first).
+func withPassPriority(ctx context.Context, p int) context.Context {
+	return context.WithValue(ctx, passPriorityKey{}, p)
+}
+
+// passPriority returns the priority of the pass that sends a request, if
+// one does.
+func passPriority(ctx context.Context) (int, bool) {
+	p, ok := ctx.Value(passPriorityKey{}).(int)
+	return p, ok
+}
+
+// gated sends the requests of passes through the gate.
+type gated struct {
+	next http.RoundTripper
+	gate *inFlightGate
+}
+
+func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, ok := passPriority(req.Context())
+	if !ok || req.URL.Query().Get("watch") == "true" {
+		return g.next.RoundTrip(req)
+	}
+	if err := g.gate.acquire(req.Context(), p); err != nil {
+		return nil, err
+	}
+	defer g.gate.release()
+	return g.next.RoundTrip(req)
+}
+
+// inFlightGate hands out n places, to the waiter of highest priority first
+// and, among equals, to the one that came first.
+type inFlightGate struct {
+	mu      sync.Mutex
+	free    int
+	next    uint64
+	waiting waiters
+}
+
+func newInFlightGate(n int) *inFlightGate { return &inFlightGate{free: n} }
+
+// acquire waits for a place, or until ctx is done.
+func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
+	g.mu.Lock()
+	if g.free > 0 && len(g.waiting) == 0 {
+		g.free--
+		g.mu.Unlock()
+		return nil
+	}
+	w := &waiter{priority: priority, seq: g.next, granted: make(chan struct{})}
+	g.next++
+	heap.Push(&g.waiting, w)
+	g.mu.Unlock()
+
+	select {
+	case <-w.granted:
+		return nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		if w.index >= 0 {
+			heap.Remove(&g.waiting, w.index)
+			g.mu.Unlock()
+			return ctx.Err()
+		}
+		g.mu.Unlock()
+		// Granted meanwhile: the place goes to the next waiter.
+		g.release()
+		return ctx.Err()
+	}
+}
+
+// release gives a place back, to the first waiter if there is one.
+func (g *inFlightGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.waiting) == 0 {
+		g.free++
+		return
+	}
+	w := heap.Pop(&g.waiting).(*waiter)
+	close(w.granted)
+}
+
+// waiter is a request waiting for a place; index is its place in the heap,
+// -1 once it left it.
+type waiter struct {
+	priority int
+	seq      uint64
+	granted  chan struct{}
+	index    int
+}
+
+// waiters is a heap of waiters, highest priority first, then first come.
+type waiters []*waiter
+
+func (h waiters) Len() int { return len(h) }
+func (h waiters) Less(i, j int) bool {
+	if h[i].priority != h[j].priority {
+		return h[i].priority > h[j].priority
+	}
+	return h[i].seq < h[j].seq
+}
+func (h waiters) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *waiters) Push(x any) {
+	w := x.(*waiter)
+	w.index = len(*h)
+	*h = append(*h, w)
+}
+func (h *waiters) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.index = -1
+	return w
+}

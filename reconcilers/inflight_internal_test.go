@@ -1,0 +1,141 @@
+package reconcilers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
+)
+
+// TestInFlightGateOrder: with its one place taken, the gate hands the place
+// to the waiter of highest priority, first come among equals; a waiter whose
+// context ends leaves without a place, and a place granted to a waiter that
+// gave up goes on to the next.
+func TestInFlightGateOrder(t *testing.T) {
+	g := newInFlightGate(1)
+	if err := g.acquire(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	queued := 0
+	wait := func(name string, priority int) {
+		wg.Go(func() {
+			if err := g.acquire(t.Context(), priority); err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			g.release()
+		})
+		// Let it queue before the next comes.
+		queued++
+		for ; ; time.Sleep(time.Millisecond) {
+			g.mu.Lock()
+			n := len(g.waiting)
+			g.mu.Unlock()
+			if n == queued {
+				break
+			}
+		}
+	}
+	// One waiter gives up while it waits.
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- g.acquire(ctx, 100) }()
+	for {
+		g.mu.Lock()
+		n := len(g.waiting)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a waiter whose context ended got %v, want context.Canceled", err)
+	}
+
+	wait("old-1", 10)
+	wait("new", 30)
+	wait("old-2", 10)
+	wait("middle", 20)
+	g.release()
+	wg.Wait()
+	if diff := cmp.Diff([]string{"new", "middle", "old-1", "old-2"}, order); diff != "" {
+		t.Errorf("order of places (-want +got):\n%s", diff)
+	}
+	if g.free != 1 || len(g.waiting) != 0 {
+		t.Errorf("after all released: %d free, %d waiting; want 1 and 0", g.free, len(g.waiting))
+	}
+}
+
+// TestLimitInFlightHoldsPassesOnly: at most n requests of passes reach the
+// server at once; a request sent outside a pass (a watch, a status write)
+// goes at once however many passes wait.
+func TestLimitInFlightHoldsPassesOnly(t *testing.T) {
+	const n = 3
+	var now, most atomic.Int32
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/outside" {
+			return
+		}
+		c := now.Add(1)
+		for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+		}
+		<-hold
+		now.Add(-1)
+	}))
+	defer srv.Close()
+	cfg := LimitInFlight(&rest.Config{Host: srv.URL}, n)
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt}
+	get := func(ctx context.Context, path string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+	var wg sync.WaitGroup
+	for i := range 3 * n {
+		wg.Go(func() {
+			if err := get(withPassPriority(t.Context(), i), "/pass"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for now.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	outside, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := get(outside, "/outside"); err != nil {
+		t.Errorf("a request outside a pass, with %d passes waiting: %v", 2*n, err)
+	}
+	close(hold)
+	wg.Wait()
+	if got := most.Load(); got != n {
+		t.Errorf("at most %d requests of passes at the server at once, want %d", got, n)
+	}
+}
