@@ -29,6 +29,7 @@ const (
 	DefaultBurst                   = 200
 	DefaultLeaderElectionID        = "profilekit.profilekit.dev"
 	DefaultConcurrency             = reconcilers.DefaultConcurrency
+	DefaultMaxInFlight             = reconcilers.DefaultMaxInFlight
 	DefaultResyncPeriod            = reconcilers.DefaultResync
 	defaultLeaderElectionNamespace = ""
 )
@@ -61,6 +62,10 @@ type Client struct {
 	// RequestTimeout bounds each request a reconcile sends, so that no
 	// Profile can hold a worker. Default 15s.
 	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
+	// MaxInFlight is how many requests the plugins' passes have in flight
+	// at most, together; the others wait, the newest Profile's first
+	// (reconcilers.LimitInFlight). Default 32.
+	MaxInFlight int `json:"maxInFlight,omitempty"`
 }
 
 // LeaderElection configures the Lease that keeps one active replica.

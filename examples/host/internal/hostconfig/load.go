@@ -206,6 +206,12 @@ func (p *parser) host(raw *rawConfig, cfg *Config) {
 	if t := cfg.Client.RequestTimeout; t != nil && t.Duration <= 0 {
 		p.failf("client.requestTimeout", "must be positive, got %s", t.Duration)
 	}
+	switch n := &cfg.Client.MaxInFlight; {
+	case *n < 0:
+		p.failf("client.maxInFlight", "must not be negative, got %d", *n)
+	case *n == 0:
+		*n = DefaultMaxInFlight
+	}
 	le := &cfg.LeaderElection
 	if le.ID == "" {
 		le.ID = DefaultLeaderElectionID

@@ -209,7 +209,7 @@ plugins:
 	if got := cfg.Resync(); got != 2*time.Minute {
 		t.Errorf("resync = %s, want 2m", got)
 	}
-	want := hostconfig.Client{QPS: 300, Burst: 300}
+	want := hostconfig.Client{QPS: 300, Burst: 300, MaxInFlight: hostconfig.DefaultMaxInFlight}
 	if diff := cmp.Diff(want, cfg.Client); diff != "" {
 		t.Errorf("client: burst follows a qps above the default burst (-want +got):\n%s", diff)
 	}

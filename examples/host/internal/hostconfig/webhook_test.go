@@ -103,3 +103,23 @@ func TestRequestTimeout(t *testing.T) {
 		t.Errorf("default Timeout = %s, want 15s", got)
 	}
 }
+
+func TestMaxInFlight(t *testing.T) {
+	cfg, err := hostconfig.Parse("host.yaml", []byte("client: {maxInFlight: 64}\nplugins: {quotas: {}}\n"), registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Client.MaxInFlight != 64 {
+		t.Errorf("MaxInFlight = %d, want 64", cfg.Client.MaxInFlight)
+	}
+	if _, err := hostconfig.Parse("host.yaml", []byte("client: {maxInFlight: -1}\nplugins: {quotas: {}}\n"), registry(t)); err == nil || !strings.Contains(err.Error(), "host.yaml: client.maxInFlight: must not be negative, got -1") {
+		t.Errorf("error %v, want a negative limit refused", err)
+	}
+	def, err := hostconfig.Parse("host.yaml", []byte("plugins: {quotas: {}}\n"), registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Client.MaxInFlight != hostconfig.DefaultMaxInFlight || hostconfig.DefaultMaxInFlight <= 0 {
+		t.Errorf("default MaxInFlight = %d, want %d", def.Client.MaxInFlight, hostconfig.DefaultMaxInFlight)
+	}
+}

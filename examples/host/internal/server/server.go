@@ -71,7 +71,8 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, err
 	}
-	rc := reconcilers.LeanApplies(reconcilers.RateLimited(restCfg, cfg.Client.QPS, cfg.Client.Burst))
+	rc := reconcilers.RateLimited(restCfg, cfg.Client.QPS, cfg.Client.Burst)
+	rc = reconcilers.LimitInFlight(reconcilers.LeanApplies(rc), cfg.Client.MaxInFlight)
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,
