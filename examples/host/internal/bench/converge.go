@@ -63,10 +63,6 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 		defer stop()
 	}
 	start := time.Now()
-	var bulk func() (*Latency, error)
-	if b.res.Latency != nil {
-		bulk = b.bulkProbe(ctx, start)
-	}
 	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
 		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
 			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
@@ -77,6 +73,10 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 		return err
 	}
 	created := time.Since(start)
+	var bulk func() (*Latency, error)
+	if b.res.Latency != nil {
+		bulk = b.bulkProbe(ctx, time.Now())
+	}
 	fmt.Fprintf(b.Out, "created %d Profiles in %s\n", len(profiles), created.Round(time.Millisecond))
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()

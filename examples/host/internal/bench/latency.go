@@ -29,7 +29,7 @@ const (
 	rolloutProbes = 10
 	bulkProbes    = 10
 	// bulkProbeDelay is how long after the bulk creation of the Profiles
-	// started the bulk probe creates its first one.
+	// ended the bulk probe creates its first one.
 	bulkProbeDelay = 3 * time.Second
 )
 
@@ -52,7 +52,7 @@ type NewProfileLatency struct {
 	// the host-wide change rolls out.
 	Rollout *Latency `json:"rollout,omitempty"`
 	// Bulk: from bulkProbeDelay after the bulk creation of the N Profiles
-	// started, while they converge.
+	// ended, while they converge.
 	Bulk *Latency `json:"bulk,omitempty"`
 }
 
@@ -147,10 +147,11 @@ func (b *bench) printLatency(what string, l *Latency) {
 		what, l.N, secs(l.P50), secs(l.P99), secs(l.Max), l.NotReady, probeTimeout)
 }
 
-// bulkProbe runs the bulk probe from bulkProbeDelay after start, in the
-// background; the returned function waits for it and returns its result.
-func (b *bench) bulkProbe(ctx context.Context, start time.Time) func() (*Latency, error) {
-	return b.probeFrom(ctx, start.Add(bulkProbeDelay), "bulk", bulkProbes)
+// bulkProbe runs the bulk probe from bulkProbeDelay after created (the end
+// of the bulk creation), in the background; the returned function waits for
+// it and returns its result.
+func (b *bench) bulkProbe(ctx context.Context, created time.Time) func() (*Latency, error) {
+	return b.probeFrom(ctx, created.Add(bulkProbeDelay), "bulk", bulkProbes)
 }
 
 // probeFrom runs a probe of n Profiles from at on, in the background; the
