@@ -13,7 +13,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,6 +101,10 @@ wait:
 	}
 	_, readyAt := w.progress()
 	end := readyAt
+	// The CPU figures stop with the clock: the list that checks every
+	// desired object exists is the benchmark's work, not the host's, and
+	// is read again only when objects are missing, with the clock running.
+	convCPU := cpuSince(cpu)
 	missing, err := b.missing(ctx, d)
 	for err == nil && missing > 0 {
 		fmt.Fprintf(b.Out, "  every condition True, %d desired objects still missing\n", missing)
@@ -111,13 +114,13 @@ wait:
 		case <-time.After(time.Second):
 		}
 		missing, err = b.missing(ctx, d)
-		end = time.Now()
+		end, convCPU = time.Now(), cpuSince(cpu)
 	}
 	if err != nil {
 		return err
 	}
 	el := end.Sub(start)
-	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(d.objects)) / el.Seconds(), CPU: cpuSince(cpu)}
+	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(d.objects)) / el.Seconds(), CPU: convCPU}
 	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n",
 		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU)
 
@@ -225,17 +228,17 @@ func (b *bench) watchReady(ctx context.Context, want map[string][]string) (*read
 }
 
 // missing counts the desired objects that the API server does not have,
-// listing each kind once by profilekit's label.
+// listing each kind once by profilekit's label, as metadata only.
 func (b *bench) missing(ctx context.Context, d *desired) (int, error) {
 	have := map[objectKey]bool{}
 	for _, gvk := range d.kinds() {
-		l := &unstructured.UnstructuredList{}
+		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := b.driver.List(ctx, l, managedSelector()); err != nil {
 			return 0, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
 		for i := range l.Items {
-			have[keyOf(&l.Items[i])] = true
+			have[objectKey{GVK: gvk, Namespace: l.Items[i].Namespace, Name: l.Items[i].Name}] = true
 		}
 	}
 	n := 0
