@@ -359,6 +359,10 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 	if err != nil {
 		return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
 	}
+	if live == nil && a.writtenUnseen(u) {
+		change.Action = Unchanged
+		return change, nil
+	}
 	if live == nil {
 		err := a.create(ctx, u)
 		if err == nil {

@@ -118,7 +118,7 @@
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [WithOutsideLiveReader] and [DefaultOutsideTimeout]; [WithClock];
-// [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver]; [Ledger]
+// [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
 // [Replaceable] and [ReasonImmutableField]; the bounds of messages

@@ -22,6 +22,30 @@ type WriteObserver interface {
 	Wrote(obj client.Object, version string, err error)
 }
 
+// WriteRecall is what a WriteObserver may also know: Unseen returns the
+// applied hash (AnnotationAppliedHash) of the last write of obj that the
+// API server took and whose watch event the cache has not shown yet. The
+// Applier asks it when its cache holds no object of a desired name: a pass
+// that closely follows its own write (brought by an event of another
+// object) then sends nothing for an object it wrote with the same hash a
+// moment ago, where it would send an apply refused as a Conflict and a
+// read. A different hash takes the Applier's usual path, which proves
+// ownership before it writes.
+type WriteRecall interface {
+	Unseen(obj client.Object) (hash string, ok bool)
+}
+
+// writtenUnseen reports whether the Applier's observer recalls a write of
+// u, with u's hash, that the cache does not show yet.
+func (a *Applier) writtenUnseen(u *unstructured.Unstructured) bool {
+	r, ok := a.observer.(WriteRecall)
+	if !ok {
+		return false
+	}
+	hash, ok := r.Unseen(u)
+	return ok && hash == u.GetAnnotations()[AnnotationAppliedHash]
+}
+
 // WithWriteObserver makes the Applier tell o of its creates and applies.
 func WithWriteObserver(o WriteObserver) ApplierOption {
 	return func(a *Applier) { a.observer = o }

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // ownWrites tells the watch events of a plugin's own writes from other
@@ -51,6 +53,8 @@ type ownWrite struct {
 	// held are the versions of the events held back while a write was in
 	// flight.
 	held []string
+	// hash is the applied hash of the write answered with version.
+	hash string
 }
 
 func newOwnWrites() *ownWrites { return &ownWrites{writes: map[writeKey]*ownWrite{}} }
@@ -71,10 +75,10 @@ func (w *ownWrites) begin(k writeKey) {
 	e.inFlight++
 }
 
-// end records the answer to a write of the object at k: its version, or ""
-// when the write failed. It reports whether an event held back meanwhile
-// was not this write's.
-func (w *ownWrites) end(k writeKey, version string) (missed bool) {
+// end records the answer to a write of the object at k with applied hash
+// hash: its version, or "" when the write failed. It reports whether an
+// event held back meanwhile was not this write's.
+func (w *ownWrites) end(k writeKey, version, hash string) (missed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.writes[k]
@@ -91,7 +95,7 @@ func (w *ownWrites) end(k writeKey, version string) (missed bool) {
 		}
 	}
 	e.held = nil
-	e.version = version
+	e.version, e.hash = version, hash
 	if e.inFlight == 0 && (echoed || version == "") {
 		delete(w.writes, k)
 	}
@@ -118,6 +122,29 @@ func (w *ownWrites) event(k writeKey, version string) bool {
 	return e.version != version
 }
 
+// unseen returns the applied hash of the last write of the object at k
+// that the API server took and whose event has not come: the cache does
+// not show that write yet. An entry whose write made no event (the API
+// server found nothing to change) is no such write, but its object is in
+// the cache, where the Applier looks first; and a deletion forgets it.
+func (w *ownWrites) unseen(k writeKey) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.writes[k]
+	if e == nil || e.inFlight > 0 || e.version == "" {
+		return "", false
+	}
+	return e.hash, true
+}
+
+// forget drops what is known of the writes of the object at k, which is
+// gone.
+func (w *ownWrites) forget(k writeKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.writes, k)
+}
+
 // len returns how many objects have a write in flight or an event to come.
 func (w *ownWrites) len() int {
 	w.mu.Lock()
@@ -136,8 +163,12 @@ func (w *ownWrites) predicate(gvk schema.GroupVersionKind) predicate.Predicate {
 			return w.event(keyOf(gk, e.ObjectNew), e.ObjectNew.GetResourceVersion())
 		},
 		// A deletion always passes: no write of ours deletes through the
-		// Applier's observer.
-		DeleteFunc: func(event.DeleteEvent) bool { return true },
+		// Applier's observer. What was known of its writes is forgotten, so
+		// that no recalled write stands for an object that is gone.
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			w.forget(keyOf(gk, e.Object))
+			return true
+		},
 	}
 }
 
@@ -157,7 +188,13 @@ func (p *passWrites) Writing(o client.Object) {
 }
 
 func (p *passWrites) Wrote(o client.Object, version string, _ error) {
-	if p.own.end(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o), version) {
+	if p.own.end(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o), version, o.GetAnnotations()[plugins.AnnotationAppliedHash]) {
 		p.missed = true
 	}
+}
+
+// Unseen recalls a write of o by any pass whose event has not come
+// (plugins.WriteRecall).
+func (p *passWrites) Unseen(o client.Object) (string, bool) {
+	return p.own.unseen(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o))
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // TestOwnWritesOrder follows the events of one ConfigMap through the orders
@@ -98,4 +100,49 @@ func TestOwnWritesOrder(t *testing.T) {
 
 func eventUpdate(obj *corev1.ConfigMap) event.UpdateEvent {
 	return event.UpdateEvent{ObjectOld: obj, ObjectNew: obj}
+}
+
+// TestOwnWritesRecall: a write is recalled, with its hash, from its answer
+// until its event comes or the object is deleted; never while it is in
+// flight or after it failed.
+func TestOwnWritesRecall(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	written := func(hash string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", Annotations: map[string]string{plugins.AnnotationAppliedHash: hash}}}
+		cm.SetGroupVersionKind(gvk)
+		return cm
+	}
+	at := func(rv string) *corev1.ConfigMap {
+		cm := written("")
+		cm.ResourceVersion = rv
+		return cm
+	}
+	own := newOwnWrites()
+	pred := own.predicate(gvk)
+	pass := own.pass()
+	recalled := func(when, want string) {
+		t.Helper()
+		hash, ok := pass.Unseen(written(""))
+		if got := map[bool]string{true: hash, false: "none"}[ok]; got != want {
+			t.Errorf("%s: recalled %s, want %s", when, got, want)
+		}
+	}
+
+	recalled("before any write", "none")
+	pass.Writing(written("h1"))
+	recalled("while the write is in flight", "none")
+	pass.Wrote(written("h1"), "5", nil)
+	recalled("after the answer", "h1")
+	pred.Update(eventUpdate(at("5")))
+	recalled("after its event", "none")
+
+	pass.Writing(written("h2"))
+	pass.Wrote(written("h2"), "6", nil)
+	recalled("after a second answer", "h2")
+	pred.Delete(event.DeleteEvent{Object: at("6")})
+	recalled("after a deletion", "none")
+
+	pass.Writing(written("h3"))
+	pass.Wrote(written("h3"), "", errors.New("refused"))
+	recalled("after a failed write", "none")
 }
