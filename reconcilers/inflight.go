@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // DefaultMaxInFlight is how many requests of Reconcilers' passes a host
@@ -27,13 +28,24 @@ const DefaultMaxInFlight = 32
 // behind all the others, those of a Profile a user just created too. Held
 // here instead, the waiting requests are ordered, and the API server stays
 // as busy as n requests keep it.
+//
+// A client rate limiter that cfg shares between its clients (RateLimited)
+// is taken behind the places: a pass's request waits for its place, then
+// for its turn under the limit, so that under a rate limit too the newest
+// Profile's requests wait behind at most n others, not behind every
+// request the passes have queued. Requests outside passes wait for their
+// turn alone.
 func LimitInFlight(cfg *rest.Config, n int) *rest.Config {
 	rc := rest.CopyConfig(cfg)
 	if n <= 0 {
 		return rc
 	}
 	g := newInFlightGate(n)
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return gated{next: rt, gate: g} })
+	limiter := rc.RateLimiter
+	if limiter != nil {
+		rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	}
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return gated{next: rt, gate: g, limiter: limiter} })
 	return rc
 }
 
@@ -53,21 +65,27 @@ func passPriority(ctx context.Context) (int, bool) {
 	return p, ok
 }
 
-// gated sends the requests of passes through the gate.
+// gated sends the requests of passes through the gate, and every request
+// through the limiter, if there is one.
 type gated struct {
-	next http.RoundTripper
-	gate *inFlightGate
+	next    http.RoundTripper
+	gate    *inFlightGate
+	limiter flowcontrol.RateLimiter
 }
 
 func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, ok := passPriority(req.Context())
-	if !ok || req.URL.Query().Get("watch") == "true" {
-		return g.next.RoundTrip(req)
+	if ok && req.URL.Query().Get("watch") != "true" {
+		if err := g.gate.acquire(req.Context(), p); err != nil {
+			return nil, err
+		}
+		defer g.gate.release()
 	}
-	if err := g.gate.acquire(req.Context(), p); err != nil {
-		return nil, err
+	if g.limiter != nil {
+		if err := g.limiter.Wait(req.Context()); err != nil {
+			return nil, err
+		}
 	}
-	defer g.gate.release()
 	return g.next.RoundTrip(req)
 }
 

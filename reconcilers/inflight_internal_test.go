@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -137,5 +139,56 @@ func TestLimitInFlightHoldsPassesOnly(t *testing.T) {
 	wg.Wait()
 	if got := most.Load(); got != n {
 		t.Errorf("at most %d requests of passes at the server at once, want %d", got, n)
+	}
+}
+
+// TestLimitInFlightOrdersUnderARateLimit: with a shared client rate limit,
+// a request of the newest Profile's pass waits behind at most the n
+// requests that hold places, not behind every request the other passes
+// have queued.
+func TestLimitInFlightOrdersUnderARateLimit(t *testing.T) {
+	const n, queued = 2, 30
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	cfg := LimitInFlight(RateLimited(&rest.Config{Host: srv.URL}, 50, 1), n)
+	// A REST client, as the host's clients are: client-go waits for the
+	// rate limiter of its config before the transport.
+	rc, err := rest.UnversionedRESTClientFor(&rest.Config{Host: cfg.Host, RateLimiter: cfg.RateLimiter, WrapTransport: cfg.WrapTransport,
+		ContentConfig: rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(priority int, path string) {
+		if err := rc.Get().AbsPath(path).Do(withPassPriority(t.Context(), priority)).Error(); err != nil {
+			t.Error(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range queued {
+		wg.Go(func() { get(1, "/old") })
+	}
+	// Let the old passes' requests queue up.
+	g := cfg.WrapTransport(nil).(gated).gate
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		w := len(g.waiting)
+		g.mu.Unlock()
+		if w >= queued-n-2 {
+			break
+		}
+	}
+	get(2, "/new")
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	before := slices.Index(seen, "/new")
+	if before < 0 || before > n+2 {
+		t.Errorf("the newest Profile's request was served after %d others (of %d queued), want at most %d", before, queued, n+2)
 	}
 }
