@@ -31,10 +31,10 @@ const DefaultMaxInFlight = 32
 //
 // A client rate limiter that cfg shares between its clients (RateLimited)
 // is taken behind the places: a pass's request waits for its place, then
-// for its turn under the limit, so that under a rate limit too the newest
-// Profile's requests wait behind at most n others, not behind every
-// request the passes have queued. Requests outside passes wait for their
-// turn alone.
+// for its turn under the limit, and the turns go one at a time, the newest
+// Profile's first too. Under a rate limit the newest Profile's request
+// then waits about one request's turn, not behind every request the passes
+// have queued. Requests outside passes wait for the limit alone.
 func LimitInFlight(cfg *rest.Config, n int) *rest.Config {
 	rc := rest.CopyConfig(cfg)
 	if n <= 0 {
@@ -45,7 +45,9 @@ func LimitInFlight(cfg *rest.Config, n int) *rest.Config {
 	if limiter != nil {
 		rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	}
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return gated{next: rt, gate: g, limiter: limiter} })
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return gated{next: rt, gate: g, turn: newInFlightGate(1), limiter: limiter}
+	})
 	return rc
 }
 
@@ -66,23 +68,37 @@ func passPriority(ctx context.Context) (int, bool) {
 }
 
 // gated sends the requests of passes through the gate, and every request
-// through the limiter, if there is one.
+// through the limiter, if there is one: those of passes one at a time, by
+// priority (turn).
 type gated struct {
 	next    http.RoundTripper
 	gate    *inFlightGate
+	turn    *inFlightGate
 	limiter flowcontrol.RateLimiter
 }
 
 func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
-	p, ok := passPriority(req.Context())
-	if ok && req.URL.Query().Get("watch") != "true" {
-		if err := g.gate.acquire(req.Context(), p); err != nil {
+	ctx := req.Context()
+	p, ok := passPriority(ctx)
+	if !ok || req.URL.Query().Get("watch") == "true" {
+		if g.limiter != nil {
+			if err := g.limiter.Wait(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return g.next.RoundTrip(req)
+	}
+	if err := g.gate.acquire(ctx, p); err != nil {
+		return nil, err
+	}
+	defer g.gate.release()
+	if g.limiter != nil {
+		if err := g.turn.acquire(ctx, p); err != nil {
 			return nil, err
 		}
-		defer g.gate.release()
-	}
-	if g.limiter != nil {
-		if err := g.limiter.Wait(req.Context()); err != nil {
+		err := g.limiter.Wait(ctx)
+		g.turn.release()
+		if err != nil {
 			return nil, err
 		}
 	}
