@@ -40,13 +40,14 @@ func LimitInFlight(cfg *rest.Config, n int) *rest.Config {
 	if n <= 0 {
 		return rc
 	}
-	g := newInFlightGate(n)
+	// One gate and one line of turns for every transport made from rc.
+	g, turn := newInFlightGate(n), newInFlightGate(1)
 	limiter := rc.RateLimiter
 	if limiter != nil {
 		rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return gated{next: rt, gate: g, turn: newInFlightGate(1), limiter: limiter}
+		return gated{next: rt, gate: g, turn: turn, limiter: limiter}
 	})
 	return rc
 }
