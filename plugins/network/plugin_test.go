@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -156,12 +157,17 @@ func waitPolicies(t *testing.T, ns string, want ...string) map[string]networking
 
 func setProfile(t *testing.T, name string, edit func(*kubeflowv1.Profile)) {
 	t.Helper()
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	edit(&p)
-	if err := env.Client.Update(context.Background(), &p); err != nil {
+	// The host writes the Profile's status meanwhile: read it again on a
+	// conflict, as any client that edits a Profile must.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		edit(&p)
+		return env.Client.Update(context.Background(), &p)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
