@@ -42,6 +42,8 @@ type Host struct {
 	Counter *testenv.Counter
 	// Manager is the running manager.
 	Manager manager.Manager
+	// statusDelay is the StatusWriter's gathering delay.
+	statusDelay time.Duration
 }
 
 // Start runs a manager with a controller per plugin until the test ends.
@@ -79,7 +81,10 @@ func StartWithStatusWriter(t *testing.T, env *testenv.Env, delay time.Duration, 
 		}
 	}
 	Run(t, mgr)
-	return &Host{Counter: counter, Manager: mgr}
+	if delay <= 0 {
+		delay = reconcilers.DefaultStatusDelay
+	}
+	return &Host{Counter: counter, Manager: mgr, statusDelay: delay}
 }
 
 // Run starts mgr until the test ends, when it stops it and fails the test
@@ -198,9 +203,13 @@ func rbacUser(name string) rbacv1.Subject {
 }
 
 // ResyncWrites lets the passes that earlier changes started finish (they may
-// run on a cache that has not yet seen their own writes), then waits for at
-// least n more passes of each plugin kind and returns the mutating requests
-// sent meanwhile. The plugins must run with a short resync period.
+// run on a cache that has not yet seen their own writes) and the conditions
+// they handed the StatusWriter be written: it waits, for up to 20 seconds,
+// for two passes of each kind and the writer's delay with no mutating request.
+// Then it waits for at least n more passes of each plugin kind and returns
+// the mutating requests sent meanwhile. A host that writes on every pass
+// never goes quiet, and its writes show in what is returned. The plugins
+// must run with a short resync period.
 func (h *Host) ResyncWrites(t *testing.T, n int, kinds ...string) []string {
 	t.Helper()
 	waitPasses := func(count int) {
@@ -217,7 +226,14 @@ func (h *Host) ResyncWrites(t *testing.T, n int, kinds ...string) []string {
 			return true, ""
 		})
 	}
-	waitPasses(2)
+	for quiet := time.Now().Add(20 * time.Second); time.Now().Before(quiet); {
+		h.Counter.Reset()
+		waitPasses(2)
+		time.Sleep(2 * h.statusDelay)
+		if len(h.Counter.Mutating()) == 0 {
+			break
+		}
+	}
 	h.Counter.Reset()
 	waitPasses(n)
 	return h.Counter.Mutating()
