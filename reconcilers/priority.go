@@ -79,9 +79,11 @@ func (q newestFirst[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 
 // priority returns the priority of the Profile's work: the Unix second of
 // its creation, or nil (the queue's default) for a Profile that is gone.
+// It reads the cache's own copy, without a deep copy, as it runs for every
+// event and reads only the creation time.
 func (q newestFirst[T]) priority(profile string) *int {
 	var p kubeflowv1.Profile
-	if err := q.profiles.Get(context.Background(), client.ObjectKey{Name: profile}, &p); err != nil {
+	if err := q.profiles.Get(context.Background(), client.ObjectKey{Name: profile}, &p, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	at := int(p.CreationTimestamp.Unix())
