@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -234,17 +233,7 @@ func TestRunWelcomeLifecycle(t *testing.T) {
 	})
 
 	t.Run("removing the plugin revokes it", func(t *testing.T) {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var p kubeflowv1.Profile
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
-				return err
-			}
-			p.Spec.Plugins = nil
-			return c.Update(ctx, &p)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testhost.UpdateProfile(t, c, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			err := c.Get(ctx, key, &corev1.ConfigMap{})
 			if !apierrors.IsNotFound(err) {
@@ -281,17 +270,9 @@ func waitConfigMap(t *testing.T, key client.ObjectKey, message string) *corev1.C
 // setSpec replaces the spec of the Profile's welcome entry.
 func setSpec(t *testing.T, name, spec string) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-			return err
-		}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
 		p.Spec.Plugins[0].Spec = &runtime.RawExtension{Raw: []byte(spec)}
-		return env.Client.Update(context.Background(), &p)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func managedBy(obj client.Object, manager string) bool {

@@ -110,21 +110,16 @@ func waitNone(t *testing.T, ns string) {
 
 func setLabel(t *testing.T, name, key, value string, remove bool) {
 	t.Helper()
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	if p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	if remove {
-		delete(p.Labels, key)
-	} else {
-		p.Labels[key] = value
-	}
-	if err := env.Client.Update(context.Background(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		if remove {
+			delete(p.Labels, key)
+		} else {
+			p.Labels[key] = value
+		}
+	})
 }
 
 func TestGateLabelTurnsRoutingOnAndOff(t *testing.T) {

@@ -47,14 +47,7 @@ func exposePlugin(t *testing.T, apps ...expose.App) kubeflowv1.Plugin {
 
 func setPlugins(t *testing.T, name string, ps ...kubeflowv1.Plugin) {
 	t.Helper()
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Plugins = ps
-	if err := env.Client.Update(context.Background(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = ps })
 }
 
 func getVS(ns, name string) (*istionetworkingv1.VirtualService, error) {

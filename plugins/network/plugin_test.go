@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -157,19 +156,7 @@ func waitPolicies(t *testing.T, ns string, want ...string) map[string]networking
 
 func setProfile(t *testing.T, name string, edit func(*kubeflowv1.Profile)) {
 	t.Helper()
-	// The host writes the Profile's status meanwhile: read it again on a
-	// conflict, as any client that edits a Profile must.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-			return err
-		}
-		edit(&p)
-		return env.Client.Update(context.Background(), &p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, edit)
 }
 
 // assertQuietResync waits for several reconciles of nothing changed and

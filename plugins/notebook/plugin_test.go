@@ -294,12 +294,5 @@ func setLabels(t *testing.T, name string, labels map[string]string) {
 
 func updateProfile(t *testing.T, name string, change func(*kubeflowv1.Profile)) {
 	t.Helper()
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	change(&p)
-	if err := env.Client.Update(context.Background(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.UpdateProfile(t, env.Client, name, change)
 }
