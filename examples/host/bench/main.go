@@ -139,6 +139,8 @@ bench/results.`,
 	fl.DurationVar(&o.ConvergeLimit, "converge-limit", 0, "stop convergence after this long, save how far it got and skip the later phases (exit 1); 0 waits up to --timeout")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the host (and the benchmark's client) during convergence to this file")
 	fl.StringVar(&o.HeapProfile, "heapprofile", "", "write a heap profile of the host (and the benchmark's client) with every Profile converged to this file, and one of the host process alone to the same name with .host added")
+	fl.StringVar(&o.APIServerProfile, "apiserver-cpuprofile", "", "write CPU profiles of kube-apiserver over the first --apiserver-profile-seconds of each floor and of the convergence to this file name with .<regime>.<phase> added")
+	fl.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 30, "how long each kube-apiserver CPU profile runs")
 	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
 	fl.StringVar(&logLevel, "log-level", "", "show the host's logs on stderr at this level (error, info, debug or a number); default none")
 	return cmd

@@ -77,6 +77,12 @@ type Options struct {
 	// HeapProfile, when set, is where a heap profile of this process is
 	// written after the memory readings.
 	HeapProfile string
+	// APIServerProfile, when set, is where CPU profiles of kube-apiserver
+	// over the first APIServerProfileSeconds of each floor and of the
+	// convergence are written, with ".<regime>.<phase>" added to the name.
+	APIServerProfile string
+	// APIServerProfileSeconds is how long each kube-apiserver profile runs.
+	APIServerProfileSeconds int
 	// Regimes are the client rate regimes to measure, in order: "limited"
 	// (QPS and Burst) and "unthrottled" (client rate 100000 for the host
 	// and the floors). The first runs every phase on the run's control
@@ -150,6 +156,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	if o.Profiles <= 0 {
 		return fmt.Errorf("--profiles must be positive, got %d", o.Profiles)
+	}
+	if o.APIServerProfile != "" && o.APIServerProfileSeconds <= 0 {
+		return fmt.Errorf("--apiserver-profile-seconds must be positive, got %d", o.APIServerProfileSeconds)
 	}
 	if len(o.Regimes) == 0 {
 		o.Regimes = []string{RegimeLimited, RegimeUnthrottled}

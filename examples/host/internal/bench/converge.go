@@ -61,6 +61,7 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 		}
 		defer stop()
 	}
+	profiled := b.apiServerProfile(ctx, "convergence")
 	start := time.Now()
 	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
 		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
@@ -123,6 +124,9 @@ wait:
 	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(d.objects)) / el.Seconds(), CPU: convCPU}
 	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n",
 		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU)
+	if err := profiled(); err != nil {
+		return err
+	}
 
 	if bulk != nil {
 		l, err := bulk()

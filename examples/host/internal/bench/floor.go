@@ -95,6 +95,7 @@ func (b *bench) timeFloor(ctx context.Context, d *desired, prefix string, write 
 			return nil
 		})
 	}
+	profiled := b.apiServerProfile(ctx, prefix)
 	start := time.Now()
 	// The core plugin's namespaces are among the objects: the plain client
 	// writes them too, first, on the clock.
@@ -108,7 +109,7 @@ func (b *bench) timeFloor(ctx context.Context, d *desired, prefix string, write 
 	n := len(namespaces) + len(objs)
 	p := Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(n) / el.Seconds(), CPU: cpuSince(cpu)}
 	fmt.Fprintf(b.Out, "wrote %d objects in %s (%.0f objects/s, %d workers)\n  %s\n", n, el.Round(time.Millisecond), p.ObjectsPerSecond, b.res.Workers, p.CPU)
-	return p, nil
+	return p, profiled()
 }
 
 // floorCopies returns copies of the desired objects for a floor: the
