@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// Targets from issue 27, for the unthrottled regime.
+// The targets the table compares the figures with: those of a regime are
+// for the unthrottled one.
 const (
 	targetOverFloor        = 1.5
 	targetOverApplyFloor   = 1.15
@@ -16,6 +17,9 @@ const (
 	// targetChangeOverFloor is the host-wide change's objects/s over the
 	// unthrottled POST floor's.
 	targetChangeOverFloor = 2.0 / 3
+	// targetHeapPerObjectKiB bounds the host process's heap in use, after
+	// a garbage collection, over the objects it owns.
+	targetHeapPerObjectKiB = 2.0
 )
 
 // Regime is the convergence of one client rate regime, next to its own
