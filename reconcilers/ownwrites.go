@@ -7,6 +7,7 @@ package reconcilers
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,8 +180,9 @@ func (w *ownWrites) pass() *passWrites { return &passWrites{own: w} }
 type passWrites struct {
 	own *ownWrites
 	// missed says that an event held back during a write of this pass was
-	// someone else's: the pass must run again to look at it.
-	missed bool
+	// someone else's: the pass must run again to look at it. A pass's
+	// writes may end at once (the Applier sends them in parallel).
+	missed atomic.Bool
 }
 
 func (p *passWrites) Writing(o client.Object) {
@@ -189,7 +191,7 @@ func (p *passWrites) Writing(o client.Object) {
 
 func (p *passWrites) Wrote(o client.Object, version string, _ error) {
 	if p.own.end(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o), version, o.GetAnnotations()[plugins.AnnotationAppliedHash]) {
-		p.missed = true
+		p.missed.Store(true)
 	}
 }
 
