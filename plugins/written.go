@@ -1,14 +1,11 @@
 package plugins
 
-// This file holds how the Applier sends a pass's writes (in which order,
-// how many at once, each as one request) and WithWriteObserver, through
-// which a host learns of those writes.
+// This file holds how the Applier sends a write, and WithWriteObserver,
+// through which a host learns of those writes.
 
 import (
 	"context"
-	"slices"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +16,7 @@ import (
 // server answered (the one the watch event of the write carries), or with
 // the error and no version. A host uses it to tell the events of its own
 // writes from other changes (see the reconcilers package), so that a write
-// does not bring the Profile back for nothing. The writes of one pass may be
-// under way at once: its methods must be safe for concurrent use.
+// does not bring the Profile back for nothing.
 type WriteObserver interface {
 	Writing(obj client.Object)
 	Wrote(obj client.Object, version string, err error)
@@ -53,46 +49,6 @@ func (a *Applier) writtenUnseen(u *unstructured.Unstructured) bool {
 // WithWriteObserver makes the Applier tell o of its creates and applies.
 func WithWriteObserver(o WriteObserver) ApplierOption {
 	return func(a *Applier) { a.observer = o }
-}
-
-// parallelWrites is how many objects of one pass the Applier writes at once.
-const parallelWrites = 8
-
-// applyAll writes objs, which prepare sorted cluster-scoped first: those one
-// after another (a namespace must exist before what goes into it), then the
-// namespaced ones up to parallelWrites at a time, so that a pass waits for
-// about one round trip to the API server rather than one per object. The
-// changes and errors keep objs' order.
-func (a *Applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) (Result, []error) {
-	changes := make([]Change, len(objs))
-	errs := make([]error, len(objs))
-	namespaced := slices.IndexFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetNamespace() != "" })
-	if namespaced < 0 {
-		namespaced = len(objs)
-	}
-	for i := range objs[:namespaced] {
-		changes[i], errs[i] = a.applyOne(ctx, objs[i])
-	}
-	var g errgroup.Group
-	g.SetLimit(parallelWrites)
-	for i := namespaced; i < len(objs); i++ {
-		if i == len(objs)-1 {
-			changes[i], errs[i] = a.applyOne(ctx, objs[i]) // the last one needs no goroutine of its own
-			break
-		}
-		g.Go(func() error {
-			changes[i], errs[i] = a.applyOne(ctx, objs[i])
-			return nil
-		})
-	}
-	_ = g.Wait() // every function returns nil; their errors are in errs
-	var res Result
-	for _, c := range changes {
-		if c.Action != "" {
-			res.Add(c)
-		}
-	}
-	return res, slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
 // send applies u server-side under the plugin's field manager with forced
