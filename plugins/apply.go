@@ -12,7 +12,6 @@ import (
 	"maps"
 	"slices"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -232,44 +231,19 @@ func (a *Applier) Apply(ctx context.Context, desired ...runtime.ApplyConfigurati
 	return res, errors.Join(errs...)
 }
 
-// parallelWrites is how many objects of one pass the Applier writes at once.
-const parallelWrites = 8
-
-// applyAll writes objs, which prepare sorted cluster-scoped first: those one
-// after another (a namespace must exist before what goes into it), then the
-// namespaced ones up to parallelWrites at a time, so that a pass waits for
-// about one round trip to the API server rather than one per object. The
-// changes and errors keep objs' order.
 func (a *Applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) (Result, []error) {
-	changes := make([]Change, len(objs))
-	errs := make([]error, len(objs))
-	namespaced := slices.IndexFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetNamespace() != "" })
-	if namespaced < 0 {
-		namespaced = len(objs)
-	}
-	for i := range objs[:namespaced] {
-		changes[i], errs[i] = a.applyOne(ctx, objs[i])
-	}
-	var g errgroup.Group
-	g.SetLimit(parallelWrites)
-	for i := namespaced; i < len(objs); i++ {
-		if i == len(objs)-1 {
-			changes[i], errs[i] = a.applyOne(ctx, objs[i]) // the last one needs no goroutine of its own
-			break
-		}
-		g.Go(func() error {
-			changes[i], errs[i] = a.applyOne(ctx, objs[i])
-			return nil
-		})
-	}
-	_ = g.Wait() // every function returns nil; their errors are in errs
 	var res Result
-	for _, c := range changes {
+	var errs []error
+	for _, u := range objs {
+		c, err := a.applyOne(ctx, u)
 		if c.Action != "" {
 			res.Add(c)
 		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return res, slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	return res, errs
 }
 
 // DeleteAll deletes every object the plugin owns for the Profile, except its

@@ -7,7 +7,6 @@ package reconcilers
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,9 +179,8 @@ func (w *ownWrites) pass() *passWrites { return &passWrites{own: w} }
 type passWrites struct {
 	own *ownWrites
 	// missed says that an event held back during a write of this pass was
-	// someone else's: the pass must run again to look at it. A pass's
-	// writes may end at once (the Applier sends them in parallel).
-	missed atomic.Bool
+	// someone else's: the pass must run again to look at it.
+	missed bool
 }
 
 func (p *passWrites) Writing(o client.Object) {
@@ -191,7 +189,7 @@ func (p *passWrites) Writing(o client.Object) {
 
 func (p *passWrites) Wrote(o client.Object, version string, _ error) {
 	if p.own.end(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o), version, o.GetAnnotations()[plugins.AnnotationAppliedHash]) {
-		p.missed.Store(true)
+		p.missed = true
 	}
 }
 

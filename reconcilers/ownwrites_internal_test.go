@@ -88,8 +88,8 @@ func TestOwnWritesOrder(t *testing.T) {
 					t.Errorf("event %d passed = %v, want %v (all: %v)", i, passed[i], tc.passed[i], passed)
 				}
 			}
-			if pass.missed.Load() != tc.wantMissed {
-				t.Errorf("missed = %v, want %v", pass.missed.Load(), tc.wantMissed)
+			if pass.missed != tc.wantMissed {
+				t.Errorf("missed = %v, want %v", pass.missed, tc.wantMissed)
 			}
 			if n := own.len(); n != 0 {
 				t.Errorf("%d entries left once every write was answered and echoed, want none", n)

@@ -287,7 +287,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation}); err != nil {
 		return reconcile.Result{}, err
 	}
-	if writes.missed.Load() {
+	if writes.missed {
 		// Someone changed an object while this pass wrote it, and its
 		// event was held back with the write's own (see ownWrites).
 		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
