@@ -25,6 +25,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/kubeflow-fork/upstream"
+	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/limitrange"
 	"github.com/profilekit/profilekit/plugins/quotas"
@@ -151,19 +152,6 @@ func deleteProfile(t *testing.T, name string) {
 	}
 }
 
-// editProfile changes a Profile with a fresh read, retrying on conflict.
-func editProfile(t *testing.T, name string, edit func(*kubeflowv1.Profile)) {
-	t.Helper()
-	eventually(t, 10*time.Second, func() error {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-			return err
-		}
-		edit(&p)
-		return env.Client.Update(t.Context(), &p)
-	})
-}
-
 // eventually retries fn every 100 ms until it returns nil, and fails the test
 // with fn's last error when within runs out.
 func eventually(t *testing.T, within time.Duration, fn func() error) {
@@ -278,7 +266,7 @@ func TestForkResyncSendsNothing(t *testing.T) {
 	settled(t, counter, name, 2*time.Second)
 
 	counter.Reset()
-	editProfile(t, name, func(p *kubeflowv1.Profile) {
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, "example.org/touched", time.Now().Format(time.RFC3339Nano))
 	})
 	eventually(t, 10*time.Second, func() error {
@@ -373,7 +361,7 @@ func TestForkRevokesRemovedPlugin(t *testing.T) {
 	startFork(t)
 	createProfile(t, name, entry(quotas.Kind, quotaSpec), entry(limitrange.Kind, limitSpec))
 	eventually(t, 20*time.Second, func() error { return present(t.Context(), &corev1.LimitRange{}, limitKey(name)) })
-	editProfile(t, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = p.Spec.Plugins[:1] })
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = p.Spec.Plugins[:1] })
 	if err := poll(10*time.Second, func() error { return gone(t.Context(), &corev1.LimitRange{}, limitKey(name)) }); err != nil {
 		t.Errorf("removed plugin not revoked: %v", err)
 	}
@@ -407,7 +395,7 @@ func TestForkDeletesBrokenProfile(t *testing.T) {
 		}
 		return nil
 	})
-	editProfile(t, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins[0] = entry(quotas.Kind, `{"hrad":{}}`) })
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins[0] = entry(quotas.Kind, `{"hrad":{}}`) })
 	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
