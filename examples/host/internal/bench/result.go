@@ -318,7 +318,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		row(fmt.Sprintf("  after %d unrelated objects", r.Memory.Unrelated), fmt.Sprintf("%.1f MiB (x%.3f)", hp.RSSAfterMiB, hp.RSSGrowth), "x1.0 "+verdict(hp.RSSGrowth <= 1.05))
 		row("  heap in use, host alone (after GC)", fmt.Sprintf("%.1f -> %.1f MiB", hp.HeapInuseMiB, hp.HeapInuseAfterMiB), "")
 		row("  heap per owned object, host alone", fmt.Sprintf("%.2f KiB in use, %.2f KiB live (%.1f MiB)", hp.HeapPerObjectKiB, hp.HeapAllocPerObjectKiB, hp.HeapAllocMiB),
-			"<= 2.0 KiB "+verdict(hp.HeapPerObjectKiB <= targetHeapPerObjectKiB))
+			fmt.Sprintf("<= %.1f KiB %s", targetHeapPerObjectKiB, verdict(hp.HeapPerObjectKiB <= targetHeapPerObjectKiB)))
 	}
 	row("  host requests on Secrets/ConfigMaps", fmt.Sprintf("%d", r.Memory.HostRequestsForUnrelated), "0 "+verdict(r.Memory.HostRequestsForUnrelated == 0))
 	_ = tw.Flush()
