@@ -205,9 +205,10 @@ func rbacUser(name string) rbacv1.Subject {
 // ResyncWrites lets the passes that earlier changes started finish (they may
 // run on a cache that has not yet seen their own writes) and the conditions
 // they handed the StatusWriter be written: it waits, for up to 20 seconds,
-// for two passes of each kind and the writer's delay with no mutating request.
-// Then it waits for at least n more passes of each plugin kind and returns
-// the mutating requests sent meanwhile. A host that writes on every pass
+// for a window as long as the counted one (n passes of each kind, then the
+// writer's delay twice) with no mutating request. Then it waits for at least
+// n more passes of each plugin kind and returns the mutating requests sent
+// meanwhile. A host that writes on every pass
 // never goes quiet, and its writes show in what is returned. The plugins
 // must run with a short resync period.
 func (h *Host) ResyncWrites(t *testing.T, n int, kinds ...string) []string {
@@ -228,7 +229,7 @@ func (h *Host) ResyncWrites(t *testing.T, n int, kinds ...string) []string {
 	}
 	for quiet := time.Now().Add(20 * time.Second); time.Now().Before(quiet); {
 		h.Counter.Reset()
-		waitPasses(2)
+		waitPasses(n)
 		time.Sleep(2 * h.statusDelay)
 		if len(h.Counter.Mutating()) == 0 {
 			break

@@ -78,7 +78,7 @@ func TestScale(t *testing.T) {
 	steady := len(h.azure.take())
 	enqueued := notified(t, "unclassified") - notifiedBefore
 	if len(writes) != 0 || steady != 0 || enqueued != 0 {
-		t.Errorf("steady state: %d mutating requests, %d Azure requests, %v Profiles enqueued by polls; want none", len(writes), steady, enqueued)
+		t.Errorf("steady state: mutating requests %v, %d Azure requests, %v Profiles enqueued by polls; want none", writes, steady, enqueued)
 	}
 	t.Logf("%d Profiles, 3 instances, 50 shared buckets: converged in %s; Azure requests per Profile at convergence %.2f, at steady state %d; %v OPA polls with no change enqueued %v Profiles; resync mutating requests %d",
 		n, converged.Round(time.Millisecond), float64(atConvergence)/float64(n), steady, polls, enqueued, len(writes))
