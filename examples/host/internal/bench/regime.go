@@ -60,6 +60,10 @@ type Regime struct {
 	// writes.
 	RequestsPerObject float64 `json:"requestsPerObject"`
 	MutatingPerObject float64 `json:"mutatingPerObject"`
+	// RequestsPerObjectBesideStatus leaves out the status writes: with few
+	// objects per Profile, one status write per Profile alone is more than
+	// the 0.05 per object that the target leaves (0.11 at 9 objects).
+	RequestsPerObjectBesideStatus float64 `json:"requestsPerObjectBesideStatus"`
 	// StatusWritesPerProfile are the host's writes of profiles/status
 	// (PUT, PATCH or apply) per Profile (target 1).
 	StatusWritesPerProfile float64 `json:"statusWritesPerProfile"`
@@ -125,6 +129,9 @@ func regimeOf(name string, r *Result, controlPlane string) Regime {
 	if r.Profiles > 0 {
 		g.StatusWritesPerProfile = float64(status) / float64(r.Profiles)
 	}
+	if r.Objects > 0 {
+		g.RequestsPerObjectBesideStatus = float64(r.Requests.ClientTotal-status) / float64(r.Objects)
+	}
 	return g
 }
 
@@ -182,6 +189,7 @@ func regimeRows(row func(name, value, target string), g Regime) {
 	row("  host+bench CPU per object (conv / POST / apply floor client)", fmt.Sprintf("%.2f / %.2f / %.2f ms", h.Convergence, h.Floor, h.ApplyFloor), "")
 	row("  host CPU / POST floor client's", fmt.Sprintf("%.2fx", g.HostCPUOverFloorClient), target("<= 2x", g.HostCPUOverFloorClient <= targetHostCPUOverFloor))
 	row("  host requests per object (all verbs)", fmt.Sprintf("%.3f (%.3f mutating)", g.RequestsPerObject, g.MutatingPerObject), target("<= 1.05", g.RequestsPerObject <= targetRequestsPerObj))
+	row("    beside the status writes", fmt.Sprintf("%.3f", g.RequestsPerObjectBesideStatus), "")
 	row("  status writes per Profile", fmt.Sprintf("%.2f", g.StatusWritesPerProfile), "1 "+verdict(g.StatusWritesPerProfile <= 1))
 	row("  host requests answered 409", fmt.Sprintf("%d", g.Conflicts), "")
 	if c := g.HostChange; c != nil {

@@ -18,7 +18,7 @@ func TestRegimeOf(t *testing.T) {
 		want   Regime
 	}{
 		{
-			reason: "the ratios are the floors' rates over the convergence's, CPU is per object, status writes are per Profile",
+			reason: "the ratios are the floors' rates over the convergence's, CPU is per object, status writes are per Profile, other requests per object",
 			res: &Result{
 				QPS: 200, Burst: 400, Profiles: 10, Objects: 100,
 				Convergence: Phase{Seconds: 4, ObjectsPerSecond: 25, CPU: CPU{APIServer: 0.4, HostAndBench: 0.2}},
@@ -27,9 +27,10 @@ func TestRegimeOf(t *testing.T) {
 				Requests: Requests{
 					Client: []Count{
 						{Verb: "APPLY", Resource: "resourcequotas", N: 100},
-						{Verb: "PUT", Resource: "profiles/status", N: 12},
+						{Verb: "PUT", Resource: "profiles/status", N: 15},
 						{Verb: "GET", Resource: "profiles", N: 3},
 					},
+					ClientTotal:       118,
 					Conflicts:         []Count{{Verb: "PUT", Resource: "profiles/status", N: 2}},
 					TotalPerObject:    1.15,
 					MutatingPerObject: 1.12,
@@ -42,8 +43,9 @@ func TestRegimeOf(t *testing.T) {
 				HostCPUPerObjectMs:      CPUPerObject{Convergence: 2, Floor: 0.5, ApplyFloor: 1},
 				HostCPUOverFloorClient:  4,
 				RequestsPerObject:       1.15, MutatingPerObject: 1.12,
-				StatusWritesPerProfile: 1.2,
-				Conflicts:              2,
+				RequestsPerObjectBesideStatus: 1.03,
+				StatusWritesPerProfile:        1.5,
+				Conflicts:                     2,
 			},
 		},
 		{
