@@ -5,9 +5,11 @@ package reconcilers
 
 import (
 	"container/heap"
+	"container/list"
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -28,6 +30,11 @@ const DefaultMaxInFlight = 32
 // behind all the others, those of a Profile a user just created too. Held
 // here instead, the waiting requests are ordered, and the API server stays
 // as busy as n requests keep it.
+//
+// A request that has waited maxGateWait goes before any newer one, first
+// come first: the passes of older Profiles, started before a burst of new
+// ones, are put behind them for a moment, never until their requests time
+// out (the wait counts in the request's timeout, see WithTimeout).
 //
 // A client rate limiter that cfg shares between its clients (RateLimited)
 // is taken behind the places: a pass's request waits for its place, then
@@ -106,16 +113,29 @@ func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
 	return g.next.RoundTrip(req)
 }
 
+// maxGateWait is how long a request of a pass waits for a place before it
+// goes before the requests of higher priority: well under the request's
+// timeout, long enough that the newest Profile's requests still go first
+// in a burst.
+const maxGateWait = time.Second
+
 // inFlightGate hands out n places, to the waiter of highest priority first
-// and, among equals, to the one that came first.
+// and, among equals, to the one that came first; a waiter that has waited
+// maxWait goes first of all, in the order of arrival.
 type inFlightGate struct {
 	mu      sync.Mutex
 	free    int
 	next    uint64
 	waiting waiters
+	// arrived holds the same waiters as waiting, in the order they came.
+	arrived list.List
+	maxWait time.Duration
+	now     func() time.Time
 }
 
-func newInFlightGate(n int) *inFlightGate { return &inFlightGate{free: n} }
+func newInFlightGate(n int) *inFlightGate {
+	return &inFlightGate{free: n, maxWait: maxGateWait, now: time.Now}
+}
 
 // acquire waits for a place, or until ctx is done.
 func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
@@ -125,9 +145,10 @@ func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
 		g.mu.Unlock()
 		return nil
 	}
-	w := &waiter{priority: priority, seq: g.next, granted: make(chan struct{})}
+	w := &waiter{priority: priority, seq: g.next, since: g.now(), granted: make(chan struct{})}
 	g.next++
 	heap.Push(&g.waiting, w)
+	w.arrival = g.arrived.PushBack(w)
 	g.mu.Unlock()
 
 	select {
@@ -137,6 +158,7 @@ func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
 		g.mu.Lock()
 		if w.index >= 0 {
 			heap.Remove(&g.waiting, w.index)
+			g.arrived.Remove(w.arrival)
 			g.mu.Unlock()
 			return ctx.Err()
 		}
@@ -147,7 +169,9 @@ func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
 	}
 }
 
-// release gives a place back, to the first waiter if there is one.
+// release gives a place back, to the first waiter if there is one: the
+// longest waiting if it has waited maxWait, else the one of highest
+// priority.
 func (g *inFlightGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -155,17 +179,26 @@ func (g *inFlightGate) release() {
 		g.free++
 		return
 	}
-	w := heap.Pop(&g.waiting).(*waiter)
+	w := g.arrived.Front().Value.(*waiter)
+	if g.now().Sub(w.since) >= g.maxWait {
+		heap.Remove(&g.waiting, w.index)
+	} else {
+		w = heap.Pop(&g.waiting).(*waiter)
+	}
+	g.arrived.Remove(w.arrival)
 	close(w.granted)
 }
 
-// waiter is a request waiting for a place; index is its place in the heap,
-// -1 once it left it.
+// waiter is a request waiting for a place since a time; index is its place
+// in the heap, -1 once it left it, and arrival its place in the order of
+// arrival.
 type waiter struct {
 	priority int
 	seq      uint64
+	since    time.Time
 	granted  chan struct{}
 	index    int
+	arrival  *list.Element
 }
 
 // waiters is a heap of waiters, highest priority first, then first come.

@@ -83,6 +83,72 @@ func TestInFlightGateOrder(t *testing.T) {
 	}
 }
 
+// TestInFlightGateAging: a waiter of low priority that has waited maxWait
+// gets the next place although newer waiters of higher priority keep
+// coming, and those that waited long go in the order they came; before
+// maxWait, priority decides.
+func TestInFlightGateAging(t *testing.T) {
+	g := newInFlightGate(1)
+	var mu sync.Mutex
+	clock := time.Unix(0, 0)
+	g.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	if err := g.acquire(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan string, 8)
+	queue := func(name string, priority int) {
+		g.mu.Lock()
+		n := len(g.waiting)
+		g.mu.Unlock()
+		go func() {
+			if err := g.acquire(t.Context(), priority); err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			granted <- name
+		}()
+		for ; ; time.Sleep(time.Millisecond) {
+			g.mu.Lock()
+			m := len(g.waiting)
+			g.mu.Unlock()
+			if m == n+1 {
+				return
+			}
+		}
+	}
+	next := func() string {
+		g.release()
+		select {
+		case name := <-granted:
+			return name
+		case <-time.After(5 * time.Second):
+			t.Fatal("no waiter got the place")
+			return ""
+		}
+	}
+	queue("old-a", 1)
+	queue("old-b", 1)
+	queue("new-1", 9)
+	if got := next(); got != "new-1" {
+		t.Errorf("before maxWait the place went to %s, want new-1 (highest priority)", got)
+	}
+	advance(g.maxWait)
+	queue("new-2", 9)
+	queue("new-3", 9)
+	var got []string
+	for range 4 {
+		got = append(got, next())
+	}
+	if diff := cmp.Diff([]string{"old-a", "old-b", "new-2", "new-3"}, got); diff != "" {
+		t.Errorf("after the old ones waited maxWait, order of places (-want +got):\n%s", diff)
+	}
+	g.release()
+	if g.free != 1 || len(g.waiting) != 0 || g.arrived.Len() != 0 {
+		t.Errorf("after all released: %d free, %d waiting, %d in arrival order; want 1, 0, 0", g.free, len(g.waiting), g.arrived.Len())
+	}
+}
+
 // TestLimitInFlightHoldsPassesOnly: at most n requests of passes reach the
 // server at once; a request sent outside a pass (a watch, a status write)
 // goes at once however many passes wait.
