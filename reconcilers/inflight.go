@@ -31,9 +31,9 @@ const DefaultMaxInFlight = 32
 // here instead, the waiting requests are ordered, and the API server stays
 // as busy as n requests keep it.
 //
-// A request that has waited maxGateWait goes before any newer one, first
+// A request that has waited maxGateWait (5 s) goes before any newer one, first
 // come first: the passes of older Profiles, started before a burst of new
-// ones, are put behind them for a moment, never until their requests time
+// ones, are put behind them for a while, never until their requests time
 // out (the wait counts in the request's timeout, see WithTimeout).
 //
 // A client rate limiter that cfg shares between its clients (RateLimited)
@@ -114,10 +114,12 @@ func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // maxGateWait is how long a request of a pass waits for a place before it
-// goes before the requests of higher priority: well under the request's
-// timeout, long enough that the newest Profile's requests still go first
-// in a burst.
-const maxGateWait = time.Second
+// goes before the requests of higher priority: a third of the request's
+// timeout, and longer than a place takes under a backlog at the client
+// rate limit, so that only the passes that newer Profiles keep passing (those
+// started while Profiles were still being created) go early, and the newest
+// Profile's requests wait behind those few alone.
+const maxGateWait = 5 * time.Second
 
 // inFlightGate hands out n places, to the waiter of highest priority first
 // and, among equals, to the one that came first; a waiter that has waited
