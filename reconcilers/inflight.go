@@ -31,10 +31,11 @@ const DefaultMaxInFlight = 32
 // here instead, the waiting requests are ordered, and the API server stays
 // as busy as n requests keep it.
 //
-// A request that has waited maxGateWait (5 s) goes before any newer one, first
-// come first: the passes of older Profiles, started before a burst of new
-// ones, are put behind them for a while, never until their requests time
-// out (the wait counts in the request's timeout, see WithTimeout).
+// A request that has waited 5 s, or a third of the time it had left to its
+// deadline if that is sooner (see maxGateWait), goes before any newer one,
+// first come first: the passes of older Profiles, started before a burst of new ones,
+// are put behind them for a while, never until their requests time out (the
+// wait counts in the request's timeout, see WithTimeout).
 //
 // A client rate limiter that cfg shares between its clients (RateLimited)
 // is taken behind the places: a pass's request waits for its place, then
@@ -113,17 +114,19 @@ func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
 	return g.next.RoundTrip(req)
 }
 
-// maxGateWait is how long a request of a pass waits for a place before it
-// goes before the requests of higher priority: a third of the request's
-// timeout, and longer than a place takes under a backlog at the client
-// rate limit, so that only the passes that newer Profiles keep passing (those
-// started while Profiles were still being created) go early, and the newest
-// Profile's requests wait behind those few alone.
+// maxGateWait is how long a request of a pass waits at most before it goes
+// before those of higher priority; one with a deadline goes first once it
+// has waited a third of the time its context had left when it came into
+// line, if that is sooner (about 5 s of the default 15 s request timeout
+// either way). Only the requests that newer Profiles kept passing (the
+// passes started while Profiles were still being created) wait that long;
+// the rest of the time to their deadline is for the places of those
+// promoted with them, the client rate limit and the request itself.
 const maxGateWait = 5 * time.Second
 
 // inFlightGate hands out n places, to the waiter of highest priority first
 // and, among equals, to the one that came first; a waiter that has waited
-// maxWait goes first of all, in the order of arrival.
+// long (see maxGateWait) goes first of all, in the order of arrival.
 type inFlightGate struct {
 	mu      sync.Mutex
 	free    int
@@ -147,7 +150,14 @@ func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
 		g.mu.Unlock()
 		return nil
 	}
-	w := &waiter{priority: priority, seq: g.next, since: g.now(), granted: make(chan struct{})}
+	now := g.now()
+	promote := now.Add(g.maxWait)
+	if d, ok := ctx.Deadline(); ok {
+		if p := now.Add(d.Sub(now) / 3); p.Before(promote) {
+			promote = p
+		}
+	}
+	w := &waiter{priority: priority, seq: g.next, promote: promote, granted: make(chan struct{})}
 	g.next++
 	heap.Push(&g.waiting, w)
 	w.arrival = g.arrived.PushBack(w)
@@ -172,7 +182,7 @@ func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
 }
 
 // release gives a place back, to the first waiter if there is one: the
-// longest waiting if it has waited maxWait, else the one of highest
+// longest waiting if it has waited long enough, else the one of highest
 // priority.
 func (g *inFlightGate) release() {
 	g.mu.Lock()
@@ -182,7 +192,7 @@ func (g *inFlightGate) release() {
 		return
 	}
 	w := g.arrived.Front().Value.(*waiter)
-	if g.now().Sub(w.since) >= g.maxWait {
+	if !g.now().Before(w.promote) {
 		heap.Remove(&g.waiting, w.index)
 	} else {
 		w = heap.Pop(&g.waiting).(*waiter)
@@ -191,13 +201,13 @@ func (g *inFlightGate) release() {
 	close(w.granted)
 }
 
-// waiter is a request waiting for a place since a time; index is its place
-// in the heap, -1 once it left it, and arrival its place in the order of
-// arrival.
+// waiter is a request waiting for a place, to go first of all from promote
+// on; index is its place in the heap, -1 once it left it, and arrival its
+// place in the order of arrival.
 type waiter struct {
 	priority int
 	seq      uint64
-	since    time.Time
+	promote  time.Time
 	granted  chan struct{}
 	index    int
 	arrival  *list.Element

@@ -84,9 +84,10 @@ func TestInFlightGateOrder(t *testing.T) {
 }
 
 // TestInFlightGateAging: a waiter of low priority that has waited maxWait
-// gets the next place although newer waiters of higher priority keep
-// coming, and those that waited long go in the order they came; before
-// maxWait, priority decides.
+// (or, with a deadline, a third of the time it had left) gets the next
+// place although newer waiters of higher priority keep coming, and those
+// that waited long go in the order they came; before that, priority
+// decides.
 func TestInFlightGateAging(t *testing.T) {
 	g := newInFlightGate(1)
 	var mu sync.Mutex
@@ -97,12 +98,12 @@ func TestInFlightGateAging(t *testing.T) {
 		t.Fatal(err)
 	}
 	granted := make(chan string, 8)
-	queue := func(name string, priority int) {
+	queue := func(ctx context.Context, name string, priority int) {
 		g.mu.Lock()
 		n := len(g.waiting)
 		g.mu.Unlock()
 		go func() {
-			if err := g.acquire(t.Context(), priority); err != nil {
+			if err := g.acquire(ctx, priority); err != nil {
 				t.Errorf("%s: %v", name, err)
 				return
 			}
@@ -127,15 +128,16 @@ func TestInFlightGateAging(t *testing.T) {
 			return ""
 		}
 	}
-	queue("old-a", 1)
-	queue("old-b", 1)
-	queue("new-1", 9)
+	ctx := t.Context()
+	queue(ctx, "old-a", 1)
+	queue(ctx, "old-b", 1)
+	queue(ctx, "new-1", 9)
 	if got := next(); got != "new-1" {
 		t.Errorf("before maxWait the place went to %s, want new-1 (highest priority)", got)
 	}
 	advance(g.maxWait)
-	queue("new-2", 9)
-	queue("new-3", 9)
+	queue(ctx, "new-2", 9)
+	queue(ctx, "new-3", 9)
 	var got []string
 	for range 4 {
 		got = append(got, next())
@@ -143,11 +145,41 @@ func TestInFlightGateAging(t *testing.T) {
 	if diff := cmp.Diff([]string{"old-a", "old-b", "new-2", "new-3"}, got); diff != "" {
 		t.Errorf("after the old ones waited maxWait, order of places (-want +got):\n%s", diff)
 	}
+
+	// With the place still held by new-3: a deadline 6 s away (on the fake
+	// clock) is promoted after 2 s, not maxWait.
+	mu.Lock()
+	start := clock
+	mu.Unlock()
+	deadlined := deadlineAt{Context: ctx, at: start.Add(6 * time.Second)}
+	queue(deadlined, "short-deadline", 1)
+	queue(ctx, "new-4", 9)
+	advance(time.Second)
+	queue(ctx, "new-5", 9)
+	if got := next(); got != "new-4" {
+		t.Errorf("after 1 s of a 6 s deadline the place went to %s, want new-4 (highest priority)", got)
+	}
+	advance(time.Second)
+	if got := next(); got != "short-deadline" {
+		t.Errorf("after 2 s of a 6 s deadline the place went to %s, want short-deadline", got)
+	}
+	if got := next(); got != "new-5" {
+		t.Errorf("last place went to %s, want new-5", got)
+	}
 	g.release()
 	if g.free != 1 || len(g.waiting) != 0 || g.arrived.Len() != 0 {
 		t.Errorf("after all released: %d free, %d waiting, %d in arrival order; want 1, 0, 0", g.free, len(g.waiting), g.arrived.Len())
 	}
 }
+
+// deadlineAt is a context that reports a deadline on the test's fake clock
+// while its real one is far away.
+type deadlineAt struct {
+	context.Context
+	at time.Time
+}
+
+func (d deadlineAt) Deadline() (time.Time, bool) { return d.at, true }
 
 // TestLimitInFlightHoldsPassesOnly: at most n requests of passes reach the
 // server at once; a request sent outside a pass (a watch, a status write)
