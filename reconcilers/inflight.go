@@ -33,9 +33,9 @@ const DefaultMaxInFlight = 32
 //
 // A request that has waited 5 s, or a third of the time it had left to its
 // deadline if that is sooner (see maxGateWait), goes before any newer one,
-// first come first: the passes of older Profiles, started before a burst of new ones,
-// are put behind them for a while, never until their requests time out (the
-// wait counts in the request's timeout, see WithTimeout).
+// first come first: the passes of older Profiles, started before a burst of
+// new ones, are put behind them for a while, never until their requests
+// time out (the wait counts in the request's timeout, see WithTimeout).
 //
 // A client rate limiter that cfg shares between its clients (RateLimited)
 // is taken behind the places: a pass's request waits for its place, then

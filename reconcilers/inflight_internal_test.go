@@ -172,6 +172,39 @@ func TestInFlightGateAging(t *testing.T) {
 	}
 }
 
+// TestInFlightGateEndedContext: a careless operator's request timeout that
+// has already run out (or a reconcile cancelled at shutdown) gets its
+// context's error at once, takes no place and leaves no waiter behind that
+// would hold the next request.
+func TestInFlightGateEndedContext(t *testing.T) {
+	g := newInFlightGate(1)
+	if err := g.acquire(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	if err := g.acquire(ended, 5); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request whose deadline had passed got %v, want context.DeadlineExceeded", err)
+	}
+	g.mu.Lock()
+	waiting, arrived := len(g.waiting), g.arrived.Len()
+	g.mu.Unlock()
+	if waiting != 0 || arrived != 0 {
+		t.Errorf("after the ended request left: %d waiting, %d in arrival order; want none", waiting, arrived)
+	}
+	got := make(chan error, 1)
+	go func() { got <- g.acquire(t.Context(), 1) }()
+	g.release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("the next request: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the next request did not get the place the first gave back")
+	}
+}
+
 // deadlineAt is a context that reports a deadline on the test's fake clock
 // while its real one is far away.
 type deadlineAt struct {
