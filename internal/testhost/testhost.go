@@ -6,12 +6,14 @@ package testhost
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -255,4 +257,29 @@ func UpdateProfile(t *testing.T, c client.Client, name string, mutate func(*kube
 	if err != nil {
 		t.Fatalf("update profile %s: %v", name, err)
 	}
+}
+
+// Events returns the Events about the named Profiles, a line each (Profile,
+// type, reason, how many times, first and last seen, note), for a test to
+// print when it sees a write it did not expect.
+func Events(t *testing.T, c client.Reader, names ...string) []string {
+	t.Helper()
+	var l eventsv1.EventList
+	if err := c.List(context.Background(), &l, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	var out []string
+	for _, e := range l.Items {
+		if e.Regarding.Kind != "Profile" || !slices.Contains(names, e.Regarding.Name) {
+			continue
+		}
+		count, last := 1, e.EventTime.Time
+		if e.Series != nil {
+			count, last = int(e.Series.Count), e.Series.LastObservedTime.Time
+		}
+		out = append(out, fmt.Sprintf("%s %s %s x%d %s..%s %s", e.Regarding.Name, e.Type, e.Reason, count,
+			e.EventTime.Format("15:04:05.000"), last.Format("15:04:05.000"), e.Note))
+	}
+	slices.Sort(out)
+	return out
 }

@@ -138,7 +138,7 @@ func TestResyncSendsNothing(t *testing.T) {
 			"census-shared": {"classification": "unclassified", "readers": []string{"labour"}, "writers": []string{"census"}, "spn": "sp-census"},
 		},
 	})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(300*time.Millisecond))
+	h := start(t, hostConfigOwnSource(unique("resync")), reconcilers.WithResync(300*time.Millisecond))
 	h.profile(t, a, blobPlugin("standard", "standard-ro", "protected-b"))
 	h.profile(t, b, blobPlugin())
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "standard-ro": "ReadOnlyMany", "protected-b": "ReadWriteMany", "census-shared": "ReadWriteMany"})
@@ -153,6 +153,9 @@ func TestResyncSendsNothing(t *testing.T) {
 	after := h.applies.counts(a, b)
 	if len(writes) != 0 {
 		t.Errorf("mutating requests on resync = %v, want none", writes)
+		for _, e := range testhost.Events(t, env.Client, a, b) {
+			t.Log(e)
+		}
 	}
 	if len(azure) != 0 {
 		t.Errorf("Azure requests on resync = %v, want none", azure)

@@ -277,9 +277,23 @@ func refreshes(t *testing.T, source, result string) float64 {
 
 // hostConfigWithDrop is hostConfig with the grants source's maxDropShare.
 func hostConfigWithDrop(extra map[string]any, share float64) []byte {
-	var cfg map[string]any
-	_ = json.Unmarshal(hostConfig("storage", extra), &cfg)
-	cfg["grantSources"].([]any)[0].(map[string]any)["maxDropShare"] = share
-	b, _ := json.Marshal(cfg)
+	return withSource(hostConfig("storage", extra), "maxDropShare", share)
+}
+
+// hostConfigOwnSource is hostConfig with a grants source of the test's own,
+// named name. The drop guard of a source named like every other test's
+// counts the claims earlier tests left behind as grants in use, and refuses
+// the first documents (GrantsNotSynced, with an Event per Profile) until
+// they are gone; a test that counts writes must not see those.
+func hostConfigOwnSource(name string) []byte {
+	return withSource(hostConfig("storage", nil), "name", name)
+}
+
+// withSource sets one field of cfg's grants source.
+func withSource(cfg []byte, field string, value any) []byte {
+	var m map[string]any
+	_ = json.Unmarshal(cfg, &m)
+	m["grantSources"].([]any)[0].(map[string]any)[field] = value
+	b, _ := json.Marshal(m)
 	return b
 }

@@ -47,7 +47,8 @@ func TestScale(t *testing.T) {
 		doc.Buckets[fmt.Sprintf("bucket-%02d", i)] = map[string]any{"classification": "unclassified", "readers": []string{r}, "writers": []string{w}, "spn": "sp"}
 	}
 	putGrants(t, "storage", doc)
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(5*time.Second), reconcilers.WithConcurrency(8))
+	source := unique("scale")
+	h := start(t, hostConfigOwnSource(source), reconcilers.WithResync(5*time.Second), reconcilers.WithConcurrency(8))
 	h.azure.take()
 	begin := time.Now()
 	for _, name := range names {
@@ -70,15 +71,18 @@ func TestScale(t *testing.T) {
 	atConvergence := len(h.azure.take())
 
 	// Steady state: resyncs with nothing changed, and OPA polls with no change.
-	notifiedBefore := notified(t, "unclassified")
-	pollsBefore := refreshes(t, "unclassified", "OK")
+	notifiedBefore := notified(t, source)
+	pollsBefore := refreshes(t, source, "OK")
 	writes := h.host.ResyncWrites(t, n, blobcsi.Kind)
 	time.Sleep(3 * pollEvery)
-	polls := refreshes(t, "unclassified", "OK") - pollsBefore
+	polls := refreshes(t, source, "OK") - pollsBefore
 	steady := len(h.azure.take())
-	enqueued := notified(t, "unclassified") - notifiedBefore
+	enqueued := notified(t, source) - notifiedBefore
 	if len(writes) != 0 || steady != 0 || enqueued != 0 {
 		t.Errorf("steady state: mutating requests %v, %d Azure requests, %v Profiles enqueued by polls; want none", writes, steady, enqueued)
+		for _, e := range testhost.Events(t, env.Client, names...) {
+			t.Log(e)
+		}
 	}
 	t.Logf("%d Profiles, 3 instances, 50 shared buckets: converged in %s; Azure requests per Profile at convergence %.2f, at steady state %d; %v OPA polls with no change enqueued %v Profiles; resync mutating requests %d",
 		n, converged.Round(time.Millisecond), float64(atConvergence)/float64(n), steady, polls, enqueued, len(writes))
