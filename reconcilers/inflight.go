@@ -32,10 +32,12 @@ const DefaultMaxInFlight = 32
 // as busy as n requests keep it.
 //
 // A request that has waited 5 s, or a third of the time it had left to its
-// deadline if that is sooner (see maxGateWait), goes before any newer one,
+// deadline if that is sooner (see maxGateWait), takes every other place,
 // first come first: the passes of older Profiles, started before a burst of
 // new ones, are put behind them for a while, never until their requests
-// time out (the wait counts in the request's timeout, see WithTimeout).
+// time out (the wait counts in the request's timeout, see WithTimeout); and
+// the newest Profile's requests still get the places between, so that a
+// long backlog of such requests does not put it behind all of them.
 //
 // A client rate limiter that cfg shares between its clients (RateLimited)
 // is taken behind the places: a pass's request waits for its place, then
@@ -114,19 +116,19 @@ func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
 	return g.next.RoundTrip(req)
 }
 
-// maxGateWait is how long a request of a pass waits at most before it goes
-// before those of higher priority; one with a deadline goes first once it
-// has waited a third of the time its context had left when it came into
-// line, if that is sooner (about 5 s of the default 15 s request timeout
-// either way). Only the requests that newer Profiles kept passing (the
-// passes started while Profiles were still being created) wait that long;
-// the rest of the time to their deadline is for the places of those
-// promoted with them, the client rate limit and the request itself.
+// maxGateWait is how long a request of a pass waits at most before it
+// takes every other place from those of higher priority; one with a
+// deadline does once it has waited a third of the time its context had left
+// when it came into line, if that is sooner (about 5 s of the default 15 s
+// request timeout either way). Only the requests that newer Profiles kept
+// passing (the passes started while Profiles were still being created) wait
+// that long; the rest of the time to their deadline is for the places of
+// those promoted with them, the client rate limit and the request itself.
 const maxGateWait = 5 * time.Second
 
 // inFlightGate hands out n places, to the waiter of highest priority first
-// and, among equals, to the one that came first; a waiter that has waited
-// long (see maxGateWait) goes first of all, in the order of arrival.
+// and, among equals, to the one that came first; while a waiter has waited
+// long (see maxGateWait), every other place goes to the longest waiting.
 type inFlightGate struct {
 	mu      sync.Mutex
 	free    int
@@ -134,8 +136,11 @@ type inFlightGate struct {
 	waiting waiters
 	// arrived holds the same waiters as waiting, in the order they came.
 	arrived list.List
-	maxWait time.Duration
-	now     func() time.Time
+	// agedTurn says the next place goes to the longest waiting, if it has
+	// waited long: the last went to the highest priority while it had.
+	agedTurn bool
+	maxWait  time.Duration
+	now      func() time.Time
 }
 
 func newInFlightGate(n int) *inFlightGate {
@@ -181,9 +186,9 @@ func (g *inFlightGate) acquire(ctx context.Context, priority int) error {
 	}
 }
 
-// release gives a place back, to the first waiter if there is one: the
-// longest waiting if it has waited long enough, else the one of highest
-// priority.
+// release gives a place back, to a waiter if there is one: the one of
+// highest priority, or, every other time while the longest waiting has
+// waited long enough, that one.
 func (g *inFlightGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -192,10 +197,13 @@ func (g *inFlightGate) release() {
 		return
 	}
 	w := g.arrived.Front().Value.(*waiter)
-	if !g.now().Before(w.promote) {
+	aged := !g.now().Before(w.promote)
+	if aged && (g.agedTurn || w == g.waiting[0]) {
 		heap.Remove(&g.waiting, w.index)
+		g.agedTurn = false
 	} else {
 		w = heap.Pop(&g.waiting).(*waiter)
+		g.agedTurn = aged
 	}
 	g.arrived.Remove(w.arrival)
 	close(w.granted)

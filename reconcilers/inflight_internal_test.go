@@ -83,10 +83,10 @@ func TestInFlightGateOrder(t *testing.T) {
 	}
 }
 
-// TestInFlightGateAging: a waiter of low priority that has waited maxWait
-// (or, with a deadline, a third of the time it had left) gets the next
-// place although newer waiters of higher priority keep coming, and those
-// that waited long go in the order they came; before that, priority
+// TestInFlightGateAging: once a waiter of low priority has waited maxWait
+// (or, with a deadline, a third of the time it had left), every other place
+// goes to the longest waiting, although newer waiters of higher priority
+// keep coming, and those get the places between; before that, priority
 // decides.
 func TestInFlightGateAging(t *testing.T) {
 	g := newInFlightGate(1)
@@ -142,8 +142,8 @@ func TestInFlightGateAging(t *testing.T) {
 	for range 4 {
 		got = append(got, next())
 	}
-	if diff := cmp.Diff([]string{"old-a", "old-b", "new-2", "new-3"}, got); diff != "" {
-		t.Errorf("after the old ones waited maxWait, order of places (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"new-2", "old-a", "new-3", "old-b"}, got); diff != "" {
+		t.Errorf("after the old ones waited maxWait, order of places (-want +got; every other place to the longest waiting):\n%s", diff)
 	}
 
 	// With the place still held by new-3: a deadline 6 s away (on the fake
@@ -159,12 +159,16 @@ func TestInFlightGateAging(t *testing.T) {
 	if got := next(); got != "new-4" {
 		t.Errorf("after 1 s of a 6 s deadline the place went to %s, want new-4 (highest priority)", got)
 	}
+	queue(ctx, "new-6", 9)
 	advance(time.Second)
-	if got := next(); got != "short-deadline" {
-		t.Errorf("after 2 s of a 6 s deadline the place went to %s, want short-deadline", got)
-	}
 	if got := next(); got != "new-5" {
-		t.Errorf("last place went to %s, want new-5", got)
+		t.Errorf("after 2 s of a 6 s deadline the first place went to %s, want new-5 (highest priority)", got)
+	}
+	if got := next(); got != "short-deadline" {
+		t.Errorf("after 2 s of a 6 s deadline the second place went to %s, want short-deadline", got)
+	}
+	if got := next(); got != "new-6" {
+		t.Errorf("last place went to %s, want new-6", got)
 	}
 	g.release()
 	if g.free != 1 || len(g.waiting) != 0 || g.arrived.Len() != 0 {
