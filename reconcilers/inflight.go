@@ -31,7 +31,7 @@ const DefaultMaxInFlight = 32
 // here instead, the waiting requests are ordered, and the API server stays
 // as busy as n requests keep it.
 //
-// A request that has waited 5 s, or a third of the time it had left to its
+// A request that has waited 1 s, or a third of the time it had left to its
 // deadline if that is sooner (see maxGateWait), takes every other place,
 // first come first: the passes of older Profiles, started before a burst of
 // new ones, are put behind them for a while, never until their requests
@@ -119,12 +119,15 @@ func (g gated) RoundTrip(req *http.Request) (*http.Response, error) {
 // maxGateWait is how long a request of a pass waits at most before it
 // takes every other place from those of higher priority; one with a
 // deadline does once it has waited a third of the time its context had left
-// when it came into line, if that is sooner (about 5 s of the default 15 s
-// request timeout either way). Only the requests that newer Profiles kept
-// passing (the passes started while Profiles were still being created) wait
-// that long; the rest of the time to their deadline is for the places of
-// those promoted with them, the client rate limit and the request itself.
-const maxGateWait = 5 * time.Second
+// when it came into line, if that is sooner. Only the requests that newer
+// Profiles kept passing (the passes started while Profiles were still being
+// created) wait that long; the rest of the time to their deadline is for
+// the places of those promoted with them, the client rate limit and the
+// request itself. It is short because a pass holds its worker while its
+// requests wait: the longer old passes wait, the longer a new Profile waits
+// for a worker of each plugin. The newest Profile's requests keep every
+// other place however many have waited that long.
+const maxGateWait = 1 * time.Second
 
 // inFlightGate hands out n places, to the waiter of highest priority first
 // and, among equals, to the one that came first; while a waiter has waited

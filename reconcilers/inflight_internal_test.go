@@ -90,6 +90,9 @@ func TestInFlightGateOrder(t *testing.T) {
 // decides.
 func TestInFlightGateAging(t *testing.T) {
 	g := newInFlightGate(1)
+	// Longer than a third of the 6 s deadline below, so that the deadline
+	// rule shows.
+	g.maxWait = 5 * time.Second
 	var mu sync.Mutex
 	clock := time.Unix(0, 0)
 	g.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
