@@ -21,9 +21,10 @@
 // nothing is removed, and the Profiles concerned report BlobcsiReady=False
 // with reason GrantsStale. A restart does not reset that guard: the first
 // document after a start is checked against the grants that the plugin's
-// claims in the cluster stand for (their LabelSource, and the volume name
-// the claim template gives them), and one that would withdraw more than
-// maxDropShare of them is refused. Until a source has a snapshot (refused,
+// PersistentVolumes with a live claim stand for (their LabelSource, and the
+// volume name the claim template gave their claims; not claims alone, which
+// a tenant could forge in its namespace), and one that
+// would withdraw more than maxDropShare of them is refused. Until a source has a snapshot (refused,
 // OPA down, the ConfigMap missing), none of its volumes is added or removed
 // and every Profile reports GrantsNotSynced with the source's reason; its
 // first snapshot reconciles every Profile.

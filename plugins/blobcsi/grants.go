@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,20 +93,34 @@ func newSources(cfg *Config, rt plugins.Runtime) (map[string]opa.Source, error) 
 	return sources, nil
 }
 
-// inUse returns the grants that the plugin's claims from source stand for,
-// across the cluster: one per claim that is not being deleted. Only the
-// claims' metadata are read, from the API server.
+// inUse returns the grants that the plugin's volumes from source stand for,
+// across the cluster: one per PersistentVolume of the plugin whose claim
+// exists and is not being deleted. A claim alone does not count: a tenant
+// can make claims with our labels in its own namespace, and would so hold
+// back every tenant's grants after a restart; PersistentVolumes it cannot
+// make. Both are read from the API server, the claims as metadata only.
 func inUse(r client.Reader, cfg *Config, source string) func(context.Context) ([]opa.Grant, error) {
 	return func(ctx context.Context) ([]opa.Grant, error) {
-		var l metav1.PartialObjectMetadataList
-		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
-		if err := r.List(ctx, &l, client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, LabelSource: source}); err != nil {
+		ours := client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, LabelSource: source}
+		var claims metav1.PartialObjectMetadataList
+		claims.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
+		if err := r.List(ctx, &claims, ours); err != nil {
 			return nil, fmt.Errorf("list the claims of grants source %s: %w", source, err)
 		}
-		out := make([]opa.Grant, 0, len(l.Items))
-		for _, c := range l.Items {
+		live := make(map[types.NamespacedName]bool, len(claims.Items))
+		for _, c := range claims.Items {
 			if c.DeletionTimestamp == nil {
-				out = append(out, opa.Grant{Namespace: c.Namespace, Volume: volumeOf(cfg.Names.Claim, c.Namespace, c.Name)})
+				live[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = true
+			}
+		}
+		var pvs corev1.PersistentVolumeList
+		if err := r.List(ctx, &pvs, ours); err != nil {
+			return nil, fmt.Errorf("list the volumes of grants source %s: %w", source, err)
+		}
+		out := make([]opa.Grant, 0, len(pvs.Items))
+		for _, pv := range pvs.Items {
+			if ref := pv.Spec.ClaimRef; ref != nil && live[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] {
+				out = append(out, opa.Grant{Namespace: ref.Namespace, Volume: volumeOf(cfg.Names.Claim, ref.Namespace, ref.Name)})
 			}
 		}
 		return out, nil

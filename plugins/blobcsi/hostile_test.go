@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -365,5 +366,59 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 	var got corev1.ConfigMap
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), &got); err != nil || !cmp.Equal(got.Data, foreign.Data) || len(got.Labels) != 0 {
 		t.Errorf("foreign ConfigMap after the pass: %v, data %v, labels %v; want it untouched", err, got.Data, got.Labels)
+	}
+}
+
+// TestForgedClaimsDoNotHoldBackGrants: a tenant that makes claims with the
+// plugin's labels and a grants source's name in its own namespace must not
+// make the first document after a restart look like a withdrawal of most
+// grants in use, which would hold back every tenant's grants: the drop
+// guard counts the PersistentVolumes the plugin made, which a tenant cannot
+// make.
+func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
+	a := unique("team-a")
+	two := []string{"census-1", "census-2"}
+	putGrants(t, "storage", sharedDoc([]string{a}, two...))
+	source := unique("forged")
+	shard := newShard()
+	cfg := hostConfigOwnSource(source)
+	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
+	want := sharedVolumes(a, two...)
+	t.Run("first run", func(t *testing.T) {
+		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
+		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+			got := volumesOf(t, a)
+			return cmp.Equal(want, got), cmp.Diff(want, got)
+		})
+	})
+	// While the host is down the tenant forges ten claims: with them the
+	// unchanged document would withdraw 10 of 12 grants.
+	for i := range 10 {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: a, Labels: map[string]string{
+				plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: blobcsi.Kind, blobcsi.LabelSource: source}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		if err := env.Client.Create(context.Background(), pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken := refreshes(t, source, "OK")
+	startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, refused := refreshes(t, source, "OK")-taken, refreshes(t, source, "DropTooLarge")
+		return ok > 0 && refused == 0, fmt.Sprintf("after the restart %v documents taken, %v refused as too large a drop", ok, refused)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	// The granted volumes stay; the forged claims, which the plugin did not
+	// make, are left alone, unbound.
+	for i := range 10 {
+		want[fmt.Sprintf("forged-%d", i)] = "<gone>"
+	}
+	if got := volumesOf(t, a); !cmp.Equal(want, got) {
+		t.Errorf("the tenant's claims after the restart (-want +got):\n%s", cmp.Diff(want, got))
 	}
 }
