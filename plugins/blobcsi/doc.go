@@ -23,11 +23,11 @@
 // document after a start is checked against the grants that the plugin's
 // PersistentVolumes with a live claim stand for (their LabelSource, and the
 // volume name the claim template gave their claims; not claims alone, which
-// a tenant could forge in its namespace), and one that
-// would withdraw more than maxDropShare of them is refused. Until a source has a snapshot (refused,
-// OPA down, the ConfigMap missing), none of its volumes is added or removed
-// and every Profile reports GrantsNotSynced with the source's reason; its
-// first snapshot reconciles every Profile.
+// a tenant could forge in its namespace), and one that would withdraw more
+// than maxDropShare of them is refused. Until a source has a snapshot
+// (refused, OPA down, the ConfigMap missing), none of its volumes is added
+// or removed and every Profile reports GrantsNotSynced with the source's
+// reason; its first snapshot reconciles every Profile.
 //
 // # Credentials
 //
