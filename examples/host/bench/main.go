@@ -129,6 +129,7 @@ bench/results.`,
 	fl.StringSliceVar(&o.Regimes, "regimes", []string{bench.RegimeLimited, bench.RegimeUnthrottled},
 		"client rate regimes to measure, in order: limited (--kube-api-qps/--kube-api-burst) and unthrottled (100000 both); the first runs every phase, each other its floors, convergence and host-wide change on a fresh control plane")
 	fl.BoolVar(&o.Latency, "latency", true, "time new Profiles created one at a time, in the first regime: idle, during the host-wide change and during the bulk convergence")
+	fl.BoolVar(&o.FreshPhases, "fresh-phases", true, "run each floor and the convergence of a regime on an empty control plane of its own; false runs them one after another on the same one")
 	fl.IntVar(&o.Concurrency, "concurrency", 0, "reconciles at once per plugin, for every plugin; 0 keeps the configuration's (default 16)")
 	fl.IntVar(&o.Drift, "drift", 50, "owned objects to delete or edit by hand (half each)")
 	fl.IntVar(&o.Unrelated, "unrelated", 10000, "unrelated Secrets and ConfigMaps (half each) added before the second memory reading")

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -92,6 +93,11 @@ type Options struct {
 	// Latency times new Profiles in the first regime: with the host idle,
 	// during the host-wide change's rollout and during the bulk convergence.
 	Latency bool
+	// FreshPhases gives each timed phase of a regime (the POST floor, the
+	// apply floor, the convergence) a control plane of its own, so that
+	// each starts from an empty store; otherwise the apply floor runs beside
+	// the POST floor's objects and the convergence beside both floors'.
+	FreshPhases bool
 	// ResultsDir receives the JSON result; empty writes none.
 	ResultsDir string
 	// Out receives progress and the result table.
@@ -119,6 +125,8 @@ type bench struct {
 	extraProfiles int
 	// kubeconfig reaches the control plane as an administrator.
 	kubeconfig []byte
+	// closeCP stops the control plane open now.
+	closeCP func()
 }
 
 // driverQPS is the rate of the benchmark's own client, far above the host's
@@ -175,6 +183,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	res := &Result{
 		Started: time.Now().UTC(), Profiles: o.Profiles, QPS: qps, Burst: burst, Regime: o.Regimes[0],
 		Config: o.ConfigName, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		FreshPhases: o.FreshPhases,
 	}
 	res.Revision = revision(ctx, o.RepoRoot)
 	fmt.Fprintf(o.Out, "profilekit bench: %d Profiles, regimes %s, config %s\n", o.Profiles, strings.Join(o.Regimes, ", "), o.ConfigName)
@@ -207,8 +216,8 @@ func newBench(o Options, res *Result, regime string) *bench {
 }
 
 // open starts a fresh control plane for the regime and the benchmark's
-// clients; the returned function stops it.
-func (b *bench) open(ctx context.Context) (func(), error) {
+// clients; close stops it.
+func (b *bench) open(ctx context.Context) error {
 	cfg := *b.Config
 	cfg.Client.QPS = b.QPS
 	cfg.Client.Burst = b.Burst
@@ -223,13 +232,14 @@ func (b *bench) open(ctx context.Context) (func(), error) {
 		Config: &cfg, Registry: b.Registry, RepoRoot: b.RepoRoot, AssetsDir: b.AssetsDir, Out: b.Out,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	stop := func() {
+	stop := sync.OnceFunc(func() {
 		if serr := cp.Env.Stop(); serr != nil {
 			fmt.Fprintf(b.Out, "stop the control plane: %v\n", serr)
 		}
-	}
+	})
+	b.closeCP = stop
 	b.cfg, b.defs, b.scheme = cp.Config, cp.Definitions, cp.Scheme
 	b.res.Plugins = b.cfg.Enabled()
 	b.admin, b.kubeconfig = cp.Env.Config, cp.Env.KubeConfig
@@ -238,18 +248,36 @@ func (b *bench) open(ctx context.Context) (func(), error) {
 	dc.QPS, dc.Burst = driverQPS, driverBurst
 	if b.driver, err = client.NewWithWatch(dc, client.Options{Scheme: b.scheme}); err != nil {
 		stop()
-		return nil, fmt.Errorf("benchmark client: %w", err)
+		return fmt.Errorf("benchmark client: %w", err)
 	}
 	if b.cs, err = kubernetes.NewForConfig(b.admin); err != nil {
 		stop()
-		return nil, fmt.Errorf("benchmark clientset: %w", err)
+		return fmt.Errorf("benchmark clientset: %w", err)
 	}
 	b.res.Workers = 0
 	for _, kind := range b.cfg.Enabled() {
 		sec, _ := b.cfg.Section(kind)
 		b.res.Workers += cmpOr(sec.Concurrency, hostconfig.DefaultConcurrency)
 	}
-	return stop, nil
+	return nil
+}
+
+// close stops the control plane open now, if any.
+func (b *bench) close() {
+	if b.closeCP != nil {
+		b.closeCP()
+	}
+}
+
+// fresh replaces the control plane with an empty one before the next timed
+// phase, when FreshPhases is set.
+func (b *bench) fresh(ctx context.Context) error {
+	if !b.FreshPhases {
+		return nil
+	}
+	fmt.Fprintf(b.Out, "\n(a fresh control plane for the next phase)\n")
+	b.close()
+	return b.open(ctx)
 }
 
 // prepare renders the desired objects and times both floors.
@@ -269,7 +297,13 @@ func (b *bench) prepare(ctx context.Context) ([]*kubeflowv1.Profile, *desired, e
 	if err := b.floor(ctx, d); err != nil {
 		return nil, nil, err
 	}
+	if err := b.fresh(ctx); err != nil {
+		return nil, nil, err
+	}
 	if err := b.applyFloor(ctx, d); err != nil {
+		return nil, nil, err
+	}
+	if err := b.fresh(ctx); err != nil {
 		return nil, nil, err
 	}
 	return profiles, d, nil
@@ -281,11 +315,10 @@ func (b *bench) prepare(ctx context.Context) ([]*kubeflowv1.Profile, *desired, e
 // latency probe.
 func (b *bench) runFirst(ctx context.Context) error {
 	fmt.Fprintf(b.Out, "\n==== regime %s: client %g QPS / %d burst, every phase\n", b.regime, b.QPS, b.Burst)
-	stopCP, err := b.open(ctx)
-	if err != nil {
+	if err := b.open(ctx); err != nil {
 		return err
 	}
-	defer stopCP()
+	defer b.close()
 	profiles, d, err := b.prepare(ctx)
 	if err != nil {
 		return err
@@ -362,11 +395,10 @@ func (b *bench) runFirst(ctx context.Context) error {
 // convergence and the host-wide change.
 func (b *bench) runOther(ctx context.Context) (Regime, error) {
 	fmt.Fprintf(b.Out, "\n==== regime %s: client %g QPS / %d burst, on a fresh control plane: floors, convergence, host-wide change\n", b.regime, b.QPS, b.Burst)
-	stopCP, err := b.open(ctx)
-	if err != nil {
+	if err := b.open(ctx); err != nil {
 		return Regime{}, err
 	}
-	defer stopCP()
+	defer b.close()
 	profiles, d, err := b.prepare(ctx)
 	if err != nil {
 		return Regime{}, err

@@ -39,10 +39,14 @@ type Result struct {
 	Plugins   []string `json:"plugins"`
 	// QPS and Burst are the client rates of the first regime, which ran
 	// every phase; Regime names it.
-	QPS           float32        `json:"qps"`
-	Burst         int            `json:"burst"`
-	Regime        string         `json:"regime,omitempty"`
-	Workers       int            `json:"workers"`
+	QPS     float32 `json:"qps"`
+	Burst   int     `json:"burst"`
+	Regime  string  `json:"regime,omitempty"`
+	Workers int     `json:"workers"`
+	// FreshPhases is set when each floor and the convergence ran on an
+	// empty control plane of its own; runs without it ran them one after
+	// another on the same one.
+	FreshPhases   bool           `json:"freshPhases,omitempty"`
 	Objects       int            `json:"objects"`
 	ObjectsByKind map[string]int `json:"objectsByKind"`
 
@@ -272,6 +276,9 @@ func verdict(ok bool) string {
 func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, regimes %s, %d workers, %d CPUs, revision %s\n",
 		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), regimeNames(r.Regimes), r.Workers, r.CPUs, r.Revision)
+	if r.FreshPhases {
+		fmt.Fprintln(w, "each floor and each convergence ran on an empty control plane of its own")
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tTARGET\t")
 	row := func(name, value, target string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, value, target) }
