@@ -19,8 +19,12 @@ import (
 	"github.com/profilekit/profilekit/plugins/quotas"
 )
 
-// changedMemory is the quota defaults' limits.memory in the host-wide change.
-const changedMemory = "40Gi"
+// The quota defaults' limits.memory in the host-wide change, and in the
+// second rollout, which the rollout latency probe runs beside.
+const (
+	changedMemory = "40Gi"
+	probedMemory  = "48Gi"
+)
 
 // hostWideChange restarts the host with one host-wide input changed, as a
 // configuration rollout does: the quota defaults' limits.memory. It times,
@@ -28,28 +32,50 @@ const changedMemory = "40Gi"
 // the new value, from the new host's start and from its cache sync, and
 // counts the new host's requests until it is idle: one apply per
 // ResourceQuota and nothing else is the target. In the run that measures
-// latency, it creates new Profiles one at a time from the cache sync on.
-// It returns the new host, running; without the quotas plugin it only
-// restarts the host.
+// latency it then rolls out a second change, from whose cache sync on it
+// creates new Profiles one at a time: the rate is measured without them,
+// their latency during a rollout like the first. It returns the last host,
+// running; without the quotas plugin it only restarts the host.
 func (b *bench) hostWideChange(ctx context.Context) (*host, error) {
-	sec, ok := b.cfg.Section(quotas.Kind)
-	if !ok {
+	if _, ok := b.cfg.Section(quotas.Kind); !ok {
 		return b.startHost(ctx)
 	}
-	fmt.Fprintf(b.Out, "\n== host-wide change: restart with the quota defaults' limits.memory at %s\n", changedMemory)
+	h, c, err := b.rollout(ctx, changedMemory, false)
+	if err != nil {
+		return nil, err
+	}
+	b.res.HostChange = c
+	if b.res.Latency == nil {
+		return h, nil
+	}
+	b.stop(h)
+	h, probed, err := b.rollout(ctx, probedMemory, true)
+	if err != nil {
+		return nil, err
+	}
+	c.ProbedObjectsPerSecond = probed.ObjectsPerSecond
+	return h, nil
+}
+
+// rollout restarts the host with the quota defaults' limits.memory at value
+// and measures the change as hostWideChange says; with probe, it also times
+// new Profiles created from the cache sync on.
+func (b *bench) rollout(ctx context.Context, value string, probe bool) (*host, *HostChange, error) {
+	sec, _ := b.cfg.Section(quotas.Kind)
+	fmt.Fprintf(b.Out, "\n== host-wide change: restart with the quota defaults' limits.memory at %s\n", value)
 	var defaults map[string]any
 	if err := json.Unmarshal(sec.Defaults, &defaults); err != nil {
-		return nil, fmt.Errorf("quota defaults: %w", err)
+		return nil, nil, fmt.Errorf("quota defaults: %w", err)
 	}
 	hard, _ := defaults["hard"].(map[string]any)
 	if hard == nil {
 		hard = map[string]any{}
 		defaults["hard"] = hard
 	}
-	hard["limits.memory"] = changedMemory
+	hard["limits.memory"] = value
 	raw, err := json.Marshal(defaults)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sec.Defaults = raw
 	cfg := *b.cfg
@@ -60,47 +86,47 @@ func (b *bench) hostWideChange(ctx context.Context) (*host, error) {
 	// ctx.
 	wctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
-	lastChanged, err := b.watchQuotas(wctx, changedMemory)
+	lastChanged, err := b.watchQuotas(wctx, value)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	before, err := controllerCounters()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	start := time.Now()
 	h, err := b.startHostWith(ctx, &cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	fail := func(err error) (*host, *HostChange, error) {
+		b.stop(h)
+		return nil, nil, err
 	}
 	synced, err := b.waitStarted(wctx, before)
 	if err != nil {
-		b.stop(h)
-		return nil, err
+		return fail(err)
 	}
-	var rollout func() (*Latency, error)
-	if b.res.Latency != nil {
-		rollout = b.probeFrom(wctx, synced, "rollout", rolloutProbes)
+	var latency func() (*Latency, error)
+	if probe {
+		latency = b.probeFrom(wctx, synced, "rollout", rolloutProbes)
 	}
 	var end time.Time
 	select {
 	case end = <-lastChanged:
 	case <-wctx.Done():
-		b.stop(h)
-		return nil, fmt.Errorf("host-wide change: not every ResourceQuota changed within %s: %w", b.Timeout, wctx.Err())
+		return fail(fmt.Errorf("host-wide change: not every ResourceQuota changed within %s: %w", b.Timeout, wctx.Err()))
 	}
-	if rollout != nil {
-		l, err := rollout()
+	if latency != nil {
+		l, err := latency()
 		if err != nil {
-			b.stop(h)
-			return nil, fmt.Errorf("rollout latency probe: %w", err)
+			return fail(fmt.Errorf("rollout latency probe: %w", err))
 		}
 		b.res.Latency.Rollout = l
 		b.printLatency("new Profiles during the rollout", l)
 	}
 	if err := waitIdle(wctx, b.Timeout); err != nil {
-		b.stop(h)
-		return nil, err
+		return fail(err)
 	}
 	time.Sleep(2 * time.Second)
 	req := h.counter.snapshot()
@@ -115,10 +141,9 @@ func (b *bench) hostWideChange(ctx context.Context) (*host, error) {
 	if c.SecondsFromSync > 0 {
 		c.ObjectsPerSecond = float64(c.Changed) / c.SecondsFromSync
 	}
-	b.res.HostChange = c
 	fmt.Fprintf(b.Out, "%d ResourceQuotas changed in %s from the start, %s from the cache sync (%.0f objects/s); %d requests, %d mutating\n",
 		b.Profiles, end.Sub(start).Round(time.Millisecond), end.Sub(synced).Round(time.Millisecond), c.ObjectsPerSecond, req.total(), req.mutating())
-	return h, nil
+	return h, c, nil
 }
 
 // waitStarted waits until every controller of the host has begun to

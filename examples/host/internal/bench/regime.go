@@ -208,6 +208,9 @@ func regimeRows(row func(name, value, target string), g Regime) {
 			per = float64(c.MutatingRequests) / float64(c.Changed)
 		}
 		row("    mutating requests per changed object", fmt.Sprintf("%.2f (%d)", per, c.MutatingRequests), "1 "+verdict(c.MutatingRequests == c.Changed))
+		if c.ProbedObjectsPerSecond > 0 {
+			row("    a second rollout, beside the rollout probe", fmt.Sprintf("%.0f objects/s", c.ProbedObjectsPerSecond), "")
+		}
 	}
 }
 

@@ -192,7 +192,12 @@ type HostChange struct {
 	// OverQPS is ObjectsPerSecond over the configured QPS, in the limited
 	// regime (target >= 1).
 	OverQPS float64 `json:"overQps,omitempty"`
-	Changed int     `json:"changed"`
+	// ProbedObjectsPerSecond is the rate of a second rollout, during which
+	// the rollout latency probe created its Profiles (their requests go
+	// first); 0 when no probe ran. Runs without this field measured the
+	// rate above with the probe running and had no second rollout.
+	ProbedObjectsPerSecond float64 `json:"probedObjectsPerSecond,omitempty"`
+	Changed                int     `json:"changed"`
 	// MutatingRequests are the new host's POST, PUT, PATCH and DELETE
 	// requests until it was idle; the target is one per changed object.
 	MutatingRequests int     `json:"mutatingRequests"`
