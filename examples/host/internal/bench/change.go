@@ -111,9 +111,9 @@ func (b *bench) rollout(ctx context.Context, value string, probe bool) (*host, *
 	if probe {
 		latency = b.probeFrom(wctx, synced, "rollout", rolloutProbes)
 	}
-	var end time.Time
+	var span changeSpan
 	select {
-	case end = <-lastChanged:
+	case span = <-lastChanged:
 	case <-wctx.Done():
 		return fail(fmt.Errorf("host-wide change: not every ResourceQuota changed within %s: %w", b.Timeout, wctx.Err()))
 	}
@@ -130,6 +130,7 @@ func (b *bench) rollout(ctx context.Context, value string, probe bool) (*host, *
 	}
 	time.Sleep(2 * time.Second)
 	req := h.counter.snapshot()
+	end := span.last
 	c := &HostChange{
 		Seconds:          end.Sub(start).Seconds(),
 		SecondsFromSync:  end.Sub(synced).Seconds(),
@@ -141,10 +142,18 @@ func (b *bench) rollout(ctx context.Context, value string, probe bool) (*host, *
 	if c.SecondsFromSync > 0 {
 		c.ObjectsPerSecond = float64(c.Changed) / c.SecondsFromSync
 	}
+	if d := span.last.Sub(span.first).Seconds(); d > 0 && c.Changed > 1 {
+		c.SecondsFromFirst = d
+		c.ObjectsPerSecondFromFirst = float64(c.Changed-1) / d
+	}
 	fmt.Fprintf(b.Out, "%d ResourceQuotas changed in %s from the start, %s from the cache sync (%.0f objects/s); %d requests, %d mutating\n",
 		b.Profiles, end.Sub(start).Round(time.Millisecond), end.Sub(synced).Round(time.Millisecond), c.ObjectsPerSecond, req.total(), req.mutating())
 	return h, c, nil
 }
+
+// changeSpan is when the first and the last ResourceQuota of a host-wide
+// change were seen changed.
+type changeSpan struct{ first, last time.Time }
 
 // waitStarted waits until every controller of the host has begun to
 // reconcile, and returns when the last one did. A controller's workers start
@@ -185,14 +194,18 @@ func (b *bench) waitStarted(ctx context.Context, before map[string]int) (time.Ti
 
 // watchQuotas follows the quotas plugin's ResourceQuotas of the benchmark's
 // Profiles (not the probes') through a watch, and sends on the returned
-// channel the time when the last of them came to carry value as its
+// channel when the first and the last of them came to carry value as its
 // limits.memory.
-func (b *bench) watchQuotas(ctx context.Context, value string) (<-chan time.Time, error) {
+func (b *bench) watchQuotas(ctx context.Context, value string) (<-chan changeSpan, error) {
 	sel := client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: quotas.Kind}
 	changed := map[string]bool{}
+	var first time.Time
 	note := func(q *corev1.ResourceQuota) bool {
 		if v, ok := q.Spec.Hard[corev1.ResourceLimitsMemory]; ok && v.String() == value && strings.HasPrefix(q.Namespace, "bench-") {
 			changed[q.Namespace] = true
+			if first.IsZero() {
+				first = time.Now()
+			}
 		}
 		return len(changed) >= b.Profiles
 	}
@@ -205,7 +218,7 @@ func (b *bench) watchQuotas(ctx context.Context, value string) (<-chan time.Time
 			return nil, fmt.Errorf("every ResourceQuota already has limits.memory %s", value)
 		}
 	}
-	done := make(chan time.Time, 1)
+	done := make(chan changeSpan, 1)
 	go func() {
 		rv := list.ResourceVersion
 		for ctx.Err() == nil {
@@ -224,7 +237,7 @@ func (b *bench) watchQuotas(ctx context.Context, value string) (<-chan time.Time
 					}
 					rv = q.ResourceVersion
 					if note(q) {
-						done <- time.Now()
+						done <- changeSpan{first: first, last: time.Now()}
 						w.Stop()
 						return
 					}

@@ -195,6 +195,9 @@ func regimeRows(row func(name, value, target string), g Regime) {
 	if c := g.HostChange; c != nil {
 		row("  host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas, %.2f s from sync (%.1f s from start), %.0f objects/s",
 			c.Changed, c.SecondsFromSync, c.Seconds, c.ObjectsPerSecond), "")
+		if c.ObjectsPerSecondFromFirst > 0 {
+			row("    from the first change to the last", fmt.Sprintf("%.2f s, %.0f objects/s", c.SecondsFromFirst, c.ObjectsPerSecondFromFirst), "")
+		}
 		if c.OverUnthrottledFloor > 0 {
 			row("    / unthrottled POST floor's objects/s", fmt.Sprintf("%.2f", c.OverUnthrottledFloor), target(">= 0.67", c.OverUnthrottledFloor >= targetChangeOverFloor))
 		} else {

@@ -186,6 +186,12 @@ type HostChange struct {
 	SecondsFromSync  float64 `json:"secondsFromSync"`
 	// ObjectsPerSecond is Changed over SecondsFromSync.
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
+	// SecondsFromFirst is from the first ResourceQuota seen changed to the
+	// last, and ObjectsPerSecondFromFirst the rate between (Changed - 1
+	// over it): the rollout itself, whatever the host did before its first
+	// write and however its sync was told.
+	SecondsFromFirst          float64 `json:"secondsFromFirst,omitempty"`
+	ObjectsPerSecondFromFirst float64 `json:"objectsPerSecondFromFirst,omitempty"`
 	// OverUnthrottledFloor is ObjectsPerSecond over the unthrottled
 	// regime's POST floor (target >= 2/3); 0 when that regime did not run.
 	OverUnthrottledFloor float64 `json:"overUnthrottledFloor,omitempty"`
