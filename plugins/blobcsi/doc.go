@@ -23,7 +23,8 @@
 // document after a start is checked against the grants that the plugin's
 // PersistentVolumes with a live claim stand for (their LabelSource, and the
 // volume name the claim template gave their claims; not claims alone, which
-// a tenant could forge in its namespace), and one that would withdraw more
+// a tenant could forge in its namespace, nor a volume whose bound claim was
+// made again under its name), and one that would withdraw more
 // than maxDropShare of them is refused. Until a source has a snapshot
 // (refused, OPA down, the ConfigMap missing), none of its volumes is added
 // or removed and every Profile reports GrantsNotSynced with the source's

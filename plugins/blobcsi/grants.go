@@ -98,7 +98,9 @@ func newSources(cfg *Config, rt plugins.Runtime) (map[string]opa.Source, error) 
 // exists and is not being deleted. A claim alone does not count: a tenant
 // can make claims with our labels in its own namespace, and would so hold
 // back every tenant's grants after a restart; PersistentVolumes it cannot
-// make. Both are read from the API server, the claims as metadata only.
+// make. Nor does a volume whose claim was deleted and made again under its
+// name: the volume's claim reference, once bound, names the claim's UID.
+// Both are read from the API server, the claims as metadata only.
 func inUse(r client.Reader, cfg *Config, source string) func(context.Context) ([]opa.Grant, error) {
 	return func(ctx context.Context) ([]opa.Grant, error) {
 		ours := client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, LabelSource: source}
@@ -107,10 +109,10 @@ func inUse(r client.Reader, cfg *Config, source string) func(context.Context) ([
 		if err := r.List(ctx, &claims, ours); err != nil {
 			return nil, fmt.Errorf("list the claims of grants source %s: %w", source, err)
 		}
-		live := make(map[types.NamespacedName]bool, len(claims.Items))
+		live := make(map[types.NamespacedName]types.UID, len(claims.Items))
 		for _, c := range claims.Items {
 			if c.DeletionTimestamp == nil {
-				live[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = true
+				live[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c.UID
 			}
 		}
 		var pvs corev1.PersistentVolumeList
@@ -119,7 +121,12 @@ func inUse(r client.Reader, cfg *Config, source string) func(context.Context) ([
 		}
 		out := make([]opa.Grant, 0, len(pvs.Items))
 		for _, pv := range pvs.Items {
-			if ref := pv.Spec.ClaimRef; ref != nil && live[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] {
+			ref := pv.Spec.ClaimRef
+			if ref == nil {
+				continue
+			}
+			// A volume made for a claim names it before binding, without its UID.
+			if uid, ok := live[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}]; ok && (ref.UID == "" || ref.UID == uid) {
 				out = append(out, opa.Grant{Namespace: ref.Namespace, Volume: volumeOf(cfg.Names.Claim, ref.Namespace, ref.Name)})
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,6 +61,15 @@ func volumesOf(t *testing.T, ns string) map[string]string {
 	return out
 }
 
+// waitVolumes waits up to d until the Profile's volumes are want.
+func waitVolumes(t *testing.T, ns string, want map[string]string, d time.Duration) {
+	t.Helper()
+	testhost.Eventually(t, d, func() (bool, string) {
+		got := volumesOf(t, ns)
+		return cmp.Equal(want, got), cmp.Diff(want, got)
+	})
+}
+
 // keptFor checks, for a while, that the Profile's volumes stay as they are.
 func keptFor(t *testing.T, d time.Duration, ns string, want map[string]string) {
 	t.Helper()
@@ -95,10 +105,7 @@ func TestRestartWithBadGrantsDeletesNothing(t *testing.T) {
 	want := sharedVolumes(a, buckets...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-			got := volumesOf(t, a)
-			return cmp.Equal(want, got), cmp.Diff(want, got)
-		})
+		waitVolumes(t, a, want, 30*time.Second)
 		testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 	})
 
@@ -157,10 +164,7 @@ func TestRestartWithOPADownDeletesNothing(t *testing.T) {
 	want := sharedVolumes(a, buckets...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-			got := volumesOf(t, a)
-			return cmp.Equal(want, got), cmp.Diff(want, got)
-		})
+		waitVolumes(t, a, want, 30*time.Second)
 	})
 	if err := opaSrv.Stop(); err != nil {
 		t.Fatal(err)
@@ -210,10 +214,7 @@ func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
 	want := sharedVolumes(a, "census-1", "census-2")
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-			got := volumesOf(t, a)
-			return cmp.Equal(want, got), cmp.Diff(want, got)
-		})
+		waitVolumes(t, a, want, 30*time.Second)
 	})
 	if err := env.Client.Delete(context.Background(), cm); err != nil {
 		t.Fatal(err)
@@ -250,10 +251,7 @@ func TestRestartBetweenGrantChanges(t *testing.T) {
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 		want := sharedVolumes(a, four...)
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-			got := volumesOf(t, a)
-			return cmp.Equal(want, got), cmp.Diff(want, got)
-		})
+		waitVolumes(t, a, want, 30*time.Second)
 	})
 	// While the host is down the gateway withdraws three of four buckets.
 	putGrants(t, "storage", sharedDoc([]string{a}, four[:1]...))
@@ -264,10 +262,7 @@ func TestRestartBetweenGrantChanges(t *testing.T) {
 	// Two of four is within the share: taken, and only those two go.
 	putGrants(t, "storage", sharedDoc([]string{a}, four[:2]...))
 	want := sharedVolumes(a, four[:2]...)
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		got := volumesOf(t, a)
-		return cmp.Equal(want, got), cmp.Diff(want, got)
-	})
+	waitVolumes(t, a, want, 30*time.Second)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
 
@@ -287,18 +282,12 @@ func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 		for _, n := range []string{a, b} {
 			want := sharedVolumes(n, "census-1", "census-2")
-			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-				got := volumesOf(t, n)
-				return cmp.Equal(want, got), cmp.Diff(want, got)
-			})
+			waitVolumes(t, n, want, 30*time.Second)
 		}
 		putGrants(t, "storage", sharedDoc([]string{a, b}, "census-2"))
 		for _, n := range []string{a, b} {
 			want := sharedVolumes(n, "census-2")
-			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-				got := volumesOf(t, n)
-				return cmp.Equal(want, got), cmp.Diff(want, got)
-			})
+			waitVolumes(t, n, want, 30*time.Second)
 		}
 	})
 	// Two more after the restart would make four within the hour: one
@@ -353,10 +342,7 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 	h := start(t, raw, reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	want := sharedVolumes(a, "census-1", "census-2")
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		got := volumesOf(t, a)
-		return cmp.Equal(want, got), cmp.Diff(want, got)
-	})
+	waitVolumes(t, a, want, 30*time.Second)
 	putGrants(t, "storage", sharedDoc([]string{a}, "census-1"))
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
 	if !strings.Contains(cond.Message, systemNS+"/"+record) {
@@ -374,7 +360,8 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 // make the first document after a restart look like a withdrawal of most
 // grants in use, which would hold back every tenant's grants: the drop
 // guard counts the PersistentVolumes the plugin made, which a tenant cannot
-// make.
+// make, and only those bound to the very claim that exists, not to an
+// earlier one of the same name.
 func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 	a := unique("team-a")
 	two := []string{"census-1", "census-2"}
@@ -386,17 +373,31 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 	want := sharedVolumes(a, two...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-			got := volumesOf(t, a)
-			return cmp.Equal(want, got), cmp.Diff(want, got)
-		})
+		waitVolumes(t, a, want, 30*time.Second)
 	})
 	// While the host is down the tenant forges ten claims: with them the
-	// unchanged document would withdraw 10 of 12 grants.
+	// unchanged document would withdraw 10 of 12 grants. Their names are
+	// those of ten earlier claims of the plugin whose volumes were kept
+	// (Released, reclaim policy Retain): a volume bound to a claim names its
+	// UID, and the forged claims have others.
+	ours := map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: blobcsi.Kind, blobcsi.LabelSource: source}
 	for i := range 10 {
+		kept := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-kept-%d", a, i), Labels: ours},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/kept"}},
+				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: a, Name: fmt.Sprintf("forged-%d", i), UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))},
+			},
+		}
+		if err := env.Client.Create(context.Background(), kept); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), kept) })
 		pvc := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: a, Labels: map[string]string{
-				plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: blobcsi.Kind, blobcsi.LabelSource: source}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: a, Labels: ours},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},

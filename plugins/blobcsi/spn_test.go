@@ -319,10 +319,7 @@ func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	startShard(t, shard, configMapSourceConfig(cmName), reconcilers.WithResync(time.Hour))
 	want := sharedVolumes(a, "census-ok", "census-x")
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		got := volumesOf(t, a)
-		return cmp.Equal(want, got), cmp.Diff(want, got)
-	})
+	waitVolumes(t, a, want, 30*time.Second)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 
 	cm.Data = doc("sp-nobody")
