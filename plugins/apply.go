@@ -305,9 +305,8 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 	maps.Copy(l, OwnershipLabels(a.kind, a.profile.Name))
 	u.SetLabels(l)
 
-	ref, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(OwnerReference(a.profile))
 	refs, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
-	_ = unstructured.SetNestedSlice(u.Object, append(refs, ref), "metadata", "ownerReferences")
+	_ = unstructured.SetNestedSlice(u.Object, append(refs, ownerReferenceFields(a.profile)), "metadata", "ownerReferences")
 
 	ann := u.GetAnnotations()
 	delete(ann, AnnotationAppliedHash)
@@ -419,11 +418,13 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 // must also hold u's values; one read as metadata only has no body to
 // compare, so its managed fields must be there to tell.
 func (a *Applier) inSync(live, u *unstructured.Unstructured) bool {
-	if live.GetAnnotations()[AnnotationAppliedHash] != u.GetAnnotations()[AnnotationAppliedHash] ||
-		overtaken(live, u, FieldManagerFor(a.kind)) {
+	if live.GetAnnotations()[AnnotationAppliedHash] != u.GetAnnotations()[AnnotationAppliedHash] {
 		return false
 	}
 	ours, known := ownFields(live, FieldManagerFor(a.kind))
+	if overtakenFrom(ours, known, u) {
+		return false
+	}
 	if slices.Contains(a.metadata, u.GroupVersionKind()) {
 		return known
 	}

@@ -3,6 +3,8 @@ package plugins
 import (
 	"encoding/json"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +26,12 @@ import (
 // as overtaken, so it costs no request.
 func overtaken(live, desired *unstructured.Unstructured, manager string) bool {
 	ours, known := ownFields(live, manager)
+	return overtakenFrom(ours, known, desired)
+}
+
+// overtakenFrom is overtaken for our set of fields already read from the
+// live object, as ownFields returns it.
+func overtakenFrom(ours map[string]any, known bool, desired *unstructured.Unstructured) bool {
 	if !known {
 		return false
 	}
@@ -91,10 +99,39 @@ func walkValue(v any, path []string, fn func([]string)) {
 }
 
 // fieldsOf decodes a managed fields entry's set; an unreadable one is empty.
+// The set returned may be shared: it is only read.
 func fieldsOf(e metav1.ManagedFieldsEntry) map[string]any {
+	if e.FieldsV1 == nil {
+		return map[string]any{}
+	}
+	return decodedSets.decode(e.FieldsV1.Raw)
+}
+
+// maxDecodedSets bounds how many decoded sets decodedSets keeps.
+const maxDecodedSets = 1024
+
+// decodedSets keeps managed-fields sets decoded, by their JSON. A cache that
+// holds sets as FieldNames returns them (reconcilers.CacheOptions) has a few
+// distinct ones for many objects, so a pass that checks an object in sync
+// decodes none. Sets that name keyed items, one object's each, are decoded
+// anew once the bound is reached.
+var decodedSets setMemo
+
+type setMemo struct {
+	sets sync.Map // string(raw) -> map[string]any
+	n    atomic.Int64
+}
+
+func (m *setMemo) decode(raw []byte) map[string]any {
+	if v, ok := m.sets.Load(string(raw)); ok {
+		return v.(map[string]any)
+	}
 	out := map[string]any{}
-	if e.FieldsV1 != nil {
-		_ = json.Unmarshal(e.FieldsV1.Raw, &out)
+	_ = json.Unmarshal(raw, &out)
+	if m.n.Load() < maxDecodedSets {
+		if _, loaded := m.sets.LoadOrStore(string(raw), out); !loaded {
+			m.n.Add(1)
+		}
 	}
 	return out
 }

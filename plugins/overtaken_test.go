@@ -2,10 +2,15 @@ package plugins
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
 func TestOvertaken(t *testing.T) {
@@ -79,5 +84,42 @@ func TestOvertaken(t *testing.T) {
 				t.Errorf("overtaken = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDecodedSetsAreBoundedAndFaithful(t *testing.T) {
+	var m setMemo
+	raw := func(i int) []byte { return []byte(fmt.Sprintf(`{"f:metadata":{"f:name":{}},"f:n%d":{}}`, i)) }
+	for i := range maxDecodedSets + 50 {
+		got := m.decode(raw(i))
+		if _, ok := got[fmt.Sprintf("f:n%d", i)]; !ok || len(got) != 2 {
+			t.Fatalf("set %d decoded as %v", i, got)
+		}
+	}
+	if n := m.n.Load(); n != maxDecodedSets {
+		t.Errorf("memo holds %d sets, want the bound %d", n, maxDecodedSets)
+	}
+	// A set decoded past the bound is decoded again, and still right.
+	again := m.decode(raw(maxDecodedSets + 10))
+	if _, ok := again[fmt.Sprintf("f:n%d", maxDecodedSets+10)]; !ok {
+		t.Errorf("set past the bound decoded as %v", again)
+	}
+	first, second := m.decode(raw(3)), m.decode(raw(3))
+	if fmt.Sprintf("%p", first) != fmt.Sprintf("%p", second) {
+		t.Error("a set within the bound was decoded twice, not kept")
+	}
+	if got := m.decode([]byte(`not json`)); len(got) != 0 {
+		t.Errorf("an unreadable set decoded as %v, want empty", got)
+	}
+}
+
+func TestOwnerReferenceFieldsAreTheApplyConfigurations(t *testing.T) {
+	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "0f0e-uid"}}
+	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(OwnerReference(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, ownerReferenceFields(p)); diff != "" {
+		t.Errorf("owner reference fields differ from the apply configuration's (-want +got):\n%s", diff)
 	}
 }

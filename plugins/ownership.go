@@ -78,6 +78,19 @@ func OwnerReference(p *kubeflowv1.Profile) *metav1ac.OwnerReferenceApplyConfigur
 		WithBlockOwnerDeletion(true)
 }
 
+// ownerReferenceFields is OwnerReference(p) as the fields of an
+// unstructured object.
+func ownerReferenceFields(p *kubeflowv1.Profile) map[string]any {
+	return map[string]any{
+		"apiVersion":         kubeflowv1.GroupVersion.String(),
+		"kind":               "Profile",
+		"name":               p.Name,
+		"uid":                string(p.UID),
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}
+}
+
 // Namespace returns the namespace of a Profile, which has the Profile's name.
 func Namespace(p *kubeflowv1.Profile) string { return p.Name }
 
