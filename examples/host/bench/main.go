@@ -139,6 +139,7 @@ bench/results.`,
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on each wait (convergence, resync, repairs)")
 	fl.DurationVar(&o.ConvergeLimit, "converge-limit", 0, "stop convergence after this long, save how far it got and skip the later phases (exit 1); 0 waits up to --timeout")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the host (and the benchmark's client) during convergence to this file")
+	fl.StringVar(&o.RolloutCPUProfile, "rollout-cpuprofile", "", "write a CPU profile of the host from the restart of the host-wide change until its last ResourceQuota changed to this file")
 	fl.StringVar(&o.HeapProfile, "heapprofile", "", "write a heap profile of the host (and the benchmark's client) with every Profile converged to this file, and one of the host process alone to the same name with .host added")
 	fl.StringVar(&o.APIServerProfile, "apiserver-cpuprofile", "", "write CPU profiles of kube-apiserver over the first --apiserver-profile-seconds of each floor and of the convergence to this file name with .<regime>.<phase> added")
 	fl.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 30, "how long each kube-apiserver CPU profile runs")

@@ -75,6 +75,10 @@ type Options struct {
 	// CPUProfile, when set, is where a CPU profile of this process (the
 	// host and the benchmark's client) during convergence is written.
 	CPUProfile string
+	// RolloutCPUProfile, when set, is where a CPU profile of this process
+	// from the restart of the host-wide change until its last ResourceQuota
+	// changed is written (the first rollout, without the probe).
+	RolloutCPUProfile string
 	// HeapProfile, when set, is where a heap profile of this process is
 	// written after the memory readings.
 	HeapProfile string
