@@ -422,7 +422,7 @@ func (a *Applier) inSync(live, u *unstructured.Unstructured) bool {
 		return false
 	}
 	ours, known := ownFields(live, FieldManagerFor(a.kind))
-	if overtakenFrom(ours, known, u) {
+	if overtaken(ours, known, u) {
 		return false
 	}
 	if slices.Contains(a.metadata, u.GroupVersionKind()) {

@@ -24,14 +24,10 @@ import (
 // inside one of ours is already seen by contains. A live object without
 // managed fields (a cache that strips them) tells nothing: it is not reported
 // as overtaken, so it costs no request.
-func overtaken(live, desired *unstructured.Unstructured, manager string) bool {
-	ours, known := ownFields(live, manager)
-	return overtakenFrom(ours, known, desired)
-}
-
-// overtakenFrom is overtaken for our set of fields already read from the
-// live object, as ownFields returns it.
-func overtakenFrom(ours map[string]any, known bool, desired *unstructured.Unstructured) bool {
+//
+// ours and known are what ownFields returned for the live object, which the
+// caller reads once for this check and the comparison after it.
+func overtaken(ours map[string]any, known bool, desired *unstructured.Unstructured) bool {
 	if !known {
 		return false
 	}
