@@ -7,6 +7,7 @@ package reconcilers
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,9 +182,12 @@ type passWrites struct {
 	// missed says that an event held back during a write of this pass was
 	// someone else's: the pass must run again to look at it.
 	missed bool
+	// sent says that the pass sent a write.
+	sent atomic.Bool
 }
 
 func (p *passWrites) Writing(o client.Object) {
+	p.sent.Store(true)
 	p.own.begin(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o))
 }
 

@@ -50,6 +50,11 @@ type Reconciler struct {
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
 
+	// precedence, when set, makes passes that only confirm wait for urgent
+	// ones; recent tells whether this plugin's passes have been writing.
+	precedence *Precedence
+	recent     recentWrites
+
 	// namespaceGate, when set, says which Profiles' namespaces the core
 	// plugin makes; the plugin waits for those (see WithNamespaceGate).
 	namespaceGate func(*kubeflowv1.Profile) bool
@@ -137,6 +142,12 @@ func WithStatusWriter(w *StatusWriter) Option {
 	return func(r *Reconciler) { r.status = w }
 }
 
+// WithPrecedence makes the plugin's passes that only confirm wait for the
+// urgent passes of every Reconciler sharing p (see Precedence).
+func WithPrecedence(p *Precedence) Option {
+	return func(r *Reconciler) { r.precedence = p }
+}
+
 // WithNamespaceGate makes the plugin wait, for each Profile that makes
 // true, until the core plugin has made the Profile's namespace: until then
 // the plugin sends nothing and reports nothing, and the namespace's creation
@@ -220,6 +231,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !r.shard.Matches(labels.Set(p.Labels)) {
 		return reconcile.Result{}, nil
 	}
+	if r.precedence != nil {
+		if r.urgent(&p) {
+			defer r.precedence.begin()()
+		} else if waited := r.precedence.yield(ctx); waited > 0 {
+			passWaitSeconds.WithLabelValues(r.def.Kind()).Observe(waited.Seconds())
+			// The Profile may have changed while the pass waited.
+			if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+		}
+	}
 	ctx = withPassPriority(ctx, int(p.CreationTimestamp.Unix()))
 	switch {
 	case !p.DeletionTimestamp.IsZero():
@@ -277,6 +299,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	req := r.request(p, cfg, writes)
 	res, err := r.def.Plugin.Apply(ctx, req)
 	err = errors.Join(err, req.Outside.Flush(ctx))
+	r.recent.record(writes.sent.Load())
 	passSeconds.WithLabelValues(r.def.Kind(), "apply").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
 	if err != nil {

@@ -66,6 +66,10 @@ type Client struct {
 	// at most, together; the others wait, the newest Profile's first
 	// (reconcilers.LimitInFlight). Default 32.
 	MaxInFlight int `json:"maxInFlight,omitempty"`
+	// PrecedenceWait is how long a pass expected only to confirm what is in
+	// sync waits at most while passes with work to do are under way
+	// (reconcilers.Precedence). Default 1s; 0s lets every pass go at once.
+	PrecedenceWait *metav1.Duration `json:"precedenceWait,omitempty"`
 }
 
 // LeaderElection configures the Lease that keeps one active replica.
@@ -211,6 +215,14 @@ func (c *Config) Enabled() []string {
 		}
 	}
 	return kinds
+}
+
+// Precedence returns how long passes that only confirm wait for urgent ones.
+func (c Client) Precedence() time.Duration {
+	if c.PrecedenceWait == nil {
+		return reconcilers.DefaultPrecedenceWait
+	}
+	return c.PrecedenceWait.Duration
 }
 
 // Timeout returns the request timeout, or the default.

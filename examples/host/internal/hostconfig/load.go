@@ -206,6 +206,9 @@ func (p *parser) host(raw *rawConfig, cfg *Config) {
 	if t := cfg.Client.RequestTimeout; t != nil && t.Duration <= 0 {
 		p.failf("client.requestTimeout", "must be positive, got %s", t.Duration)
 	}
+	if t := cfg.Client.PrecedenceWait; t != nil && t.Duration < 0 {
+		p.failf("client.precedenceWait", "must not be negative, got %s", t.Duration)
+	}
 	switch n := &cfg.Client.MaxInFlight; {
 	case *n < 0:
 		p.failf("client.maxInFlight", "must not be negative, got %d", *n)

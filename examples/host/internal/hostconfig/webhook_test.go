@@ -123,3 +123,25 @@ func TestMaxInFlight(t *testing.T) {
 		t.Errorf("default MaxInFlight = %d, want %d", def.Client.MaxInFlight, hostconfig.DefaultMaxInFlight)
 	}
 }
+
+func TestPrecedenceWait(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"client: {precedenceWait: 250ms}\n", 250 * time.Millisecond},
+		{"client: {precedenceWait: 0s}\n", 0},
+		{"", time.Second},
+	} {
+		cfg, err := hostconfig.Parse("host.yaml", []byte(tt.yaml+"plugins: {quotas: {}}\n"), registry(t))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := cfg.Client.Precedence(); got != tt.want {
+			t.Errorf("%q: Precedence = %s, want %s", tt.yaml, got, tt.want)
+		}
+	}
+	if _, err := hostconfig.Parse("host.yaml", []byte("client: {precedenceWait: -1s}\nplugins: {quotas: {}}\n"), registry(t)); err == nil || !strings.Contains(err.Error(), "host.yaml: client.precedenceWait: must not be negative, got -1s") {
+		t.Errorf("error %v, want a negative wait refused", err)
+	}
+}

@@ -107,6 +107,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, err
 	}
+	precedence := reconcilers.WithPrecedence(reconcilers.NewPrecedence(cfg.Client.Precedence()))
 	var defs []plugins.Definition
 	for _, kind := range cfg.Enabled() {
 		def, ok := reg.Get(kind)
@@ -122,7 +123,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		if err := served(mgr.GetRESTMapper(), def, s); err != nil {
 			return nil, err
 		}
-		opts := append(cfg.ReconcilerOptions(kind), reconcilers.WithStatusWriter(status), whole)
+		opts := append(cfg.ReconcilerOptions(kind), reconcilers.WithStatusWriter(status), whole, precedence)
 		r, err := reconcilers.New(mgr, def, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", kind, err)

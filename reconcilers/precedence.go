@@ -1,0 +1,150 @@
+package reconcilers
+
+// This file holds the precedence between a host's passes: those with work
+// to do go first, those that only confirm what is already true wait.
+
+import (
+	"context"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// DefaultPrecedenceWait is how long, by default, a pass that only confirms
+// waits at most for the passes with work to do (see Precedence).
+const DefaultPrecedenceWait = time.Second
+
+// Precedence orders the passes of a host's Reconcilers by what they are
+// likely to do, and is shared between them (WithPrecedence).
+//
+// A pass is urgent when it has work to do or a user waits for it: its
+// Profile is being deleted, the plugin's condition on it is missing, not
+// True or of an older generation (a Profile just created or changed, a
+// failure being retried), a plugin is to be revoked, or most of its
+// plugin's recent passes wrote something (a host-wide change rolling out
+// after a restart). Any other pass is expected to confirm that everything
+// is in sync: the resync, the restart's pass over every Profile, events of
+// objects that did not change.
+//
+// A pass that only confirms waits, before it starts, while any urgent pass
+// is under way, at most the wait given to NewPrecedence. The host and the
+// API server share the machine: a restart's tens of thousands of
+// confirmations would otherwise take its cores from the writes of a change
+// that rolls out and from the first pass of a Profile a user just created.
+// The bound keeps confirmations going under an endless stream of urgent
+// work (a failing outside system retried), one pass per worker and wait.
+//
+// Waiting holds nothing: no place in flight (LimitInFlight), no lock, no
+// outside call. A pass whose guess was wrong loses at most the wait.
+type Precedence struct {
+	wait time.Duration
+
+	mu     sync.Mutex
+	urgent int
+	// clear is closed when urgent falls to zero; nil while it is zero.
+	clear chan struct{}
+}
+
+// NewPrecedence returns a Precedence under which a pass that only confirms
+// waits at most wait; wait <= 0 lets every pass go at once.
+func NewPrecedence(wait time.Duration) *Precedence {
+	return &Precedence{wait: wait}
+}
+
+// begin counts an urgent pass under way until the returned end is called.
+func (p *Precedence) begin() (end func()) {
+	p.mu.Lock()
+	p.urgent++
+	if p.clear == nil {
+		p.clear = make(chan struct{})
+	}
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.urgent--
+		if p.urgent == 0 {
+			close(p.clear)
+			p.clear = nil
+		}
+		p.mu.Unlock()
+	}
+}
+
+// yield waits, for a pass that only confirms, until no urgent pass is under
+// way, the wait is over or ctx ends, and reports how long it waited.
+func (p *Precedence) yield(ctx context.Context) time.Duration {
+	if p.wait <= 0 {
+		return 0
+	}
+	p.mu.Lock()
+	clear := p.clear
+	p.mu.Unlock()
+	if clear == nil {
+		return 0
+	}
+	start := time.Now()
+	t := time.NewTimer(p.wait)
+	defer t.Stop()
+	select {
+	case <-clear:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return time.Since(start)
+}
+
+// recentWrites is a Reconciler's record of whether its last 32 apply passes
+// wrote: one bit a pass, the newest lowest.
+type recentWrites struct{ bits atomic.Uint32 }
+
+// record adds one pass.
+func (w *recentWrites) record(wrote bool) {
+	var bit uint32
+	if wrote {
+		bit = 1
+	}
+	for {
+		old := w.bits.Load()
+		if w.bits.CompareAndSwap(old, old<<1|bit) {
+			return
+		}
+	}
+}
+
+// writing reports whether a quarter or more of the last 32 passes wrote.
+func (w *recentWrites) writing() bool {
+	return bits.OnesCount32(w.bits.Load()) >= 8
+}
+
+// urgent reports whether the plugin's pass over p has work to do or a user
+// waiting for it (see Precedence).
+func (r *Reconciler) urgent(p *kubeflowv1.Profile) bool {
+	if !p.DeletionTimestamp.IsZero() {
+		return true
+	}
+	cond := plugins.FindCondition(p.Status.Conditions, r.def.Condition())
+	if !r.Applies(p) {
+		fin := r.def.Finalizer()
+		return cond != nil || fin != "" && controllerutil.ContainsFinalizer(p, fin)
+	}
+	if cond == nil || cond.Status != plugins.ConditionTrue || cond.ObservedGeneration != p.Generation {
+		return true
+	}
+	return r.recent.writing()
+}
+
+var passWaitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "profilekit_plugin_pass_precedence_wait_seconds",
+	Help:    "How long passes expected only to confirm waited for urgent passes before they started, by plugin kind.",
+	Buckets: prometheus.ExponentialBuckets(0.001, 4, 7),
+}, []string{"plugin"})
+
+func init() { metrics.Registry.MustRegister(passWaitSeconds) }

@@ -1,0 +1,137 @@
+package reconcilers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// TestUrgentPasses: which passes go first, and which are expected only to
+// confirm, by what the Profile shows of the plugin.
+func TestUrgentPasses(t *testing.T) {
+	def := plugins.Definition{Plugin: plugins.Funcs{KindName: "demo"}}
+	ct := def.Condition()
+	profile := func(gen int64, listed bool, conds ...kubeflowv1.ProfileCondition) *kubeflowv1.Profile {
+		p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: gen}}
+		if listed {
+			p.Spec.Plugins = []kubeflowv1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: "demo"}}}
+		}
+		p.Status.Conditions = conds
+		return p
+	}
+	ready := kubeflowv1.ProfileCondition{Type: ct, Status: plugins.ConditionTrue, ObservedGeneration: 3}
+	failed := kubeflowv1.ProfileCondition{Type: ct, Status: plugins.ConditionFalse, ObservedGeneration: 3}
+	other := kubeflowv1.ProfileCondition{Type: "OtherReady", Status: plugins.ConditionTrue, ObservedGeneration: 3}
+	deleting := profile(3, true, ready)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	withFinalizer := profile(3, false)
+	withFinalizer.Finalizers = []string{plugins.FinalizerPrefix + "demo"}
+
+	cases := []struct {
+		name    string
+		p       *kubeflowv1.Profile
+		outside bool
+		writing bool
+		want    bool
+	}{
+		{name: "in sync", p: profile(3, true, ready, other), want: false},
+		{name: "never served", p: profile(1, true, other), want: true},
+		{name: "failing", p: profile(3, true, failed), want: true},
+		{name: "spec changed since", p: profile(4, true, ready), want: true},
+		{name: "being deleted", p: deleting, want: true},
+		{name: "in sync, plugin writing", p: profile(3, true, ready), writing: true, want: true},
+		{name: "not listed, never was", p: profile(3, false, other), want: false},
+		{name: "not listed, condition left", p: profile(3, false, ready), want: true},
+		{name: "not listed, finalizer left", p: withFinalizer, outside: true, want: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := def
+			d.OutsideState = c.outside
+			r := &Reconciler{def: d, selector: labels.Nothing()}
+			if c.writing {
+				for range 8 {
+					r.recent.record(true)
+				}
+			}
+			if got := r.urgent(c.p); got != c.want {
+				t.Errorf("urgent = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRecentWrites: a plugin counts as writing while a quarter or more of
+// its last 32 passes wrote, and stops once its passes have confirmed long
+// enough.
+func TestRecentWrites(t *testing.T) {
+	var w recentWrites
+	for range 7 {
+		w.record(true)
+	}
+	if w.writing() {
+		t.Fatal("7 writes of 32 passes count as writing")
+	}
+	w.record(true)
+	if !w.writing() {
+		t.Fatal("8 writes of the last 32 passes do not count as writing")
+	}
+	for range 24 {
+		w.record(false)
+	}
+	if !w.writing() {
+		t.Fatal("8 writes among the last 32 passes no longer count")
+	}
+	w.record(false)
+	if w.writing() {
+		t.Fatal("a write 33 passes ago still counts")
+	}
+}
+
+// TestPrecedenceYield: a confirming pass goes at once with no urgent pass
+// under way, waits for the last one to end, and waits no longer than the
+// bound or its context.
+func TestPrecedenceYield(t *testing.T) {
+	p := NewPrecedence(time.Minute)
+	if d := p.yield(context.Background()); d != 0 {
+		t.Fatalf("waited %s with nothing urgent", d)
+	}
+	end1, end2 := p.begin(), p.begin()
+	done := make(chan time.Duration)
+	go func() { done <- p.yield(context.Background()) }()
+	end1()
+	select {
+	case d := <-done:
+		t.Fatalf("went after %s with an urgent pass still under way", d)
+	case <-time.After(100 * time.Millisecond):
+	}
+	end2()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after the last urgent pass ended")
+	}
+
+	end := p.begin()
+	defer end()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if d := p.yield(ctx); d > 5*time.Second {
+		t.Fatalf("waited %s past its context", d)
+	}
+	short := NewPrecedence(50 * time.Millisecond)
+	endShort := short.begin()
+	defer endShort()
+	if d := short.yield(context.Background()); d < 50*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("waited %s, want the bound of 50ms", d)
+	}
+	if d := NewPrecedence(0).yield(context.Background()); d != 0 {
+		t.Fatalf("waited %s with no bound", d)
+	}
+}

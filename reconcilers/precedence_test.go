@@ -1,0 +1,152 @@
+package reconcilers_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// precedenceHost runs two plugins sharing a Precedence that lets a
+// confirming pass wait at most wait: "holder", whose first pass over the
+// Profile named held blocks until release is closed, and "confirmer",
+// which records when it serves each Profile.
+type precedenceHost struct {
+	run, held string
+	holding   chan struct{}
+	release   chan struct{}
+
+	mu     sync.Mutex
+	passes map[string][]time.Time
+}
+
+func startPrecedenceHost(t *testing.T, wait time.Duration) *precedenceHost {
+	t.Helper()
+	run := "prec-" + rand.String(4)
+	h := &precedenceHost{run: run, held: run + "-new", holding: make(chan struct{}), release: make(chan struct{}), passes: map[string][]time.Time{}}
+	t.Cleanup(func() {
+		select {
+		case <-h.release:
+		default:
+			close(h.release)
+		}
+	})
+	var once sync.Once
+	holder := plugins.Funcs{KindName: "holder", ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+		if req.Profile.Name == h.held {
+			once.Do(func() { close(h.holding) })
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+			}
+		}
+		return plugins.Result{}, nil
+	}}
+	confirmer := plugins.Funcs{KindName: "confirmer", ApplyFunc: func(_ context.Context, req plugins.Request) (plugins.Result, error) {
+		h.mu.Lock()
+		h.passes[req.Profile.Name] = append(h.passes[req.Profile.Name], time.Now())
+		h.mu.Unlock()
+		return plugins.Result{}, nil
+	}}
+	prec := reconcilers.NewPrecedence(wait)
+	opts := []reconcilers.Option{
+		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{"run": run})),
+		reconcilers.WithPrecedence(prec),
+	}
+	testhost.Start(t, env,
+		testhost.Plugin{Def: plugins.Definition{Plugin: holder}, Options: opts},
+		testhost.Plugin{Def: plugins.Definition{Plugin: confirmer}, Options: opts},
+	)
+	return h
+}
+
+// served returns the times the confirmer served the Profile named name.
+func (h *precedenceHost) served(name string) []time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]time.Time(nil), h.passes[name]...)
+}
+
+// converge creates the Profile named name and waits until both plugins
+// report it ready.
+func (h *precedenceHost) converge(t *testing.T, name string) {
+	t.Helper()
+	testhost.NewProfile(t, env.Client, name, map[string]string{"run": h.run})
+	for _, kind := range []string{"holder", "confirmer"} {
+		testhost.WaitCondition(t, env.Client, name, plugins.Definition{Plugin: plugins.Funcs{KindName: kind}}.Condition(), plugins.ConditionTrue, "")
+	}
+}
+
+// touch changes a label of the Profile named name, which brings a pass of
+// every plugin that only confirms: the spec and the conditions stay.
+func touch(t *testing.T, name string) time.Time {
+	t.Helper()
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Labels["touched"] = rand.String(4) })
+	return time.Now()
+}
+
+// TestConfirmingPassesWaitForUrgentOnes: while the first pass of a new
+// Profile is under way, the pass of a Profile already in sync waits for it,
+// also in another plugin; the new Profile's passes do not wait; once the
+// urgent pass ends, the confirming one runs at once.
+func TestConfirmingPassesWaitForUrgentOnes(t *testing.T) {
+	h := startPrecedenceHost(t, time.Minute)
+	synced := h.run + "-synced"
+	h.converge(t, synced)
+	before := len(h.served(synced))
+
+	testhost.NewProfile(t, env.Client, h.held, map[string]string{"run": h.run})
+	<-h.holding
+	// The new Profile's other plugin is served while its holder pass runs.
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(h.held)) > 0, "the confirmer has not served the new Profile"
+	})
+
+	touch(t, synced)
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(h.served(synced)); n != before {
+		t.Fatalf("the confirmer served the Profile in sync %d more times while an urgent pass was under way", n-before)
+	}
+	released := time.Now()
+	close(h.release)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(synced)) > before, "the confirming pass did not run after the urgent one ended"
+	})
+	if d := h.served(synced)[before].Sub(released); d > 2*time.Second {
+		t.Errorf("the confirming pass ran %s after the urgent one ended", d)
+	}
+}
+
+// TestConfirmingPassesWaitAtMostTheBound: an urgent pass that never ends
+// (an outside system that does not answer) holds a confirming pass for the
+// bound only.
+func TestConfirmingPassesWaitAtMostTheBound(t *testing.T) {
+	const bound = 300 * time.Millisecond
+	h := startPrecedenceHost(t, bound)
+	synced := h.run + "-synced"
+	h.converge(t, synced)
+	before := len(h.served(synced))
+
+	testhost.NewProfile(t, env.Client, h.held, map[string]string{"run": h.run})
+	<-h.holding
+	touched := touch(t, synced)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(synced)) > before, "the confirming pass did not run while the urgent one was held"
+	})
+	if d := h.served(synced)[before].Sub(touched); d < bound-50*time.Millisecond {
+		t.Errorf("the confirming pass ran %s after the change, before its bound of %s", d, bound)
+	}
+	select {
+	case <-h.release:
+		t.Fatal("the urgent pass ended before the confirming one ran")
+	default:
+	}
+}
