@@ -69,6 +69,7 @@
 // [WithNamespaceGate], which serves hosts that run the core plugin,
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
 // its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]
-// with [DefaultMaxInFlight], and the fork
+// with [DefaultMaxInFlight], [Precedence] with [NewPrecedence],
+// [WithPrecedence] and [DefaultPrecedenceWait], and the fork
 // support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers
