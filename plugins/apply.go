@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,7 +70,7 @@ type Applier struct {
 
 	// observer, when set, is told of every create and apply (see
 	// WithWriteObserver).
-	observer WriteObserver
+	observer *serialObserver
 }
 
 // ApplierOption configures an Applier.
@@ -231,19 +232,48 @@ func (a *Applier) Apply(ctx context.Context, desired ...runtime.ApplyConfigurati
 	return res, errors.Join(errs...)
 }
 
+// maxParallelApplies is how many namespaced objects one pass applies at once.
+const maxParallelApplies = 8
+
+// applyAll applies objs: the cluster-scoped ones first, one after another
+// and before anything else (a namespace before what goes into it), then the
+// namespaced ones at once, up to maxParallelApplies. A Profile's first pass
+// then waits about one round trip for all its objects of one namespace, not
+// one for each, when the API server is busy. The changes and errors keep
+// the order of objs.
 func (a *Applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) (Result, []error) {
+	changes := make([]Change, len(objs))
+	errs := make([]error, len(objs))
+	var namespaced []int
+	for i, u := range objs {
+		if u.GetNamespace() != "" {
+			namespaced = append(namespaced, i)
+			continue
+		}
+		changes[i], errs[i] = a.applyOne(ctx, u)
+	}
+	if len(namespaced) == 1 {
+		i := namespaced[0]
+		changes[i], errs[i] = a.applyOne(ctx, objs[i])
+	} else if len(namespaced) > 1 {
+		places := make(chan struct{}, maxParallelApplies)
+		var wg sync.WaitGroup
+		for _, i := range namespaced {
+			places <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-places }()
+				changes[i], errs[i] = a.applyOne(ctx, objs[i])
+			})
+		}
+		wg.Wait()
+	}
 	var res Result
-	var errs []error
-	for _, u := range objs {
-		c, err := a.applyOne(ctx, u)
+	for _, c := range changes {
 		if c.Action != "" {
 			res.Add(c)
 		}
-		if err != nil {
-			errs = append(errs, err)
-		}
 	}
-	return res, errs
+	return res, slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
 // DeleteAll deletes every object the plugin owns for the Profile, except its

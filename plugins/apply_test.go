@@ -2,8 +2,13 @@ package plugins_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,5 +167,75 @@ func TestAppliedHashLeavesOutTheProfile(t *testing.T) {
 	// same letters written for another Profile are not.
 	if d := hash("team-b", "uid-b", "team-a"); d == hash("team-a", "uid-a", "team-a") {
 		t.Errorf("team-b's object naming team-a hashes as team-a's naming itself (%q)", d)
+	}
+}
+
+// A pass sends its cluster-scoped objects first, one after another, then its
+// namespaced objects at once, and reports them in their stable order (the
+// cluster-scoped first, then by namespace, kind and name).
+func TestApplySendsNamespacedObjectsTogether(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1"}}
+	owns := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Namespace"), corev1.SchemeGroupVersion.WithKind("ConfigMap")}
+	const maps = 5
+	var mu sync.Mutex
+	var namespaceDone bool
+	var early []string
+	inFlight, most := 0, 0
+	together := make(chan struct{})
+	base := fake.NewClientBuilder().WithScheme(s).Build()
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if obj.GetNamespace() == "" {
+				err := c.Patch(ctx, obj, patch, opts...)
+				mu.Lock()
+				namespaceDone = true
+				mu.Unlock()
+				return err
+			}
+			mu.Lock()
+			if !namespaceDone {
+				early = append(early, obj.GetName())
+			}
+			inFlight++
+			most = max(most, inFlight)
+			if inFlight == maps {
+				close(together)
+			}
+			mu.Unlock()
+			select {
+			case <-together:
+			case <-time.After(5 * time.Second):
+			}
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	var desired []runtime.ApplyConfiguration
+	for i := maps; i > 0; i-- {
+		desired = append(desired, corev1ac.ConfigMap(fmt.Sprintf("settings-%d", i), "team").WithData(map[string]string{"n": fmt.Sprint(i)}))
+	}
+	desired = append(desired, corev1ac.Namespace("team-shared"))
+	res, err := plugins.NewApplier(c, "settings", p, owns, plugins.WithScheme(s), plugins.WithAnyNamespace()).Apply(context.Background(), desired...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(early) > 0 {
+		t.Errorf("namespaced objects %v were sent before the cluster-scoped one was answered", early)
+	}
+	if most != maps {
+		t.Errorf("at most %d namespaced objects were in flight at once, want all %d", most, maps)
+	}
+	var got []string
+	for _, ch := range res.Changes {
+		got = append(got, ch.Kind+" "+ch.Namespace+"/"+ch.Name+" "+string(ch.Action))
+	}
+	want := []string{"Namespace /team-shared created", "ConfigMap team/settings-1 created", "ConfigMap team/settings-2 created",
+		"ConfigMap team/settings-3 created", "ConfigMap team/settings-4 created", "ConfigMap team/settings-5 created"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

@@ -5,6 +5,7 @@ package plugins
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,17 +39,49 @@ type WriteRecall interface {
 // writtenUnseen reports whether the Applier's observer recalls a write of
 // u, with u's hash, that the cache does not show yet.
 func (a *Applier) writtenUnseen(u *unstructured.Unstructured) bool {
-	r, ok := a.observer.(WriteRecall)
-	if !ok {
+	if a.observer == nil {
 		return false
 	}
-	hash, ok := r.Unseen(u)
+	hash, ok := a.observer.Unseen(u)
 	return ok && hash == u.GetAnnotations()[AnnotationAppliedHash]
 }
 
 // WithWriteObserver makes the Applier tell o of its creates and applies.
+// The Applier sends a pass's namespaced objects at once, but calls o from
+// one goroutine at a time.
 func WithWriteObserver(o WriteObserver) ApplierOption {
-	return func(a *Applier) { a.observer = o }
+	return func(a *Applier) { a.observer = &serialObserver{o: o} }
+}
+
+// serialObserver calls its WriteObserver, and its WriteRecall if it is one,
+// one call at a time.
+type serialObserver struct {
+	mu sync.Mutex
+	o  WriteObserver
+}
+
+func (s *serialObserver) Writing(obj client.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Writing(obj)
+}
+
+func (s *serialObserver) Wrote(obj client.Object, version string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Wrote(obj, version, err)
+}
+
+// Unseen asks the observer's WriteRecall; an observer without one recalls
+// nothing.
+func (s *serialObserver) Unseen(obj client.Object) (string, bool) {
+	r, ok := s.o.(WriteRecall)
+	if !ok {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return r.Unseen(obj)
 }
 
 // send applies u server-side under the plugin's field manager with forced
