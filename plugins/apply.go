@@ -163,7 +163,7 @@ func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionK
 }
 
 // Recorded returns the objects a recorder's Sync calls were given, in the
-// order they would be applied. It is nil for an Applier that writes.
+// order a pass reports them. It is nil for an Applier that writes.
 func (a *Applier) Recorded() []*unstructured.Unstructured {
 	if a.recorded == nil {
 		return nil
@@ -286,8 +286,8 @@ func (a *Applier) DeleteAll(ctx context.Context) (Result, error) {
 }
 
 // prepare turns apply configurations into unstructured objects that carry our
-// labels, owner reference and hash, sorted so that writes happen in a stable
-// order.
+// labels, owner reference and hash, sorted so that a pass reports them, and
+// sends its cluster-scoped ones, in a stable order.
 func (a *Applier) prepare(desired []runtime.ApplyConfiguration) ([]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(desired))
 	seen := make(map[objectKey]bool, len(desired))
