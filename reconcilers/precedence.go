@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -130,11 +129,10 @@ func (r *Reconciler) urgent(p *kubeflowv1.Profile) bool {
 	if !p.DeletionTimestamp.IsZero() {
 		return true
 	}
-	cond := plugins.FindCondition(p.Status.Conditions, r.def.Condition())
 	if !r.Applies(p) {
-		fin := r.def.Finalizer()
-		return cond != nil || fin != "" && controllerutil.ContainsFinalizer(p, fin)
+		return r.leftOn(p)
 	}
+	cond := plugins.FindCondition(p.Status.Conditions, r.def.Condition())
 	if cond == nil || cond.Status != plugins.ConditionTrue || cond.ObservedGeneration != p.Generation {
 		return true
 	}

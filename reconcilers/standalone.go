@@ -238,6 +238,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			passWaitSeconds.WithLabelValues(r.def.Kind()).Observe(waited.Seconds())
 			// The Profile may have changed while the pass waited.
 			if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+				if apierrors.IsNotFound(err) && r.status != nil {
+					r.status.forget(req.Name)
+				}
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 		}
@@ -361,13 +364,20 @@ func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err erro
 	return reconcile.Result{}, nil
 }
 
+// leftOn reports whether p shows the plugin was there: its condition or its
+// finalizer.
+func (r *Reconciler) leftOn(p *kubeflowv1.Profile) bool {
+	fin := r.def.Finalizer()
+	return fin != "" && controllerutil.ContainsFinalizer(p, fin) || plugins.FindCondition(p.Status.Conditions, r.def.Condition()) != nil
+}
+
 // revoke removes the plugin from a Profile it no longer applies to. Only a
 // Profile that shows the plugin was there (its condition or finalizer) costs
 // anything.
 func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
 	fin := r.def.Finalizer()
 	hasFin := fin != "" && controllerutil.ContainsFinalizer(p, fin)
-	if !hasFin && plugins.FindCondition(p.Status.Conditions, r.def.Condition()) == nil {
+	if !r.leftOn(p) {
 		if r.status != nil && r.status.ReadyStale(p) {
 			r.status.Touch(p.Name)
 		}
