@@ -121,13 +121,59 @@ type perProfile struct {
 	plugins.Plugin
 	mu sync.Mutex
 	n  map[string]int
+	// lag, when set, gives each pass the claims the pass before it read.
+	lag *claimLag
 }
 
 func (p *perProfile) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	p.mu.Lock()
 	p.n[req.Profile.Name]++
+	lag := p.lag
 	p.mu.Unlock()
+	if lag != nil {
+		req.Client = lagging{Cluster: req.Client, lag: lag}
+	}
 	return p.Plugin.Apply(ctx, req)
+}
+
+// lagClaims makes every later pass read its claims as the pass before it
+// did: a cache one pass behind.
+func (p *perProfile) lagClaims() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lag = &claimLag{last: map[string]corev1.PersistentVolumeClaimList{}}
+}
+
+// claimLag is the claims each namespace's last pass read.
+type claimLag struct {
+	mu   sync.Mutex
+	last map[string]corev1.PersistentVolumeClaimList
+}
+
+// lagging is a client whose lists of claims are one pass behind.
+type lagging struct {
+	plugins.Cluster
+	lag *claimLag
+}
+
+func (l lagging) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	pvcs, ok := list.(*corev1.PersistentVolumeClaimList)
+	if !ok {
+		return l.Cluster.List(ctx, list, opts...)
+	}
+	if err := l.Cluster.List(ctx, pvcs, opts...); err != nil {
+		return err
+	}
+	var o client.ListOptions
+	o.ApplyOptions(opts)
+	l.lag.mu.Lock()
+	defer l.lag.mu.Unlock()
+	now := *pvcs.DeepCopy()
+	if before, seen := l.lag.last[o.Namespace]; seen {
+		before.DeepCopyInto(pvcs)
+	}
+	l.lag.last[o.Namespace] = now
+	return nil
 }
 
 func (p *perProfile) counts(names ...string) map[string]int {

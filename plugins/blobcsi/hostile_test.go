@@ -303,6 +303,52 @@ func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
 	t.Logf("held after the restart: %v", held)
 }
 
+// TestStaleClaimsCountOnce: a pass whose cache has not yet seen the
+// deletion of a claim that the pass before it made does not count that
+// claim against the cluster-wide cap again.
+func TestStaleClaimsCountOnce(t *testing.T) {
+	a := unique("team-a")
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	cfg := hostConfigWithDrop(map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
+	h := start(t, cfg, reconcilers.WithResync(time.Hour))
+	h.applies.lagClaims()
+	h.profile(t, a, blobPlugin())
+	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
+
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
+	// Every pass after the deletion read the deleted claim once more.
+	time.Sleep(2 * time.Second)
+	if got := len(deletesRecorded(t, cfg)); got != 1 {
+		t.Errorf("the deletion record counts %d deletions, want 1", got)
+	}
+	// One deletion is left in the window: census-2's withdrawal goes.
+	putGrants(t, "storage", sharedDoc([]string{a}))
+	waitVolumes(t, a, sharedVolumes(a), 30*time.Second)
+}
+
+// deletesRecorded returns the volume deletions the record of cfg holds.
+func deletesRecorded(t *testing.T, cfg []byte) []time.Time {
+	t.Helper()
+	var c struct {
+		DeleteRecord struct{ Name string } `json:"deleteRecord"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: systemNS, Name: c.DeleteRecord.Name}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var times []time.Time
+	for _, v := range cm.Data {
+		if err := json.Unmarshal([]byte(v), &times); err != nil {
+			t.Fatalf("record %s: %v", c.DeleteRecord.Name, err)
+		}
+	}
+	return times
+}
+
 // heldProfiles waits until exactly n of the Profiles report
 // VolumeDeletesHeld, and returns their conditions' messages.
 func heldProfiles(t *testing.T, n int, names ...string) []string {

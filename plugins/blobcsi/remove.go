@@ -96,6 +96,9 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 		}
 		act = append(act, pr)
 	}
+	if act, err = p.confirmClaims(ctx, req, live, act); err != nil {
+		return res, err
+	}
 	// The allowance counts volumes: claims deleted now, and replaced pairs.
 	n := 0
 	for _, pr := range act {
@@ -148,6 +151,36 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 		errs = append(errs, plugins.Terminal(ReasonVolumeInUse, errors.Join(pending...)))
 	}
 	return res, errors.Join(errs...)
+}
+
+// confirmClaims reads again, from the API server, every claim that act
+// would delete now, so that a cache that has not yet seen an earlier
+// pass's deletion does not count that claim against the allowance twice.
+// A claim gone is dropped from live, so that its volume goes without
+// being counted again; a claim going is taken as it is now; a claim made
+// again under the same name since the cache saw it is left to the pass
+// that its event brings.
+func (p Plugin) confirmClaims(ctx context.Context, req plugins.Request, live liveState, act []pair) ([]pair, error) {
+	out := act[:0]
+	for _, pr := range act {
+		if pr.claim != nil && pr.claim.DeletionTimestamp == nil {
+			var now corev1.PersistentVolumeClaim
+			err := p.reader(req).Get(ctx, client.ObjectKeyFromObject(pr.claim), &now)
+			switch {
+			case apierrors.IsNotFound(err):
+				delete(live.pvcs, pr.claim.Name)
+				pr.claim = nil
+			case err != nil:
+				return nil, fmt.Errorf("read PersistentVolumeClaim %s: %w", pr.claim.Name, err)
+			case now.UID != pr.claim.UID:
+				continue
+			default:
+				pr.claim = &now
+			}
+		}
+		out = append(out, pr)
+	}
+	return out, nil
 }
 
 // deletes returns the cluster-wide ledger of volume deletions: a ConfigMap
