@@ -41,8 +41,13 @@ const DefaultPrecedenceWait = time.Second
 // The bound keeps confirmations going under an endless stream of urgent
 // work (a failing outside system retried), one pass per worker and wait.
 //
-// Waiting holds nothing: no place in flight (LimitInFlight), no lock, no
-// outside call. A pass whose guess was wrong loses at most the wait.
+// Waiting holds no place in flight (LimitInFlight), no lock and no outside
+// call, but it holds a worker of its plugin: so each event that comes into
+// the plugin's queue while passes wait ends one wait (freshWork), and the
+// worker, its short confirmation done, takes the newest work. Without that,
+// a Profile created while every worker waited would wait the whole bound
+// for each plugin in turn. A pass whose guess was wrong loses at most the
+// wait.
 type Precedence struct {
 	wait time.Duration
 
@@ -78,8 +83,9 @@ func (p *Precedence) begin() (end func()) {
 }
 
 // yield waits, for a pass that only confirms, until no urgent pass is under
-// way, the wait is over or ctx ends, and reports how long it waited.
-func (p *Precedence) yield(ctx context.Context) time.Duration {
+// way, the wait is over, fresh delivers or ctx ends, and reports how long it
+// waited.
+func (p *Precedence) yield(ctx context.Context, fresh <-chan struct{}) time.Duration {
 	if p.wait <= 0 {
 		return 0
 	}
@@ -95,9 +101,19 @@ func (p *Precedence) yield(ctx context.Context) time.Duration {
 	select {
 	case <-clear:
 	case <-t.C:
+	case <-fresh:
 	case <-ctx.Done():
 	}
 	return time.Since(start)
+}
+
+// freshWork ends one wait of a pass of r that only confirms, if one is
+// waiting: work came into r's queue that a worker should take now.
+func (r *Reconciler) freshWork() {
+	select {
+	case r.fresh <- struct{}{}:
+	default:
+	}
 }
 
 // recentWrites is a Reconciler's record of whether its last 32 apply passes

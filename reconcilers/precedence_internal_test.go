@@ -99,12 +99,12 @@ func TestRecentWrites(t *testing.T) {
 // bound or its context.
 func TestPrecedenceYield(t *testing.T) {
 	p := NewPrecedence(time.Minute)
-	if d := p.yield(context.Background()); d != 0 {
+	if d := p.yield(context.Background(), nil); d != 0 {
 		t.Fatalf("waited %s with nothing urgent", d)
 	}
 	end1, end2 := p.begin(), p.begin()
 	done := make(chan time.Duration)
-	go func() { done <- p.yield(context.Background()) }()
+	go func() { done <- p.yield(context.Background(), nil) }()
 	end1()
 	select {
 	case d := <-done:
@@ -122,16 +122,16 @@ func TestPrecedenceYield(t *testing.T) {
 	defer end()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if d := p.yield(ctx); d > 5*time.Second {
+	if d := p.yield(ctx, nil); d > 5*time.Second {
 		t.Fatalf("waited %s past its context", d)
 	}
 	short := NewPrecedence(50 * time.Millisecond)
 	endShort := short.begin()
 	defer endShort()
-	if d := short.yield(context.Background()); d < 50*time.Millisecond || d > 5*time.Second {
+	if d := short.yield(context.Background(), nil); d < 50*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("waited %s, want the bound of 50ms", d)
 	}
-	if d := NewPrecedence(0).yield(context.Background()); d != 0 {
+	if d := NewPrecedence(0).yield(context.Background(), nil); d != 0 {
 		t.Fatalf("waited %s with no bound", d)
 	}
 }

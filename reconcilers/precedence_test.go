@@ -28,7 +28,7 @@ type precedenceHost struct {
 	passes map[string][]time.Time
 }
 
-func startPrecedenceHost(t *testing.T, wait time.Duration) *precedenceHost {
+func startPrecedenceHost(t *testing.T, wait time.Duration, confirmerOpts ...reconcilers.Option) *precedenceHost {
 	t.Helper()
 	run := "prec-" + rand.String(4)
 	h := &precedenceHost{run: run, held: run + "-new", holding: make(chan struct{}), release: make(chan struct{}), passes: map[string][]time.Time{}}
@@ -63,7 +63,7 @@ func startPrecedenceHost(t *testing.T, wait time.Duration) *precedenceHost {
 	}
 	testhost.Start(t, env,
 		testhost.Plugin{Def: plugins.Definition{Plugin: holder}, Options: opts},
-		testhost.Plugin{Def: plugins.Definition{Plugin: confirmer}, Options: opts},
+		testhost.Plugin{Def: plugins.Definition{Plugin: confirmer}, Options: append(opts, confirmerOpts...)},
 	)
 	return h
 }
@@ -148,5 +148,40 @@ func TestConfirmingPassesWaitAtMostTheBound(t *testing.T) {
 	case <-h.release:
 		t.Fatal("the urgent pass ended before the confirming one ran")
 	default:
+	}
+}
+
+// TestNewWorkEndsAWait: a confirming pass that waits holds its worker; a
+// Profile created while every worker of the plugin waits ends one wait, and
+// its pass takes that worker, instead of waiting for the bound.
+func TestNewWorkEndsAWait(t *testing.T) {
+	h := startPrecedenceHost(t, time.Minute, reconcilers.WithConcurrency(1))
+	synced := h.run + "-synced"
+	h.converge(t, synced)
+	before := len(h.served(synced))
+
+	testhost.NewProfile(t, env.Client, h.held, map[string]string{"run": h.run})
+	<-h.holding
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(h.held)) > 0, "the confirmer has not served the new Profile"
+	})
+	// The confirmer's only worker now waits with the Profile in sync.
+	touch(t, synced)
+	time.Sleep(500 * time.Millisecond)
+	if n := len(h.served(synced)); n != before {
+		t.Fatalf("the confirmer served the Profile in sync %d more times while an urgent pass was under way", n-before)
+	}
+
+	fresh := h.run + "-fresh"
+	created := time.Now()
+	testhost.NewProfile(t, env.Client, fresh, map[string]string{"run": h.run})
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(fresh)) > 0, "the confirmer has not served the Profile created while its worker waited"
+	})
+	if d := h.served(fresh)[0].Sub(created); d > 5*time.Second {
+		t.Errorf("the new Profile was served %s after it was created", d)
+	}
+	if n := len(h.served(synced)); n != before+1 {
+		t.Errorf("the waiting confirmation ran %d times, want once, before the worker took the new Profile", n-before)
 	}
 }

@@ -33,13 +33,20 @@ type newestFirst[T comparable] struct {
 	profiles client.Reader
 	// profile names the Profile an item is for.
 	profile func(T) string
+	// fresh, when set, is called for each item added to be served now
+	// with its Profile's priority: an event, not a retry, a delay, the
+	// resync or the restart's initial list.
+	fresh func()
 }
 
 // newNewestFirstQueue returns the controller queue for a Reconciler that
-// reads its Profiles through profiles.
-func newNewestFirstQueue(profiles client.Reader, log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+// reads its Profiles through profiles; fresh is called for each event's
+// item (see newestFirst.fresh).
+func newNewestFirstQueue(profiles client.Reader, log logr.Logger, fresh func()) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		return newestFirstQueue(name, limiter, profiles, log, func(req reconcile.Request) string { return req.Name })
+		q := newestFirstQueue(name, limiter, profiles, log, func(req reconcile.Request) string { return req.Name })
+		q.fresh = fresh
+		return q
 	}
 }
 
@@ -70,10 +77,14 @@ func (q newestFirst[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 		q.PriorityQueue.AddWithOpts(o, items...)
 		return
 	}
+	now := o.After <= 0 && !o.RateLimited
 	for _, item := range items {
 		each := o
 		each.Priority = q.priority(q.profile(item))
 		q.PriorityQueue.AddWithOpts(each, item)
+		if now && q.fresh != nil {
+			q.fresh()
+		}
 	}
 }
 

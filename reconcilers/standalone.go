@@ -54,6 +54,8 @@ type Reconciler struct {
 	// ones; recent tells whether this plugin's passes have been writing.
 	precedence *Precedence
 	recent     recentWrites
+	// fresh hands a waiting confirmation's worker to new work (freshWork).
+	fresh chan struct{}
 
 	// namespaceGate, when set, says which Profiles' namespaces the core
 	// plugin makes; the plugin waits for those (see WithNamespaceGate).
@@ -187,6 +189,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		timeout:     DefaultRequestTimeout,
 		retention:   plugins.RetentionRetain,
 		concurrency: DefaultConcurrency,
+		fresh:       make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(r)
@@ -234,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.precedence != nil {
 		if r.urgent(&p) {
 			defer r.precedence.begin()()
-		} else if waited := r.precedence.yield(ctx); waited > 0 {
+		} else if waited := r.precedence.yield(ctx, r.fresh); waited > 0 {
 			passWaitSeconds.WithLabelValues(r.def.Kind()).Observe(waited.Seconds())
 			// The Profile may have changed while the pass waited.
 			if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {

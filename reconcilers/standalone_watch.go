@@ -40,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.Name()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.concurrency,
-			NewQueue:                newNewestFirstQueue(mgr.GetCache(), mgr.GetLogger()),
+			NewQueue:                newNewestFirstQueue(mgr.GetCache(), mgr.GetLogger(), r.freshWork),
 		}).
 		For(&kubeflowv1.Profile{}, builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
