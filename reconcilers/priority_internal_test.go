@@ -52,3 +52,27 @@ func TestNewestFirstOrder(t *testing.T) {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
 }
+
+// TestFreshWork: only items to be served now at their Profile's priority
+// (events) count as fresh work; a delay, a retry and an item that names its
+// own priority (the resync, the restart's initial list) do not.
+func TestFreshWork(t *testing.T) {
+	reader := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()
+	q := newestFirstQueue("test", workqueue.DefaultTypedControllerRateLimiter[string](), reader, logr.Discard(), func(s string) string { return s })
+	defer q.ShutDown()
+	fresh := 0
+	q.fresh = func() { fresh++ }
+
+	low := handler.LowPriority
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, "resynced")
+	q.AddAfter("later", time.Hour)
+	q.AddRateLimited("retried")
+	if fresh != 0 {
+		t.Fatalf("%d fresh items from a resync, a delay and a retry, want 0", fresh)
+	}
+	q.Add("event")
+	q.AddWithOpts(priorityqueue.AddOpts{}, "a", "b")
+	if fresh != 3 {
+		t.Errorf("%d fresh items from three events, want 3", fresh)
+	}
+}
