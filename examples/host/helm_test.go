@@ -87,6 +87,7 @@ func TestHelmChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	configs = append(configs, servicePrincipalStorage(t))
 	for _, source := range append([]string{""}, configs...) {
 		name, args := "default", []string(nil)
 		if source != "" {
@@ -132,6 +133,27 @@ func TestHelmChart(t *testing.T) {
 	}
 }
 
+// servicePrincipalStorage writes config/statcan-storage.yaml with its
+// Protected B instance reached through a service principal rather than an
+// account key, and returns the file's path.
+func servicePrincipalStorage(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("config/statcan-storage.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "credentials: {secretName: aawdevcc00samgprotb, secretNamespace: azure-blob-csi-system}"
+	if !bytes.Contains(data, []byte(key)) {
+		t.Fatalf("config/statcan-storage.yaml no longer holds %q", key)
+	}
+	data = bytes.Replace(data, []byte(key), []byte("credentials: {type: ServicePrincipal, principal: fdi-protected-b}"), 1)
+	path := filepath.Join(t.TempDir(), "statcan-storage-spn.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // checkStorageRoles checks that blobcsi may read each storage account's
 // Secret, by name, in the Secret's namespace, and the grants ConfigMaps in
 // theirs.
@@ -152,8 +174,19 @@ func checkStorageRoles(t *testing.T, reg *plugins.Registry, sec hostconfig.Plugi
 	}
 	for _, in := range cfg.Storage {
 		c := in.Credentials
-		if !allowsNamed(role(c.SecretNamespace), "", "secrets", "get", c.SecretName) {
+		if c.SecretName != "" && !allowsNamed(role(c.SecretNamespace), "", "secrets", "get", c.SecretName) {
 			t.Errorf("no Role lets the host get Secret %s/%s of storage instance %s", c.SecretNamespace, c.SecretName, in.Name)
+		}
+		if c.Type == blobcsi.ServicePrincipal {
+			s := cfg.Principals[c.Principal].Secret
+			if !allowsNamed(role(s.Namespace), "", "secrets", "get", s.Name) {
+				t.Errorf("no Role lets the host get Secret %s/%s of principal %s, which storage instance %s creates containers with", s.Namespace, s.Name, c.Principal, in.Name)
+			}
+		}
+	}
+	for _, u := range objs {
+		if u.GetKind() == "Role" && u.GetNamespace() == "" {
+			t.Errorf("Role %s has no namespace", u.GetName())
 		}
 	}
 	for _, gs := range cfg.GrantSources {
