@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,32 @@ import (
 )
 
 // Plugin makes what the upstream profile controller makes for a Profile.
-type Plugin struct{}
+// Its zero value works; the one Definition returns also reads a namespace
+// from the API server before it adds a label that the cache does not show
+// (see Apply).
+type Plugin struct{ live *liveReader }
+
+// liveReader is the host's reader without a cache, which the plugin's
+// Runner receives.
+type liveReader struct {
+	mu sync.Mutex
+	r  client.Reader
+}
+
+func (l *liveReader) set(r client.Reader) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.r = r
+}
+
+func (l *liveReader) get() client.Reader {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r
+}
 
 var _ plugins.Plugin = Plugin{}
 
@@ -32,8 +58,9 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // the namespace and upstream's names.
 func Definition() plugins.Definition {
 	ns := plugins.NewMetadata(namespaceGVK)
+	live := &liveReader{}
 	return plugins.Definition{
-		Plugin:    Plugin{},
+		Plugin:    Plugin{live: live},
 		NewConfig: func() any { return NewConfig() },
 		Owns: []schema.GroupVersionKind{
 			namespaceGVK,
@@ -44,7 +71,10 @@ func Definition() plugins.Definition {
 		},
 		Watches: []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
 		// The labels file is an input from outside the cluster.
-		Runner:   watchLabels,
+		Runner: func(ctx context.Context, rt plugins.Runtime) error {
+			live.set(rt.Reader)
+			return watchLabels(ctx, rt)
+		},
 		Upstream: true,
 	}
 }
@@ -55,7 +85,7 @@ func (Plugin) Kind() string { return Kind }
 // Apply writes the namespace and the objects in it. A namespace that exists
 // and is not ours stops everything: another owner's is refused, the
 // Profile owner's is taken over only with Adopt.
-func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+func (pl Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
 		return plugins.Result{}, err
@@ -79,6 +109,18 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 		owned = appliedLabels(live.GetManagedFields(), plugins.FieldManagerFor(Kind))
 	}
 	labels, remove := NamespaceLabels(DefaultLabels(cfg, file), liveLabels, owned)
+	if live != nil && addsLabels(labels, liveLabels) {
+		// A value already there is never changed, and the apply would
+		// take over one that someone set since the cache last saw the
+		// namespace: look at the namespace as it is now.
+		if now, err := pl.reread(ctx, plugins.Namespace(p)); err != nil {
+			return plugins.Result{}, err
+		} else if now != nil {
+			liveLabels = now.GetLabels()
+			owned = appliedLabels(now.GetManagedFields(), plugins.FieldManagerFor(Kind))
+			labels, remove = NamespaceLabels(DefaultLabels(cfg, file), liveLabels, owned)
+		}
+	}
 	desired, err := Build(cfg, p, labels)
 	if err != nil {
 		return plugins.Result{}, err
@@ -96,6 +138,34 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	}
 	res.Add(plugins.Change{Kind: "Namespace", Name: plugins.Namespace(p), Action: plugins.Configured})
 	return res, nil
+}
+
+// addsLabels reports whether labels holds a key that live does not.
+func addsLabels(labels, live map[string]string) bool {
+	for k := range labels {
+		if _, ok := live[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// reread returns the namespace named name, its metadata, from the API
+// server; nil when it is gone or the plugin has no reader without a cache.
+func (pl Plugin) reread(ctx context.Context, name string) (client.Object, error) {
+	r := pl.live.get()
+	if r == nil {
+		return nil, nil
+	}
+	ns := plugins.NewMetadata(namespaceGVK)
+	err := r.Get(ctx, types.NamespacedName{Name: name}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	return ns, nil
 }
 
 // liveNamespace returns the Profile's namespace, its metadata only (the form

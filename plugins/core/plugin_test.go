@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -319,6 +320,75 @@ func TestLabelsFile(t *testing.T) {
 		writeFile(t, labelsFile, "keep: \"1\"\n")
 		testhost.WaitCondition(t, env.Client, names[1], condType, plugins.ConditionTrue, "")
 	})
+}
+
+// TestHandLabelUnseenByTheCache: a label someone set by hand that the
+// host's cache has not shown yet keeps its value when the labels file
+// names it; the plugin looks at the namespace as it is before it adds a
+// label.
+func TestHandLabelUnseenByTheCache(t *testing.T) {
+	run := "unseen-" + rand.String(4)
+	labelsFile := filepath.Join(t.TempDir(), "namespace-labels.yaml")
+	writeFile(t, labelsFile, "keep: \"1\"\n")
+	defaults, _ := json.Marshal(map[string]any{"namespaceLabelsPath": labelsFile, "mesh": core.MeshNone})
+	def := core.Definition()
+	def.Plugin = hidingLabel{Plugin: def.Plugin, key: "theirs"}
+	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
+		reconcilers.WithDefaults(defaults),
+		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{labelTest: run})),
+	}})
+	name := "unseen-" + rand.String(4)
+	newProfile(t, name, run, "alice@example.org", nil)
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		l := namespaceLabels(t, name)
+		return l["keep"] == "1", fmt.Sprintf("labels %v", l)
+	})
+	var ns corev1.Namespace
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["theirs"] = "by-hand"
+	if err := env.Client.Update(context.Background(), &ns); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFile(t, labelsFile, "keep: \"1\"\ntheirs: \"from-file\"\nadded: \"3\"\n")
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		l := namespaceLabels(t, name)
+		return l["added"] == "3", fmt.Sprintf("labels %v", l)
+	})
+	if got := namespaceLabels(t, name)["theirs"]; got != "by-hand" {
+		t.Errorf("label theirs = %q, want the hand-set %q kept", got, "by-hand")
+	}
+}
+
+// hidingLabel runs a plugin whose reads of namespaces through the cache
+// never show the label key, as a cache that has not seen it yet would.
+type hidingLabel struct {
+	plugins.Plugin
+	key string
+}
+
+func (h hidingLabel) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	req.Client = hidingClient{Cluster: req.Client, key: h.key}
+	return h.Plugin.Apply(ctx, req)
+}
+
+type hidingClient struct {
+	plugins.Cluster
+	key string
+}
+
+func (c hidingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Cluster.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if obj.GetObjectKind().GroupVersionKind().Kind == "Namespace" {
+		l := maps.Clone(obj.GetLabels())
+		delete(l, c.key)
+		obj.SetLabels(l)
+	}
+	return nil
 }
 
 // TestForeignNamespace gives a Profile a name whose namespace someone else
