@@ -43,11 +43,11 @@ const DefaultPrecedenceWait = time.Second
 //
 // Waiting holds no place in flight (LimitInFlight), no lock and no outside
 // call, but it holds a worker of its plugin: so each event that comes into
-// the plugin's queue while passes wait ends one wait (freshWork), and the
-// worker, its short confirmation done, takes the newest work. Without that,
-// a Profile created while every worker waited would wait the whole bound
-// for each plugin in turn. A pass whose guess was wrong loses at most the
-// wait.
+// the plugin's queue while passes wait ends one wait (freshWork), and that
+// pass gives its worker to the newest work and comes back, without running,
+// for the rest of its wait, counted from its first. Without that, a Profile
+// created while every worker waited would wait the whole bound for each
+// plugin in turn. A pass whose guess was wrong loses at most the wait.
 type Precedence struct {
 	wait time.Duration
 
@@ -83,28 +83,66 @@ func (p *Precedence) begin() (end func()) {
 }
 
 // yield waits, for a pass that only confirms, until no urgent pass is under
-// way, the wait is over, fresh delivers or ctx ends, and reports how long it
-// waited.
-func (p *Precedence) yield(ctx context.Context, fresh <-chan struct{}) time.Duration {
-	if p.wait <= 0 {
-		return 0
+// way, limit (at most the wait) is over, fresh delivers or ctx ends. It
+// reports how long it waited, and woken when fresh ended the wait: new work
+// wants the pass's worker.
+func (p *Precedence) yield(ctx context.Context, fresh <-chan struct{}, limit time.Duration) (waited time.Duration, woken bool) {
+	limit = min(limit, p.wait)
+	if limit <= 0 {
+		return 0, false
 	}
 	p.mu.Lock()
 	clear := p.clear
 	p.mu.Unlock()
 	if clear == nil {
-		return 0
+		return 0, false
 	}
 	start := time.Now()
-	t := time.NewTimer(p.wait)
+	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
 	case <-clear:
 	case <-t.C:
 	case <-fresh:
+		woken = true
 	case <-ctx.Done():
 	}
-	return time.Since(start)
+	return time.Since(start), woken
+}
+
+// deferrals are the confirmations of one Reconciler that gave their worker
+// to new work while they waited, and since when each has waited, so that
+// the bound counts from the first wait however often new work comes.
+type deferrals struct {
+	mu    sync.Mutex
+	first map[string]time.Time
+}
+
+// since returns when the Profile's confirmation began to wait, or now.
+func (d *deferrals) since(profile string) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.first[profile]; ok {
+		return t
+	}
+	return time.Now()
+}
+
+// keep records that the Profile's confirmation, waiting since t, comes back.
+func (d *deferrals) keep(profile string, t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.first == nil {
+		d.first = map[string]time.Time{}
+	}
+	d.first[profile] = t
+}
+
+// end forgets the Profile's confirmation: it runs, or the pass is urgent.
+func (d *deferrals) end(profile string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.first, profile)
 }
 
 // freshWork ends one wait of a pass of r that only confirms, if one is

@@ -99,12 +99,12 @@ func TestRecentWrites(t *testing.T) {
 // bound or its context.
 func TestPrecedenceYield(t *testing.T) {
 	p := NewPrecedence(time.Minute)
-	if d := p.yield(context.Background(), nil); d != 0 {
+	if d := first(p.yield(context.Background(), nil, time.Hour)); d != 0 {
 		t.Fatalf("waited %s with nothing urgent", d)
 	}
 	end1, end2 := p.begin(), p.begin()
 	done := make(chan time.Duration)
-	go func() { done <- p.yield(context.Background(), nil) }()
+	go func() { done <- first(p.yield(context.Background(), nil, time.Hour)) }()
 	end1()
 	select {
 	case d := <-done:
@@ -122,16 +122,47 @@ func TestPrecedenceYield(t *testing.T) {
 	defer end()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if d := p.yield(ctx, nil); d > 5*time.Second {
+	if d := first(p.yield(ctx, nil, time.Hour)); d > 5*time.Second {
 		t.Fatalf("waited %s past its context", d)
 	}
 	short := NewPrecedence(50 * time.Millisecond)
 	endShort := short.begin()
 	defer endShort()
-	if d := short.yield(context.Background(), nil); d < 50*time.Millisecond || d > 5*time.Second {
+	if d := first(short.yield(context.Background(), nil, time.Hour)); d < 50*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("waited %s, want the bound of 50ms", d)
 	}
-	if d := NewPrecedence(0).yield(context.Background(), nil); d != 0 {
+	if d := first(NewPrecedence(0).yield(context.Background(), nil, time.Hour)); d != 0 {
 		t.Fatalf("waited %s with no bound", d)
+	}
+}
+
+// first returns a yield's wait alone.
+func first(waited time.Duration, _ bool) time.Duration { return waited }
+
+// TestDeferrals: a confirmation that gave its worker up keeps the time of
+// its first wait until it runs or turns urgent.
+func TestDeferrals(t *testing.T) {
+	var d deferrals
+	if got := d.since("a"); time.Since(got) > time.Second {
+		t.Fatalf("a Profile never deferred waits since %s, want now", got)
+	}
+	first := time.Now().Add(-700 * time.Millisecond)
+	d.keep("a", first)
+	if got := d.since("a"); !got.Equal(first) {
+		t.Errorf("since = %s, want the first wait %s", got, first)
+	}
+	d.end("a")
+	if got := d.since("a"); got.Equal(first) {
+		t.Error("the first wait is still kept after the confirmation ran")
+	}
+	p := NewPrecedence(time.Second)
+	defer p.begin()()
+	if waited, woken := p.yield(context.Background(), nil, time.Second-time.Since(first)); woken || waited > 900*time.Millisecond {
+		t.Errorf("waited %s (woken %t), want at most the 300ms left of the bound", waited, woken)
+	}
+	fresh := make(chan struct{})
+	go func() { fresh <- struct{}{} }()
+	if _, woken := p.yield(context.Background(), fresh, time.Minute); !woken {
+		t.Error("fresh work did not wake the wait")
 	}
 }

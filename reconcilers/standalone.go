@@ -54,8 +54,11 @@ type Reconciler struct {
 	// ones; recent tells whether this plugin's passes have been writing.
 	precedence *Precedence
 	recent     recentWrites
-	// fresh hands a waiting confirmation's worker to new work (freshWork).
-	fresh chan struct{}
+	// fresh hands a waiting confirmation's worker to new work (freshWork);
+	// deferrals remembers since when the confirmations that gave theirs
+	// up have waited.
+	fresh     chan struct{}
+	deferrals deferrals
 
 	// namespaceGate, when set, says which Profiles' namespaces the core
 	// plugin makes; the plugin waits for those (see WithNamespaceGate).
@@ -236,15 +239,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.precedence != nil {
 		if r.urgent(&p) {
+			r.deferrals.end(req.Name)
 			defer r.precedence.begin()()
-		} else if waited := r.precedence.yield(ctx, r.fresh); waited > 0 {
-			passWaitSeconds.WithLabelValues(r.def.Kind()).Observe(waited.Seconds())
-			// The Profile may have changed while the pass waited.
-			if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
-				if apierrors.IsNotFound(err) && r.status != nil {
-					r.status.forget(req.Name)
+		} else {
+			since := r.deferrals.since(req.Name)
+			waited, woken := r.precedence.yield(ctx, r.fresh, r.precedence.wait-time.Since(since))
+			if waited > 0 {
+				passWaitSeconds.WithLabelValues(r.def.Kind()).Observe(waited.Seconds())
+			}
+			if woken {
+				// New work wants this worker: the pass gives it up and
+				// comes back for the rest of its wait.
+				r.deferrals.keep(req.Name, since)
+				return reconcile.Result{RequeueAfter: max(r.precedence.wait-time.Since(since), time.Millisecond)}, nil
+			}
+			r.deferrals.end(req.Name)
+			if waited > 0 {
+				// The Profile may have changed while the pass waited.
+				if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+					if apierrors.IsNotFound(err) && r.status != nil {
+						r.status.forget(req.Name)
+					}
+					return reconcile.Result{}, client.IgnoreNotFound(err)
 				}
-				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 		}
 	}
