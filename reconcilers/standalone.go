@@ -229,8 +229,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
-		if apierrors.IsNotFound(err) && r.status != nil {
-			r.status.forget(req.Name)
+		if apierrors.IsNotFound(err) {
+			r.deferrals.end(req.Name)
+			if r.status != nil {
+				r.status.forget(req.Name)
+			}
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
