@@ -93,28 +93,35 @@ func touch(t *testing.T, name string) time.Time {
 	return time.Now()
 }
 
+// confirmationWaiting converges a Profile, holds a new one's first pass
+// (the new Profile's other plugin is served meanwhile), touches the first
+// Profile and checks for settle that its confirmation waits. It returns the
+// first Profile's name and how often the confirmer had served it before.
+func (h *precedenceHost) confirmationWaiting(t *testing.T, settle time.Duration) (string, int) {
+	t.Helper()
+	synced := h.run + "-synced"
+	h.converge(t, synced)
+	before := len(h.served(synced))
+	testhost.NewProfile(t, env.Client, h.held, map[string]string{"run": h.run})
+	<-h.holding
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(h.held)) > 0, "the confirmer has not served the new Profile"
+	})
+	touch(t, synced)
+	time.Sleep(settle)
+	if n := len(h.served(synced)); n != before {
+		t.Fatalf("the confirmer served the Profile in sync %d more times while an urgent pass was under way", n-before)
+	}
+	return synced, before
+}
+
 // TestConfirmingPassesWaitForUrgentOnes: while the first pass of a new
 // Profile is under way, the pass of a Profile already in sync waits for it,
 // also in another plugin; the new Profile's passes do not wait; once the
 // urgent pass ends, the confirming one runs at once.
 func TestConfirmingPassesWaitForUrgentOnes(t *testing.T) {
 	h := startPrecedenceHost(t, time.Minute)
-	synced := h.run + "-synced"
-	h.converge(t, synced)
-	before := len(h.served(synced))
-
-	testhost.NewProfile(t, env.Client, h.held, map[string]string{"run": h.run})
-	<-h.holding
-	// The new Profile's other plugin is served while its holder pass runs.
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		return len(h.served(h.held)) > 0, "the confirmer has not served the new Profile"
-	})
-
-	touch(t, synced)
-	time.Sleep(1500 * time.Millisecond)
-	if n := len(h.served(synced)); n != before {
-		t.Fatalf("the confirmer served the Profile in sync %d more times while an urgent pass was under way", n-before)
-	}
+	synced, before := h.confirmationWaiting(t, 1500*time.Millisecond)
 	released := time.Now()
 	close(h.release)
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
@@ -157,21 +164,8 @@ func TestConfirmingPassesWaitAtMostTheBound(t *testing.T) {
 // confirmation does not run then: it comes back for the rest of its wait.
 func TestNewWorkEndsAWait(t *testing.T) {
 	h := startPrecedenceHost(t, time.Minute, reconcilers.WithConcurrency(1))
-	synced := h.run + "-synced"
-	h.converge(t, synced)
-	before := len(h.served(synced))
-
-	testhost.NewProfile(t, env.Client, h.held, map[string]string{"run": h.run})
-	<-h.holding
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		return len(h.served(h.held)) > 0, "the confirmer has not served the new Profile"
-	})
 	// The confirmer's only worker now waits with the Profile in sync.
-	touch(t, synced)
-	time.Sleep(500 * time.Millisecond)
-	if n := len(h.served(synced)); n != before {
-		t.Fatalf("the confirmer served the Profile in sync %d more times while an urgent pass was under way", n-before)
-	}
+	synced, before := h.confirmationWaiting(t, 500*time.Millisecond)
 
 	fresh := h.run + "-fresh"
 	created := time.Now()
