@@ -27,9 +27,10 @@
 //
 //	cfg = reconcilers.RateLimited(cfg, 50, 100) // one limiter for every API group
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-//		Scheme: scheme, // client-go's kinds and kubeflow.AddToScheme
-//		Cache:  reconcilers.CacheOptions(nil),
-//		Client: reconcilers.ClientOptions(),
+//		Scheme:         scheme, // client-go's kinds and kubeflow.AddToScheme
+//		Cache:          reconcilers.CacheOptions(nil),
+//		Client:         reconcilers.ClientOptions(),
+//		MapperProvider: reconcilers.NewRESTMapper, // remembers the mappings found
 //	})
 //	status, err := reconcilers.NewStatusWriter(mgr, 0)
 //	r, err := reconcilers.New(mgr, quotas.Definition(),

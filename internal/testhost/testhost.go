@@ -60,11 +60,12 @@ func StartWithStatusWriter(t *testing.T, env *testenv.Env, delay time.Duration, 
 	t.Helper()
 	counter := &testenv.Counter{}
 	mgr, err := ctrl.NewManager(counter.Counting(env.Config), manager.Options{
-		Scheme:     env.Scheme,
-		Cache:      reconcilers.CacheOptions(nil),
-		Client:     reconcilers.ClientOptions(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:         env.Scheme,
+		Cache:          reconcilers.CacheOptions(nil),
+		Client:         reconcilers.ClientOptions(),
+		MapperProvider: reconcilers.NewRESTMapper,
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatalf("new manager: %v", err)

@@ -78,6 +78,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		Logger:                        opts.Logger,
 		Cache:                         withApplicationNamespaces(reconcilers.CacheOptions(cfg.Shard()), cfg, reg),
 		Client:                        reconcilers.ClientOptions(),
+		MapperProvider:                reconcilers.NewRESTMapper,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
