@@ -160,6 +160,14 @@ func reachable(set map[string]any, path []string) bool {
 // Profiles are the same bytes, which a cache holds once. raw that does not
 // decode is returned as it is.
 func FieldNames(raw []byte) []byte {
+	if out, ok := namedFieldsOf(raw); ok {
+		return out
+	}
+	return fieldNamesDecoded(raw)
+}
+
+// fieldNamesDecoded is FieldNames through decoded maps, for any input.
+func fieldNamesDecoded(raw []byte) []byte {
 	var set map[string]any
 	if err := json.Unmarshal(raw, &set); err != nil {
 		return raw
