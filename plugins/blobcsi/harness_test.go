@@ -8,9 +8,11 @@ package blobcsi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,6 +192,8 @@ type harness struct {
 	host    *testhost.Host
 	azure   *counter
 	applies *perProfile
+	// reads fails the host's uncached reads of claims while set.
+	reads *claimReads
 	// shard keeps each test's host to its own Profiles.
 	shard map[string]string
 }
@@ -213,9 +217,33 @@ func startShard(t *testing.T, shard map[string]string, cfg []byte, opts ...recon
 	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: az}))
 	pp := &perProfile{Plugin: def.Plugin, n: map[string]int{}}
 	def.Plugin = pp
+	reads := &claimReads{}
+	run := def.Runner
+	def.Runner = func(ctx context.Context, rt plugins.Runtime) error {
+		reads.Reader = rt.Reader
+		rt.Reader = reads
+		return run(ctx, rt)
+	}
 	h := testhost.Start(t, env, testhost.Plugin{Def: def, Options: append([]reconcilers.Option{
 		reconcilers.WithDefaults(cfg), reconcilers.WithShard(labels.SelectorFromSet(shard))}, opts...)})
-	return &harness{host: h, azure: az, applies: pp, shard: shard}
+	return &harness{host: h, azure: az, applies: pp, reads: reads, shard: shard}
+}
+
+// claimReads is the host's reader without a cache, whose reads of claims
+// a test can make fail: the API server out of reach for the reads that
+// confirm a deletion.
+type claimReads struct {
+	client.Reader
+	fail atomic.Bool
+}
+
+var errClaimRead = errors.New("the API server did not answer (injected)")
+
+func (r *claimReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.PersistentVolumeClaim); ok && r.fail.Load() {
+		return errClaimRead
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
 func blobPlugin(instances ...string) kubeflowv1.Plugin {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -327,7 +328,36 @@ func TestStaleClaimsCountOnce(t *testing.T) {
 	waitVolumes(t, a, sharedVolumes(a), 30*time.Second)
 }
 
-// deletesRecorded returns the volume deletions the record of cfg holds.
+// TestClaimReadFailingHoldsTheDeletion: while the reads that confirm a
+// claim before its deletion fail, the withdrawn volume stays, nothing is
+// counted against the allowance, and the condition says why; once the
+// reads work again, the volume goes and is counted once.
+func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
+	a := unique("team-a")
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	cfg := hostConfigWithDrop(map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
+	h := start(t, cfg, reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	both := sharedVolumes(a, "census-1", "census-2")
+	waitVolumes(t, a, both, 30*time.Second)
+
+	h.reads.fail.Store(true)
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
+	keptFor(t, 2*time.Second, a, both) // passes are retried meanwhile
+	if got := len(deletesRecorded(t, cfg)); got != 0 {
+		t.Errorf("the deletion record counts %d deletions while nothing was deleted, want 0", got)
+	}
+
+	h.reads.fail.Store(false)
+	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
+	if got := len(deletesRecorded(t, cfg)); got != 1 {
+		t.Errorf("the deletion record counts %d deletions, want 1", got)
+	}
+}
+
+// deletesRecorded returns the volume deletions the record of cfg holds,
+// none when there is no record yet.
 func deletesRecorded(t *testing.T, cfg []byte) []time.Time {
 	t.Helper()
 	var c struct {
@@ -337,7 +367,11 @@ func deletesRecorded(t *testing.T, cfg []byte) []time.Time {
 		t.Fatal(err)
 	}
 	var cm corev1.ConfigMap
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: systemNS, Name: c.DeleteRecord.Name}, &cm); err != nil {
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: systemNS, Name: c.DeleteRecord.Name}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	var times []time.Time
