@@ -70,7 +70,7 @@
 // [WithNamespaceGate], which serves hosts that run the core plugin,
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
 // its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]
-// with [DefaultMaxInFlight], [Precedence] with [NewPrecedence],
+// with [DefaultMaxInFlight], [NewRESTMapper], [Precedence] with [NewPrecedence],
 // [WithPrecedence] and [DefaultPrecedenceWait], and the fork
 // support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers
