@@ -224,18 +224,25 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 // Name is the controller's name, also its Events' reporting controller.
 func (r *Reconciler) Name() string { return plugins.FieldManagerFor(r.def.Kind()) }
 
+// gone handles a failed read of the Profile: one that is gone is forgotten
+// by the status writer and the deferrals, and is no error.
+func (r *Reconciler) gone(profile string, err error) error {
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	r.deferrals.end(profile)
+	if r.status != nil {
+		r.status.forget(profile)
+	}
+	return nil
+}
+
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.deferrals.end(req.Name)
-			if r.status != nil {
-				r.status.forget(req.Name)
-			}
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, r.gone(req.Name, err)
 	}
 	if !r.shard.Matches(labels.Set(p.Labels)) {
 		return reconcile.Result{}, nil
@@ -260,10 +267,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if waited > 0 {
 				// The Profile may have changed while the pass waited.
 				if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
-					if apierrors.IsNotFound(err) && r.status != nil {
-						r.status.forget(req.Name)
-					}
-					return reconcile.Result{}, client.IgnoreNotFound(err)
+					return reconcile.Result{}, r.gone(req.Name, err)
 				}
 			}
 		}
