@@ -88,28 +88,30 @@ func compactWatched(in any) (any, error) {
 }
 
 // keepOwnManagedFields drops every managed-fields entry but profilekit's
-// plugins' from obj, and the time of those it keeps.
+// plugins' from obj, and the time of those it keeps. It writes a new list:
+// the one obj holds may be shared with cached objects (a watch-list sync
+// transforms each object twice, the second time after compact shared its
+// parts), and readers may be copying those at any time.
 func keepOwnManagedFields(obj metav1.Object) {
 	entries := obj.GetManagedFields()
-	ours := slices.DeleteFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
-		return !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix)
-	})
-	for i := range ours {
+	var ours []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix) {
+			continue
+		}
 		// Nothing reads when a manager last wrote, nor the keys of list
 		// items (which name the Profile's UID); without them equal entries
 		// of many Profiles' objects can be shared.
-		ours[i].Time = nil
-		if f := ours[i].FieldsV1; f != nil {
-			ours[i].FieldsV1 = &metav1.FieldsV1{Raw: plugins.FieldNames(f.Raw)}
+		e.Time = nil
+		if e.FieldsV1 != nil {
+			e.FieldsV1 = &metav1.FieldsV1{Raw: plugins.FieldNames(e.FieldsV1.Raw)}
 		}
+		ours = append(ours, e)
 	}
-	if len(ours) == 0 {
+	if len(ours) == 0 && len(entries) > 0 {
 		// An empty list would read as "no managed fields": keep one entry
 		// that says none of them is ours.
-		ours = nil
-		if len(entries) > 0 {
-			ours = []metav1.ManagedFieldsEntry{{Manager: "others"}}
-		}
+		ours = []metav1.ManagedFieldsEntry{{Manager: "others"}}
 	}
 	obj.SetManagedFields(slices.Clip(ours))
 }

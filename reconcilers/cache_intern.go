@@ -165,21 +165,24 @@ func shareMap(m map[string]string, values bool) map[string]string {
 	})
 }
 
-// shareSlice returns the slice equal to l that set holds, adding l, after
-// prepare, when it holds none. Slices are known by the digest of their JSON.
+// shareSlice returns the slice equal to l that set holds, adding a copy of
+// l, after prepare, when it holds none. Slices are known by the digest of
+// their JSON. l itself is never written to: it may be a slice the set held
+// before it started afresh, which cached objects still share.
 func shareSlice[T any](set *held[[]T], l []T, prepare func([]T)) []T {
 	if len(l) == 0 {
 		return l
 	}
+	prepared := func() []T {
+		c := slices.Clone(l)
+		prepare(c)
+		return c
+	}
 	key, ok := digest("", l)
 	if !ok {
-		prepare(l)
-		return l
+		return prepared()
 	}
-	return set.hold(key, func() []T {
-		prepare(l)
-		return slices.Clip(l)
-	})
+	return set.hold(key, prepared)
 }
 
 // internMeta interns the metadata strings that objects of many Profiles

@@ -184,3 +184,66 @@ func TestCompactSharesEqualBodies(t *testing.T) {
 		t.Error("writing to a copy changed a cached object")
 	}
 }
+
+// A watch-list sync gives each object to the transform twice: once as the
+// reflector collects the initial events, once more when it replaces the
+// store's content. The second pass meets values held for every object
+// that shares them, so it must write nothing there: another informer's
+// reader may be copying them at that moment. compact and compactWatched
+// are run twice over objects whose parts are held, with and without the
+// held sets started afresh (what an object holds is then added again),
+// while a reader copies another object that holds the same parts: the race
+// detector (make test) reports any write, and the parts must not change.
+func TestCompactTwiceWritesNothingShared(t *testing.T) {
+	for _, transform := range []struct {
+		name string
+		fn   func(any) (any, error)
+	}{{"compact", compact}, {"compactWatched", compactWatched}} {
+		t.Run(transform.name, func(t *testing.T) {
+			other := cachedPolicy("team-twice")
+			if _, err := transform.fn(other); err != nil {
+				t.Fatal(err)
+			}
+			snapshot := other.DeepCopy()
+			refs := &other.OwnerReferences[0]
+			var fields *metav1.FieldsV1
+			if len(other.ManagedFields) > 0 {
+				fields = other.ManagedFields[0].FieldsV1
+			}
+			for _, fresh := range []bool{false, true} {
+				obj := cachedPolicy("team-twice")
+				if _, err := transform.fn(obj); err != nil {
+					t.Fatal(err)
+				}
+				if fresh {
+					ownerRefs.mu.Lock()
+					ownerRefs.values = nil
+					ownerRefs.mu.Unlock()
+					entries.mu.Lock()
+					entries.values = nil
+					entries.mu.Unlock()
+				}
+				read := make(chan *networkingv1.NetworkPolicy)
+				go func() { read <- other.DeepCopy() }()
+				if _, err := transform.fn(obj); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(snapshot, <-read); diff != "" {
+					t.Errorf("fresh sets %v: a reader copied another object while the second pass ran (-before +read):\n%s", fresh, diff)
+				}
+				if diff := cmp.Diff(snapshot, other); diff != "" {
+					t.Errorf("fresh sets %v: the second pass changed another object (-before +after):\n%s", fresh, diff)
+				}
+				if &other.OwnerReferences[0] != refs {
+					t.Errorf("fresh sets %v: the other object's owner references moved", fresh)
+				}
+				if len(other.ManagedFields) > 0 && other.ManagedFields[0].FieldsV1 != fields {
+					t.Errorf("fresh sets %v: the second pass wrote into the managed fields the other object holds", fresh)
+				}
+				if diff := cmp.Diff(snapshot.Spec, obj.Spec); diff != "" {
+					t.Errorf("fresh sets %v: the object twice compacted reads differently (-want +got):\n%s", fresh, diff)
+				}
+			}
+		})
+	}
+}
