@@ -149,10 +149,12 @@ bench/results.`,
 }
 
 // buildHost builds the profilekit binary from the source tree at root into
-// dir, so that the child process runs the same code as the in-process host.
+// dir: the same code as the in-process host when the bench runs from that
+// tree (go run, make bench). The binary records the tree's commit where git
+// can tell it, whatever GOFLAGS says, and the result names it.
 func buildHost(ctx context.Context, root, dir string) (string, error) {
 	bin := filepath.Join(dir, "profilekit")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/host")
+	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=auto", "-o", bin, "./examples/host")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the host binary for --host-process: %v\n%s", err, out)

@@ -190,6 +190,9 @@ func Run(ctx context.Context, o Options) (err error) {
 		FreshPhases: o.FreshPhases,
 	}
 	res.Revision = revision(ctx, o.RepoRoot)
+	if o.HostProcess && o.HostBinary != "" {
+		res.HostRevision = hostRevision(ctx, o.HostBinary)
+	}
 	fmt.Fprintf(o.Out, "profilekit bench: %d Profiles, regimes %s, config %s\n", o.Profiles, strings.Join(o.Regimes, ", "), o.ConfigName)
 	b := newBench(o, res, o.Regimes[0])
 	failed := b.runFirst(ctx)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -99,8 +100,16 @@ func managedSelector() client.ListOption {
 	return client.MatchingLabelsSelector{Selector: plugins.ManagedSelector()}
 }
 
-// revision returns the source tree's commit, or "" outside a git checkout.
+// revision returns the commit of the code that runs: the one the bench
+// binary was built from (with "-dirty" when its tree had changes), or, for a
+// binary without that record (go run), the source tree's. A bench built in
+// one checkout may run from another; the tree then says nothing of it.
 func revision(ctx context.Context, root string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if rev := builtRevision(bi.Settings); rev != "" {
+			return rev
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty")
@@ -110,4 +119,58 @@ func revision(ctx context.Context, root string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// builtRevision returns the commit the build settings record, shortened as
+// git describe shortens it, with "-dirty" when the tree was modified; "" when
+// they record none.
+func builtRevision(settings []debug.BuildSetting) string {
+	var rev string
+	var dirty bool
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	rev = rev[:min(len(rev), 7)]
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// hostRevision returns the revision the host binary prints in its version
+// command, "" when it prints none.
+func hostRevision(ctx context.Context, binary string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "version").Output()
+	if err != nil {
+		return ""
+	}
+	return printedRevision(string(out))
+}
+
+// printedRevision returns the value of the "revision:" line of a version
+// command's output, shortened as builtRevision shortens it.
+func printedRevision(out string) string {
+	for line := range strings.Lines(out) {
+		rev, ok := strings.CutPrefix(strings.TrimSpace(line), "revision:")
+		if !ok {
+			continue
+		}
+		rev, modified := strings.CutSuffix(strings.TrimSpace(rev), " (modified)")
+		settings := []debug.BuildSetting{{Key: "vcs.revision", Value: rev}}
+		if modified {
+			settings = append(settings, debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+		}
+		return builtRevision(settings)
+	}
+	return ""
 }

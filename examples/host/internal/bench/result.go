@@ -30,13 +30,15 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Config   string    `json:"config"`
-	// Revision is the source tree's commit (git describe --always --dirty),
-	// so that runs are compared against the code they measured.
-	Revision  string   `json:"revision,omitempty"`
-	GoVersion string   `json:"goVersion"`
-	CPUs      int      `json:"cpus"`
-	Profiles  int      `json:"profiles"`
-	Plugins   []string `json:"plugins"`
+	// Revision is the commit of the code that ran (see revision), so that
+	// runs are compared against the code they measured; HostRevision that
+	// of the host binary the host-process phase ran, which may differ.
+	Revision     string   `json:"revision,omitempty"`
+	HostRevision string   `json:"hostRevision,omitempty"`
+	GoVersion    string   `json:"goVersion"`
+	CPUs         int      `json:"cpus"`
+	Profiles     int      `json:"profiles"`
+	Plugins      []string `json:"plugins"`
 	// QPS and Burst are the client rates of the first regime, which ran
 	// every phase; Regime names it.
 	QPS     float32 `json:"qps"`
@@ -287,6 +289,9 @@ func verdict(ok bool) string {
 func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "\n== result: %d Profiles, %d objects (%s), %d plugins, regimes %s, %d workers, %d CPUs, revision %s\n",
 		r.Profiles, r.Objects, kindSummary(r.ObjectsByKind), len(r.Plugins), regimeNames(r.Regimes), r.Workers, r.CPUs, r.Revision)
+	if r.HostRevision != "" && r.HostRevision != r.Revision {
+		fmt.Fprintf(w, "the host process ran revision %s\n", r.HostRevision)
+	}
 	if r.FreshPhases {
 		fmt.Fprintln(w, "each floor and each convergence ran on an empty control plane of its own")
 	}
