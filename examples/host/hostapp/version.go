@@ -46,25 +46,31 @@ func Version(linked string) string {
 	return "(devel)"
 }
 
-// revision returns the VCS revision recorded at build time, if any.
+// revision returns the VCS revision recorded at build time, if any, as the
+// version command prints it.
 func revision() string {
+	rev, modified := Revision()
+	if rev != "" && modified {
+		rev += " (modified)"
+	}
+	return rev
+}
+
+// Revision returns the commit the running binary was built from and
+// whether its source tree had changes, as the Go build recorded them; ""
+// when it recorded none (go run, or a build with -buildvcs=false).
+func Revision() (rev string, modified bool) {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return ""
+		return "", false
 	}
-	var rev, dirty string
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			rev = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = " (modified)"
-			}
+			modified = s.Value == "true"
 		}
 	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
+	return rev, modified
 }

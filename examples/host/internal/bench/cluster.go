@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/profilekit/profilekit/examples/host/hostapp"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -105,10 +105,8 @@ func managedSelector() client.ListOption {
 // binary without that record (go run), the source tree's. A bench built in
 // one checkout may run from another; the tree then says nothing of it.
 func revision(ctx context.Context, root string) string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if rev := builtRevision(bi.Settings); rev != "" {
-			return rev
-		}
+	if rev, modified := hostapp.Revision(); rev != "" {
+		return shortRevision(rev, modified)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -121,25 +119,11 @@ func revision(ctx context.Context, root string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// builtRevision returns the commit the build settings record, shortened as
-// git describe shortens it, with "-dirty" when the tree was modified; "" when
-// they record none.
-func builtRevision(settings []debug.BuildSetting) string {
-	var rev string
-	var dirty bool
-	for _, s := range settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return ""
-	}
+// shortRevision writes a commit as git describe --always --dirty does: its
+// first seven digits, "-dirty" when the tree had changes.
+func shortRevision(rev string, modified bool) string {
 	rev = rev[:min(len(rev), 7)]
-	if dirty {
+	if modified {
 		rev += "-dirty"
 	}
 	return rev
@@ -158,7 +142,7 @@ func hostRevision(ctx context.Context, binary string) string {
 }
 
 // printedRevision returns the value of the "revision:" line of a version
-// command's output, shortened as builtRevision shortens it.
+// command's output (see hostapp), written as shortRevision writes it.
 func printedRevision(out string) string {
 	for line := range strings.Lines(out) {
 		rev, ok := strings.CutPrefix(strings.TrimSpace(line), "revision:")
@@ -166,11 +150,10 @@ func printedRevision(out string) string {
 			continue
 		}
 		rev, modified := strings.CutSuffix(strings.TrimSpace(rev), " (modified)")
-		settings := []debug.BuildSetting{{Key: "vcs.revision", Value: rev}}
-		if modified {
-			settings = append(settings, debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+		if rev == "" {
+			return ""
 		}
-		return builtRevision(settings)
+		return shortRevision(rev, modified)
 	}
 	return ""
 }

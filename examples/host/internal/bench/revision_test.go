@@ -1,33 +1,30 @@
 package bench
 
-import (
-	"runtime/debug"
-	"testing"
-)
+import "testing"
 
-// The revision a result names is the one the binary was built from,
-// shortened as git describe shortens it, dirty when its tree was; the host
-// binary's is read from what its version command prints.
+// The revision a result names is written as git describe writes it, dirty
+// when the tree was; the host binary's is read from what its version
+// command prints.
 func TestRevisions(t *testing.T) {
 	const full = "2c20e57a1b2c3d4e5f60718293a4b5c6d7e8f901"
-	built := []struct {
-		settings []debug.BuildSetting
+	short := []struct {
+		rev      string
+		modified bool
 		want     string
 	}{
-		{[]debug.BuildSetting{{Key: "vcs.revision", Value: full}, {Key: "vcs.modified", Value: "false"}}, "2c20e57"},
-		{[]debug.BuildSetting{{Key: "vcs.modified", Value: "true"}, {Key: "vcs.revision", Value: full}}, "2c20e57-dirty"},
-		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}, "abc"},
-		{[]debug.BuildSetting{{Key: "vcs.modified", Value: "true"}}, ""},
-		{nil, ""},
+		{full, false, "2c20e57"},
+		{full, true, "2c20e57-dirty"},
+		{"abc", false, "abc"},
 	}
-	for _, c := range built {
-		if got := builtRevision(c.settings); got != c.want {
-			t.Errorf("builtRevision(%v) = %q, want %q", c.settings, got, c.want)
+	for _, c := range short {
+		if got := shortRevision(c.rev, c.modified); got != c.want {
+			t.Errorf("shortRevision(%q, %v) = %q, want %q", c.rev, c.modified, got, c.want)
 		}
 	}
 	printed := []struct{ out, want string }{
 		{"profilekit (devel)\ngo: go1.26 linux/amd64\nrevision: " + full + "\nplugins: [core]\n", "2c20e57"},
 		{"profilekit (devel)\nrevision: " + full + " (modified)\n", "2c20e57-dirty"},
+		{"profilekit (devel)\nrevision: \n", ""},
 		{"profilekit (devel)\ngo: go1.26 linux/amd64\nplugins: [core]\n", ""},
 		{"", ""},
 	}
