@@ -152,8 +152,7 @@ func shareMap(m map[string]string, values bool) map[string]string {
 	if m == nil {
 		return nil
 	}
-	key, _ := digest("", m) // a map of strings always encodes
-	return stringMaps.hold(key, func() map[string]string {
+	return stringMaps.hold(mapDigest(m), func() map[string]string {
 		out := make(map[string]string, len(m))
 		for k, v := range m {
 			if values {
@@ -166,23 +165,18 @@ func shareMap(m map[string]string, values bool) map[string]string {
 }
 
 // shareSlice returns the slice equal to l that set holds, adding a copy of
-// l, after prepare, when it holds none. Slices are known by the digest of
-// their JSON. l itself is never written to: it may be a slice the set held
-// before it started afresh, which cached objects still share.
-func shareSlice[T any](set *held[[]T], l []T, prepare func([]T)) []T {
+// l, after prepare, when it holds none. Slices are known by key's digest of
+// their content. l itself is never written to: it may be a slice the set
+// held before it started afresh, which cached objects still share.
+func shareSlice[T any](set *held[[]T], l []T, key func([]T) [sha256.Size]byte, prepare func([]T)) []T {
 	if len(l) == 0 {
 		return l
 	}
-	prepared := func() []T {
+	return set.hold(key(l), func() []T {
 		c := slices.Clone(l)
 		prepare(c)
 		return c
-	}
-	key, ok := digest("", l)
-	if !ok {
-		return prepared()
-	}
-	return set.hold(key, prepared)
+	})
 }
 
 // internMeta interns the metadata strings that objects of many Profiles
@@ -193,14 +187,14 @@ func internMeta(obj metav1.Object) {
 	obj.SetNamespace(intern(obj.GetNamespace()))
 	obj.SetLabels(shareMap(obj.GetLabels(), true))
 	obj.SetAnnotations(shareMap(obj.GetAnnotations(), false))
-	obj.SetOwnerReferences(shareSlice(ownerRefs, obj.GetOwnerReferences(), func(refs []metav1.OwnerReference) {
+	obj.SetOwnerReferences(shareSlice(ownerRefs, obj.GetOwnerReferences(), ownerRefsDigest, func(refs []metav1.OwnerReference) {
 		for i := range refs {
 			r := &refs[i]
 			r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
 			r.UID = types.UID(intern(string(r.UID)))
 		}
 	}))
-	obj.SetManagedFields(shareSlice(entries, obj.GetManagedFields(), func(list []metav1.ManagedFieldsEntry) {
+	obj.SetManagedFields(shareSlice(entries, obj.GetManagedFields(), entriesDigest, func(list []metav1.ManagedFieldsEntry) {
 		for i := range list {
 			e := &list[i]
 			e.Manager, e.APIVersion, e.FieldsType = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType)
