@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -433,7 +434,7 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 	action := Configured
 	err = a.send(ctx, u)
 	if isImmutable(err) {
-		return a.replace(ctx, live, u, change, err)
+		return a.replace(ctx, live.Unstructured, u, change, err)
 	}
 	if err != nil {
 		return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
@@ -447,11 +448,11 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 // the same applied hash, and every field of u still ours. A whole object
 // must also hold u's values; one read as metadata only has no body to
 // compare, so its managed fields must be there to tell.
-func (a *Applier) inSync(live, u *unstructured.Unstructured) bool {
+func (a *Applier) inSync(live *liveObject, u *unstructured.Unstructured) bool {
 	if live.GetAnnotations()[AnnotationAppliedHash] != u.GetAnnotations()[AnnotationAppliedHash] {
 		return false
 	}
-	ours, known := ownFields(live, FieldManagerFor(a.kind))
+	ours, known := ownFields(live.managedFields, FieldManagerFor(a.kind))
 	if overtaken(ours, known, u) {
 		return false
 	}
@@ -480,7 +481,7 @@ func (a *Applier) newObject(gvk schema.GroupVersionKind) (client.Object, error) 
 
 // get reads the live object from the cache, then, when the cache has none and
 // a live reader is set, from the API server. It returns nil when neither has one.
-func (a *Applier) get(ctx context.Context, k objectKey) (*unstructured.Unstructured, error) {
+func (a *Applier) get(ctx context.Context, k objectKey) (*liveObject, error) {
 	for _, r := range []client.Reader{a.reader, a.live} {
 		if r == nil {
 			continue
@@ -494,7 +495,7 @@ func (a *Applier) get(ctx context.Context, k objectKey) (*unstructured.Unstructu
 }
 
 // read reads the object k through r, nil when there is none.
-func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*unstructured.Unstructured, error) {
+func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*liveObject, error) {
 	obj, err := a.newObject(k.gvk)
 	if err != nil {
 		return nil, err
@@ -509,5 +510,30 @@ func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*unst
 	// Typed reads, from an uncached reader in particular, may leave the
 	// kind empty; without it the object would never match what we want.
 	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
-	return asUnstructured(obj)
+	return newLiveObject(obj)
+}
+
+// liveObject is an object as the Applier read it: its content as
+// unstructured, for comparison, without its managed fields, which it keeps
+// as read. A typed object's managed fields are taken as they are: converted
+// to unstructured and back, each set decoded to a map on the way, they
+// cost more than the rest of the object.
+type liveObject struct {
+	*unstructured.Unstructured
+	managedFields []metav1.ManagedFieldsEntry
+}
+
+// newLiveObject takes obj, which the caller read and no one else holds.
+func newLiveObject(obj client.Object) (*liveObject, error) {
+	managed := obj.GetManagedFields()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+		return &liveObject{Unstructured: u, managedFields: managed}, nil
+	}
+	obj.SetManagedFields(nil)
+	u, err := asUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &liveObject{Unstructured: u, managedFields: managed}, nil
 }

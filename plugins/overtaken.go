@@ -44,11 +44,10 @@ func overtaken(ours map[string]any, known bool, desired *unstructured.Unstructur
 	return taken
 }
 
-// ownFields returns the set of fields our manager applied to live, nil when
-// live has managed fields but none of ours, and known false when live has no
-// managed fields at all.
-func ownFields(live *unstructured.Unstructured, manager string) (set map[string]any, known bool) {
-	entries := live.GetManagedFields()
+// ownFields returns the set of fields our manager applied to a live object
+// with entries for its managed fields, nil when it has managed fields but
+// none of ours, and known false when it has no managed fields at all.
+func ownFields(entries []metav1.ManagedFieldsEntry, manager string) (set map[string]any, known bool) {
 	for _, e := range entries {
 		if isOurs(e, manager) {
 			return fieldsOf(e), true

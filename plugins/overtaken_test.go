@@ -80,7 +80,7 @@ func TestOvertaken(t *testing.T) {
 			want := &unstructured.Unstructured{Object: obj}
 			live := want.DeepCopy()
 			live.SetManagedFields(tc.entries)
-			ours, known := ownFields(live, manager)
+			ours, known := ownFields(live.GetManagedFields(), manager)
 			if got := overtaken(ours, known, want); got != tc.want {
 				t.Errorf("overtaken = %v, want %v", got, tc.want)
 			}

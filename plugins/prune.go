@@ -93,7 +93,7 @@ func (a *Applier) pruneNamespace(ctx context.Context, keep map[objectKey]bool) (
 		return Change{}, err
 	}
 	uid := live.GetUID()
-	if err := a.writer.Delete(ctx, live, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+	if err := a.writer.Delete(ctx, live.Unstructured, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return change, fmt.Errorf("delete namespace %s: %w", k.name, err)
 	}
 	change.Action = Deleted
