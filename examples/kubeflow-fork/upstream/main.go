@@ -24,7 +24,9 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // NewManager makes the manager as upstream's main does, with opts (the
 // caller's: addresses, leader election), upstream's scheme, and the fork's
-// cache options.
+// cache options. Unless opts name a mapper, it maps kinds to resources with
+// reconcilers.NewRESTMapper, as the standalone host does: the plugins' writes
+// map a kind on every request.
 func NewManager(cfg *rest.Config, opts ctrl.Options) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -39,5 +41,8 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	opts.Scheme, opts.Cache = scheme, profilekitCache
+	if opts.MapperProvider == nil {
+		opts.MapperProvider = reconcilers.NewRESTMapper
+	}
 	return ctrl.NewManager(cfg, opts)
 }
