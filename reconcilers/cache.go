@@ -54,17 +54,29 @@ func CacheOptions(shard labels.Selector) cache.Options {
 // compact keeps only profilekit's managed-fields entries of a cached object,
 // reduced to the fields they name (plugins.FieldNames), and makes the strings that many cached objects repeat (label keys and
 // values, owner references, our managed-fields entry) share one copy.
+//
+// A watch-list sync hands each object to the transform twice, the second
+// time after compact is done with it; compact then returns it as it is.
 func compact(in any) (any, error) {
 	switch obj := in.(type) {
 	case *unstructured.Unstructured:
+		if compactedUnstructured(obj.Object) {
+			return in, nil
+		}
 		keepOwnManagedFields(obj)
 		obj.Object = compactUnstructured(obj.Object)
 	case *metav1.PartialObjectMetadata:
+		if compacted(obj) {
+			return in, nil
+		}
 		// An owned kind cached as metadata only: its type says which kind.
 		obj.APIVersion, obj.Kind = intern(obj.APIVersion), intern(obj.Kind)
 		keepOwnManagedFields(obj)
 		internMeta(obj)
 	case metav1.Object:
+		if compacted(obj) {
+			return in, nil
+		}
 		keepOwnManagedFields(obj)
 		internMeta(obj)
 		shareBody(obj)

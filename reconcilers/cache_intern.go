@@ -83,6 +83,45 @@ func (h *held[T]) hold(key [sha256.Size]byte, fresh func() T) T {
 	return v
 }
 
+// lookup returns the value the set holds under key, if it holds one.
+func (h *held[T]) lookup(key [sha256.Size]byte) (T, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.values[key]
+	return v, ok
+}
+
+// compacted reports whether compact is done with obj: its managed fields
+// are the very list that the held set holds for their content. Compact
+// leaves every object it is done with so (an object always keeps at least
+// one entry), and no object decoded from the API server shares a held list.
+// When the set has started afresh since, the object is compacted again.
+func compacted(obj metav1.Object) bool {
+	list := obj.GetManagedFields()
+	if len(list) == 0 {
+		return false
+	}
+	shared, ok := entries.lookup(entriesDigest(list))
+	return ok && len(shared) == len(list) && &shared[0] == &list[0]
+}
+
+// compactedUnstructured is compacted for an unstructured object, whose
+// managed fields the set of decoded JSON values holds.
+func compactedUnstructured(obj map[string]any) bool {
+	meta, _ := obj["metadata"].(map[string]any)
+	list, _ := meta["managedFields"].([]any)
+	if len(list) == 0 {
+		return false
+	}
+	key, ok := digest("", list)
+	if !ok {
+		return false
+	}
+	v, ok := trees.held.lookup(key)
+	shared, _ := v.([]any)
+	return ok && len(shared) == len(list) && &shared[0] == &list[0]
+}
+
 // bodies holds one copy of each part of a typed object's body that cached
 // objects share.
 var bodies = &held[reflect.Value]{max: 1 << 17}
