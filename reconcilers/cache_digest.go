@@ -8,8 +8,12 @@ package reconcilers
 // time.
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
+	"math"
+	"reflect"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,4 +104,93 @@ func entriesDigest(list []metav1.ManagedFieldsEntry) [sha256.Size]byte {
 		b = appendString(b, e.Subresource)
 	}
 	return sha256.Sum256(b)
+}
+
+// treeDigest is the digest of a decoded JSON value, by which the set of
+// such values knows them (treeSet): a map's from its keys, in order, and
+// its values' digests; a list's from its items' digests; a scalar's from
+// its type and value, so that an int64 and a float64 of one value are told
+// apart. It reports false when v holds a value JSON cannot encode.
+func treeDigest(v any) ([sha256.Size]byte, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		children := make([]keyedDigest, 0, len(x))
+		for k, child := range x {
+			d, ok := treeDigest(child)
+			if !ok {
+				return [sha256.Size]byte{}, false
+			}
+			children = append(children, keyedDigest{key: k, digest: d})
+		}
+		return mapOfDigests(children), true
+	case []any:
+		digests := make([][sha256.Size]byte, len(x))
+		for i, child := range x {
+			d, ok := treeDigest(child)
+			if !ok {
+				return [sha256.Size]byte{}, false
+			}
+			digests[i] = d
+		}
+		return listOfDigests(digests), true
+	}
+	return scalarDigest(v)
+}
+
+// keyedDigest is one entry of a map: its key and its value's digest.
+type keyedDigest struct {
+	key    string
+	digest [sha256.Size]byte
+}
+
+// mapOfDigests is the digest of a map whose entries are children, in any
+// order.
+func mapOfDigests(children []keyedDigest) [sha256.Size]byte {
+	slices.SortFunc(children, func(a, b keyedDigest) int { return cmp.Compare(a.key, b.key) })
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(children)*(sha256.Size+24))
+	b = appendLength(append(b, 'm'), len(children))
+	for _, c := range children {
+		b = append(appendString(b, c.key), c.digest[:]...)
+	}
+	return sha256.Sum256(b)
+}
+
+// listOfDigests is the digest of a list whose items have these digests.
+func listOfDigests(items [][sha256.Size]byte) [sha256.Size]byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(items)*sha256.Size)
+	b = appendLength(append(b, 'l'), len(items))
+	for _, d := range items {
+		b = append(b, d[:]...)
+	}
+	return sha256.Sum256(b)
+}
+
+// scalarDigest is the digest of a value that is neither a map nor a list.
+// Values of the types JSON decodes into are written directly; any other
+// goes as its type's name and its JSON.
+func scalarDigest(v any) ([sha256.Size]byte, bool) {
+	var scratch [64]byte
+	b := scratch[:0]
+	switch x := v.(type) {
+	case nil:
+		b = append(b, 'z')
+	case string:
+		if len(x) > len(scratch)-1-binary.MaxVarintLen64 {
+			b = make([]byte, 0, 1+binary.MaxVarintLen64+len(x))
+		}
+		b = appendString(append(b, 's'), x)
+	case bool:
+		b = appendSet(append(b, 'b'), x)
+	case int64:
+		b = binary.AppendVarint(append(b, 'i'), x)
+	case float64:
+		b = binary.BigEndian.AppendUint64(append(b, 'f'), math.Float64bits(x))
+	default:
+		data, err := json.Marshal(v)
+		if err != nil {
+			return [sha256.Size]byte{}, false
+		}
+		b = append(appendString(append(b, 'j'), reflect.TypeOf(v).String()), data...)
+	}
+	return sha256.Sum256(b), true
 }

@@ -2,12 +2,14 @@ package reconcilers
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Values that differ in any one field must be known apart, and values
@@ -196,6 +198,105 @@ func BenchmarkDigests(b *testing.B) {
 			mapDigest(labels)
 			ownerRefsDigest(refs)
 			entriesDigest(list)
+		}
+	})
+}
+
+// Decoded JSON values that differ anywhere are known apart, equal ones
+// alike; an int64 and a float64 of one value are not taken for each other.
+func TestTreeDigestTellsValuesApart(t *testing.T) {
+	values := []any{
+		nil, "", "a", true, false, int64(1), float64(1), int64(0), float64(0.5),
+		map[string]any{}, []any{},
+		map[string]any{"a": "bc"}, map[string]any{"ab": "c"},
+		map[string]any{"a": map[string]any{}}, map[string]any{"a": []any{}},
+		map[string]any{"a": nil}, map[string]any{"a": "b", "c": "d"}, map[string]any{"a": "d", "c": "b"},
+		[]any{"a", "b"}, []any{"b", "a"}, []any{[]any{"a"}, "b"}, []any{"a", []any{"b"}},
+		[]any{map[string]any{"k": int64(1)}}, []any{map[string]any{"k": float64(1)}},
+		int(1), json.Number("1"),
+	}
+	seen := map[[sha256.Size]byte]int{}
+	for i, v := range values {
+		d, ok := treeDigest(v)
+		if !ok {
+			t.Fatalf("value %d (%#v) has no digest", i, v)
+		}
+		if j, dup := seen[d]; dup {
+			t.Errorf("values %d (%#v) and %d (%#v) have one digest", j, values[j], i, v)
+		}
+		seen[d] = i
+		if again, _ := treeDigest(copyTree(v)); again != d {
+			t.Errorf("value %d (%#v): a copy has another digest", i, v)
+		}
+		shared, sd, ok := trees.shareDigest(copyTree(v))
+		if !ok || sd != d {
+			t.Errorf("value %d (%#v): share's digest differs from treeDigest's", i, v)
+		}
+		if !reflect.DeepEqual(shared, v) {
+			t.Errorf("value %d: share returned %#v, want %#v", i, shared, v)
+		}
+	}
+	if _, ok := treeDigest(map[string]any{"a": make(chan int)}); ok {
+		t.Error("a value JSON cannot encode has a digest")
+	}
+}
+
+// copyTree copies a decoded JSON value, strings included.
+func copyTree(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, child := range x {
+			m[string([]byte(k))] = copyTree(child)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, child := range x {
+			l[i] = copyTree(child)
+		}
+		return l
+	case string:
+		return string([]byte(x))
+	}
+	return v
+}
+
+// BenchmarkTreeDigests sets the digests a decoded object's share takes,
+// built once from its children's, against the JSON digest of every map,
+// list and string in it that share took before, in the same run.
+func BenchmarkTreeDigests(b *testing.B) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cachedPolicy("team-bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var eachJSON func(v any)
+	eachJSON = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, child := range x {
+				eachJSON(child)
+			}
+		case []any:
+			for _, child := range x {
+				eachJSON(child)
+			}
+		case string:
+		default:
+			return
+		}
+		digest("", v)
+	}
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			eachJSON(content)
+		}
+	})
+	b.Run("tree", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			treeDigest(content)
 		}
 	})
 }

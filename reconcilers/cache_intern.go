@@ -113,7 +113,7 @@ func compactedUnstructured(obj map[string]any) bool {
 	if len(list) == 0 {
 		return false
 	}
-	key, ok := digest("", list)
+	key, ok := treeDigest(list)
 	if !ok {
 		return false
 	}
@@ -307,32 +307,51 @@ type treeSet struct{ held held[any] }
 
 // share returns v built from values the set holds, adding those it lacks.
 func (t *treeSet) share(v any) any {
+	shared, _, _ := t.shareDigest(v)
+	return shared
+}
+
+// shareDigest is share that also returns the digest of v (treeDigest),
+// computed once from its children's: false when v holds a value JSON
+// cannot encode, which is then left as it is, with what holds it.
+func (t *treeSet) shareDigest(v any) (any, [sha256.Size]byte, bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(x))
+		children := make([]keyedDigest, 0, len(x))
+		ok := true
 		for k, child := range x {
-			m[intern(k)] = t.share(child)
+			k = intern(k)
+			shared, d, childOK := t.shareDigest(child)
+			m[k] = shared
+			children = append(children, keyedDigest{key: k, digest: d})
+			ok = ok && childOK
 		}
-		return t.hold(m)
+		if !ok {
+			return m, [sha256.Size]byte{}, false
+		}
+		d := mapOfDigests(children)
+		return t.held.hold(d, func() any { return m }), d, true
 	case []any:
 		l := make([]any, len(x))
+		digests := make([][sha256.Size]byte, len(x))
+		ok := true
 		for i, child := range x {
-			l[i] = t.share(child)
+			shared, d, childOK := t.shareDigest(child)
+			l[i], digests[i] = shared, d
+			ok = ok && childOK
 		}
-		return t.hold(l)
+		if !ok {
+			return l, [sha256.Size]byte{}, false
+		}
+		d := listOfDigests(digests)
+		return t.held.hold(d, func() any { return l }), d, true
 	case string:
 		// A string in an interface is boxed: holding the box shares it too.
-		return t.hold(intern(x))
+		s := intern(x)
+		d, _ := scalarDigest(s)
+		return t.held.hold(d, func() any { return s }), d, true
 	}
-	return v
-}
-
-// hold returns the value equal to v that the set holds, adding v when it
-// holds none. Values are known by the digest of their JSON.
-func (t *treeSet) hold(v any) any {
-	key, ok := digest("", v)
-	if !ok {
-		return v
-	}
-	return t.held.hold(key, func() any { return v })
+	d, ok := scalarDigest(v)
+	return v, d, ok
 }
