@@ -32,11 +32,7 @@ func TestDigestsTellValuesApart(t *testing.T) {
 		{"a": "b", "\x00c": ""},
 	}
 	ref := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "team", UID: "u1"}
-	with := func(f func(r *metav1.OwnerReference)) []metav1.OwnerReference {
-		r := ref
-		f(&r)
-		return []metav1.OwnerReference{r}
-	}
+	with := func(f func(r *metav1.OwnerReference)) []metav1.OwnerReference { return variant(ref, f) }
 	refs := [][]metav1.OwnerReference{
 		{ref},
 		{ref, ref},
@@ -52,11 +48,7 @@ func TestDigestsTellValuesApart(t *testing.T) {
 	}
 	entry := metav1.ManagedFieldsEntry{Manager: "profilekit-network", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
 		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}
-	withEntry := func(f func(e *metav1.ManagedFieldsEntry)) []metav1.ManagedFieldsEntry {
-		e := entry
-		f(&e)
-		return []metav1.ManagedFieldsEntry{e}
-	}
+	withEntry := func(f func(e *metav1.ManagedFieldsEntry)) []metav1.ManagedFieldsEntry { return variant(entry, f) }
 	lists := [][]metav1.ManagedFieldsEntry{
 		{entry},
 		{entry, entry},
@@ -75,6 +67,12 @@ func TestDigestsTellValuesApart(t *testing.T) {
 	checkApart(t, "map", maps, mapDigest)
 	checkApart(t, "owner references", refs, ownerRefsDigest)
 	checkApart(t, "managed fields", lists, entriesDigest)
+}
+
+// variant returns a list of one copy of base, changed by change.
+func variant[T any](base T, change func(*T)) []T {
+	change(&base)
+	return []T{base}
 }
 
 // checkApart checks that every value's digest differs from every other's
