@@ -157,9 +157,9 @@ func (b *bench) waitPass(ctx context.Context, c *child) error {
 			quiet = 0
 			continue
 		}
-		total := byController(fams, "controller_runtime_reconcile_total", true)
-		depth := byController(fams, "workqueue_depth", false)
-		active := byController(fams, "controller_runtime_active_workers", false)
+		total := byController(fams, reconcileTotal, true)
+		depth := byController(fams, queueDepth, false)
+		active := byController(fams, activeWorkers, false)
 		done := true
 		for _, def := range b.defs {
 			name := plugins.FieldManagerFor(def.Kind())

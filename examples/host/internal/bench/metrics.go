@@ -49,40 +49,49 @@ func serverCounts(ctx context.Context, cs kubernetes.Interface) (counts, error) 
 	return out, nil
 }
 
+// Names of the controller metrics the benchmark reads.
+const (
+	reconcileTotal = "controller_runtime_reconcile_total"
+	activeWorkers  = "controller_runtime_active_workers"
+	queueDepth     = "workqueue_depth"
+)
+
+// gatherRegistry reads the process's metrics registry, which every manager
+// in the process shares. It costs the host CPU while it runs, so each look
+// gathers once and answers all its questions from that.
+func gatherRegistry() ([]*dto.MetricFamily, error) {
+	fams, err := metrics.Registry.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	return fams, nil
+}
+
 // controllerCounters returns, per controller, the sum over results of
-// controller_runtime_reconcile_total from the process's metrics registry,
-// which every manager in the process shares.
+// controller_runtime_reconcile_total.
 func controllerCounters() (map[string]int, error) {
-	return gatherByController("controller_runtime_reconcile_total", true)
+	fams, err := gatherRegistry()
+	if err != nil {
+		return nil, err
+	}
+	return byController(fams, reconcileTotal, true), nil
 }
 
 // busyControllers returns the number of queued and in-flight reconciles per
 // controller (workqueue_depth plus controller_runtime_active_workers).
 func busyControllers() (int, error) {
-	depth, err := gatherByController("workqueue_depth", false)
-	if err != nil {
-		return 0, err
-	}
-	active, err := gatherByController("controller_runtime_active_workers", false)
+	fams, err := gatherRegistry()
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, v := range depth {
+	for _, v := range byController(fams, queueDepth, false) {
 		n += v
 	}
-	for _, v := range active {
+	for _, v := range byController(fams, activeWorkers, false) {
 		n += v
 	}
 	return n, nil
-}
-
-func gatherByController(name string, counter bool) (map[string]int, error) {
-	fams, err := metrics.Registry.Gather()
-	if err != nil {
-		return nil, fmt.Errorf("gather metrics: %w", err)
-	}
-	return byController(fams, name, counter), nil
 }
 
 // byController sums a metric of the profilekit controllers per controller.
