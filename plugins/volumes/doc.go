@@ -35,6 +35,9 @@
 // past retention first (sweepDryRun: true stops there), deletes at most
 // maxDeletesPerSweep per sweepInterval, oldest first, after giving each the
 // reclaim policy Delete so that its provisioner also deletes the storage.
+// It decides on each volume from the API server's copy, read right before,
+// and writes with that copy's resourceVersion as a precondition: a volume a
+// returning Profile takes back meanwhile is left (SweepReport.Spared).
 // The deletions are counted in a ConfigMap (sweepRecord, by default
 // profilekit-volumes-sweeps in the host's namespace), so that a host that
 // restarts, and sweeps at once, does not start counting from zero. Retention
@@ -87,6 +90,6 @@
 // volume, [ReasonExpansionNotAllowed], and the condition VolumesReady.
 // Experimental, and free to change in a minor release: [Claim], [ClaimSize],
 // [State], [VolumeState], [Reclaim], [Seeker], [Reserved], [Sweeper] and
-// [SweepReport], [DefaultSweepRecord], [NewConfig] and [Plugin]; run the
+// [SweepReport], [SweeperFieldManager], [DefaultSweepRecord], [NewConfig] and [Plugin]; run the
 // plugin through its [Definition], and use these for tests and previews.
 package volumes

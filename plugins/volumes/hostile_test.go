@@ -3,16 +3,20 @@ package volumes_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/volumes"
 )
@@ -159,4 +163,102 @@ type failingDeletes struct{ client.Client }
 
 func (failingDeletes) Delete(context.Context, client.Object, ...client.DeleteOption) error {
 	return errors.New("the API server is down")
+}
+
+// staleList is a client whose lists answer what they answered before, as a
+// cache that has not caught up does; every other call goes to the server.
+type staleList struct {
+	client.Client
+	volumes corev1.PersistentVolumeList
+}
+
+func (s staleList) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	s.volumes.DeepCopyInto(list.(*corev1.PersistentVolumeList))
+	return nil
+}
+
+// A returning Profile takes an expired volume back (its claimRef names the
+// new claim without a uid, the release mark goes) while the sweeper's list
+// still shows it Released and marked: the sweeper must read it again and
+// leave it, not delete the volume the returning claim is about to bind.
+func TestVolumeTakenBackUnseenByTheListIsNotSwept(t *testing.T) {
+	id := rand.String(5)
+	name := "takenback-" + id
+	releasedVolume(t, name, time.Now().Add(-72*time.Hour), false)
+	var before corev1.PersistentVolumeList
+	if err := env.Client.List(t.Context(), &before); err != nil {
+		t.Fatal(err)
+	}
+	// What the plugin's reserve does when the Profile comes back.
+	takeBack := []byte(`{"metadata":{"labels":{"` + volumes.LabelReleasedAt + `":null}},` +
+		`"spec":{"claimRef":{"namespace":"back-` + id + `","name":"workspace","uid":null,"resourceVersion":null}}}`)
+	pv := &corev1.PersistentVolume{}
+	pv.Name = name
+	if err := env.Client.Patch(t.Context(), pv, client.RawPatch(types.MergePatchType, takeBack)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := sweepConfig(id)
+	rep, err := volumes.Sweeper{Client: staleList{Client: env.Client, volumes: before}, Reader: env.Client, Config: cfg, Namespace: "default"}.Sweep(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(rep.Deleted, name) || !slices.Contains(rep.Spared, name) {
+		t.Errorf("sweep of a volume taken back since the list: deleted %v, spared %v; want it spared", rep.Deleted, rep.Spared)
+	}
+	stillThere(t, name)
+	var live corev1.PersistentVolume
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+		t.Errorf("the taken-back volume's reclaim policy is %s, want it Retain as the Profile left it", live.Spec.PersistentVolumeReclaimPolicy)
+	}
+}
+
+// The sweeper's write of the reclaim policy must not take away what the
+// plugin applied: with the plugin's field manager and only that field, the
+// server would drop the plugin's labels and annotations, and a volume whose
+// delete then failed would be left without the marks by which a returning
+// Profile, or the next sweep, finds it.
+func TestFailedSweepLeavesThePluginsMarks(t *testing.T) {
+	id := rand.String(5)
+	name := "marks-" + id
+	released := time.Now().Add(-72 * time.Hour)
+	releasedVolume(t, name, released, false)
+	var pv corev1.PersistentVolume
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	gone := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "gone"}, Spec: kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "alice@example.org"}}}
+	state := volumes.State(volumes.Kind, gone, volumes.Template{Name: "home"}, corev1.PersistentVolumeReclaimRetain, time.Time{}).Released(&pv, released)
+	// As on a provisioner's volume, the plugin's field manager alone holds
+	// its labels and annotations: the test's create gives them up first.
+	unmark := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":null,"annotations":null}}`))
+	if err := env.Client.Patch(t.Context(), &pv, unmark); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugins.ApplyFields(t.Context(), env.Client, volumes.Kind, pv.UID, state.Apply(name)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := sweepConfig(id)
+	rep, err := volumes.Sweeper{Client: failingDeletes{env.Client}, Reader: env.Client, Config: cfg, Namespace: "default"}.Sweep(t.Context())
+	if err == nil || slices.Contains(rep.Deleted, name) {
+		t.Fatalf("Sweep with failing deletes = deleted %v, error %v; want an error and nothing deleted", rep.Deleted, err)
+	}
+	stillThere(t, name)
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range state.Labels {
+		if pv.Labels[k] != v {
+			t.Errorf("label %s after the failed sweep = %q, want %q", k, pv.Labels[k], v)
+		}
+	}
+	for k, v := range state.Annotations {
+		if pv.Annotations[k] != v {
+			t.Errorf("annotation %s after the failed sweep = %q, want %q", k, pv.Annotations[k], v)
+		}
+	}
 }

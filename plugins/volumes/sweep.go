@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -23,20 +22,34 @@ import (
 // Sweeper deletes volumes that were released longer ago than the config's
 // RetainFor. It runs apart from any Profile, since their Profiles are gone.
 type Sweeper struct {
-	// Client lists volumes (through the API server, not a cache restricted
-	// to our labels, which holds them anyway) and deletes them.
+	// Client lists volumes, possibly from a cache, and writes them.
 	Client client.Client
 	// Config holds RetainFor, SweepDryRun, MaxDeletesPerSweep and
 	// SweepInterval.
 	Config *Config
 	// Now returns the time to compare release marks with. Default time.Now.
 	Now func() time.Time
-	// Reader reads the sweep record from the API server. Default Client.
+	// Reader reads from the API server: the sweep record, and each volume
+	// the list found expired, again, right before it is deleted. A cache
+	// may not yet show that a returning Profile took a volume back.
+	// Default Client.
 	Reader client.Reader
 	// Namespace is where the sweep record lives unless Config.SweepRecord
 	// names one: the host's own namespace. With neither, nothing is
 	// deleted.
 	Namespace string
+}
+
+// SweeperFieldManager is the field manager of the sweeper's one write to a
+// volume, its reclaim policy set to Delete. It is not the plugin's, so the
+// fields the plugin applied (labels, annotations) stay as they are.
+const SweeperFieldManager = plugins.FieldManagerPrefix + Kind + "-sweeper"
+
+func (s Sweeper) reader() client.Reader {
+	if s.Reader == nil {
+		return s.Client
+	}
+	return s.Reader
 }
 
 // record returns the ledger of the sweeper's deletions.
@@ -45,11 +58,7 @@ func (s Sweeper) record() (plugins.Ledger, error) {
 	if key.Namespace == "" {
 		return plugins.Ledger{}, fmt.Errorf("no namespace for the sweep record %s (sweepRecord.namespace, or the host's namespace); nothing is deleted", key.Name)
 	}
-	reader := s.Reader
-	if reader == nil {
-		reader = s.Client
-	}
-	return plugins.Ledger{Reader: reader, Writer: s.Client, Key: key, Kind: Kind,
+	return plugins.Ledger{Reader: s.reader(), Writer: s.Client, Key: key, Kind: Kind,
 		Max: s.Config.MaxDeletesPerSweep, Window: s.Config.SweepInterval.Duration, Now: s.Now}, nil
 }
 
@@ -63,6 +72,9 @@ type SweepReport struct {
 	// Deferred are expired volumes left for a later sweep by
 	// MaxDeletesPerSweep.
 	Deferred []string
+	// Spared are volumes the list showed expired that, read again from the
+	// API server, were not (taken back, changed or gone): left as they are.
+	Spared []string
 	// DryRun says that nothing was deleted because the config asks for a
 	// report only.
 	DryRun bool
@@ -72,9 +84,9 @@ type SweepReport struct {
 // per SweepInterval as the sweep record counts them (across restarts and
 // sweeps), after logging the report of all expired ones. A volume is expired when it
 // carries our labels and a release mark older than RetainFor, is Released,
-// and is not reserved for a returning Profile's claim. It first gets the
-// reclaim policy Delete, so that a provisioner also deletes the storage
-// behind it, then is deleted, with its uid as a precondition.
+// and is not reserved for a returning Profile's claim. The list may come
+// from a cache; each expired volume is read again from the API server and
+// deleted only as that copy shows it, still expired (see delete).
 func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	rep := SweepReport{DryRun: s.Config.SweepDryRun}
 	if s.Config.RetainFor.Duration <= 0 {
@@ -101,15 +113,9 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	cutoff := now.Add(-s.Config.RetainFor.Duration).Unix()
 	for i := range list.Items {
 		pv := &list.Items[i]
-		at, err := strconv.ParseInt(pv.Labels[LabelReleasedAt], 10, 64)
-		if err != nil || pv.Labels[plugins.LabelPlugin] != Kind || pv.Status.Phase != corev1.VolumeReleased ||
-			!pv.DeletionTimestamp.IsZero() || at > cutoff {
-			continue
+		if at, ok := expiredBy(pv, cutoff); ok {
+			expired = append(expired, aged{pv: pv, at: at})
 		}
-		if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == "" {
-			continue // reserved for a returning Profile's claim
-		}
-		expired = append(expired, aged{pv: pv, at: at})
 	}
 	slices.SortFunc(expired, func(a, b aged) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.pv.Name, b.pv.Name)) })
 	for _, e := range expired {
@@ -137,8 +143,14 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			rep.Deferred = append(rep.Deferred, e.pv.Name)
 			continue
 		}
-		if err := s.delete(ctx, e.pv); err != nil {
+		deleted, err := s.delete(ctx, e.pv, cutoff)
+		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if !deleted {
+			rep.Spared = append(rep.Spared, e.pv.Name)
+			logger.Info("released volume no longer expired when read again; left", "volume", e.pv.Name)
 			continue
 		}
 		rep.Deleted = append(rep.Deleted, e.pv.Name)
@@ -148,19 +160,53 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-func (s Sweeper) delete(ctx context.Context, pv *corev1.PersistentVolume) error {
-	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
-		ac := corev1ac.PersistentVolume(pv.Name).WithSpec(corev1ac.PersistentVolumeSpec().
-			WithPersistentVolumeReclaimPolicy(corev1.PersistentVolumeReclaimDelete))
-		if err := plugins.ApplyFields(ctx, s.Client, Kind, pv.UID, ac); err != nil {
-			return err
+// expiredBy reports whether pv is a volume of ours, Released, not being
+// deleted, not reserved for a returning Profile's claim, and marked released
+// at or before cutoff; and when it was marked.
+func expiredBy(pv *corev1.PersistentVolume, cutoff int64) (int64, bool) {
+	at, err := strconv.ParseInt(pv.Labels[LabelReleasedAt], 10, 64)
+	if err != nil || !plugins.ManagedSelector().Matches(labels.Set(pv.Labels)) || pv.Labels[plugins.LabelPlugin] != Kind ||
+		pv.Status.Phase != corev1.VolumeReleased || !pv.DeletionTimestamp.IsZero() || at > cutoff {
+		return 0, false
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == "" {
+		return 0, false // reserved for a returning Profile's claim
+	}
+	return at, true
+}
+
+// delete deletes the volume listed, if the API server's copy of it is
+// still the same volume and still expired, and reports whether it did. Both
+// writes carry that copy's resourceVersion as a precondition, so that a
+// returning Profile's claim taking the volume back between the read and
+// either write fails the write instead of losing the volume: the reclaim
+// policy set to Delete (with the sweeper's own field manager, which leaves
+// the plugin's fields alone), so that a provisioner also deletes the
+// storage behind it, then the delete.
+func (s Sweeper) delete(ctx context.Context, listed *corev1.PersistentVolume, cutoff int64) (bool, error) {
+	live := &corev1.PersistentVolume{}
+	if err := s.reader().Get(ctx, client.ObjectKey{Name: listed.Name}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read released volume %s: %w", listed.Name, err)
+	}
+	if _, ok := expiredBy(live, cutoff); !ok || live.UID != listed.UID {
+		return false, nil
+	}
+	if live.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		read := live.DeepCopy()
+		live.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+		patch := client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{})
+		if err := s.Client.Patch(ctx, live, patch, client.FieldOwner(SweeperFieldManager)); err != nil {
+			return false, fmt.Errorf("set reclaim policy Delete on released volume %s: %w", live.Name, err)
 		}
 	}
-	uid := pv.UID
-	if err := s.Client.Delete(ctx, pv, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete released volume %s: %w", pv.Name, err)
+	uid, version := live.UID, live.ResourceVersion
+	if err := s.Client.Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &version}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("delete released volume %s: %w", live.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Start sweeps every SweepInterval until ctx ends, so that a Sweeper runs
