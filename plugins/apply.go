@@ -57,6 +57,9 @@ type Applier struct {
 	// objects of those names that nobody labelled.
 	upstream bool
 	adopt    bool
+	// mayAdopt, with adopt, decides on each live object that adopt would
+	// take over (see Adopting).
+	mayAdopt func(live client.Object) error
 
 	// metadata are the owned kinds read as metadata only (WithMetadataOnly).
 	metadata []schema.GroupVersionKind
@@ -129,10 +132,16 @@ func WithUpstreamObjects() ApplierOption {
 // upstream controller wrote, by applying over them in place: the same object
 // (same UID) gets our fields and labels, nothing is deleted or recreated.
 // Objects labelled by anyone (another profilekit plugin or Profile, another
-// tool) are never taken. It has effect only with WithUpstreamObjects.
-func (a *Applier) Adopting() *Applier {
+// tool) are never taken. may decides on each such object as the Applier
+// read it right before it would be taken (from the cache, or from the API
+// server when an object of the name turned up that the cache did not show):
+// an error leaves it untouched and is the object's error. The caller's rule
+// then holds for an object made a moment ago as well as for a cached one.
+// Adopting has effect only with WithUpstreamObjects.
+func (a *Applier) Adopting(may func(live client.Object) error) *Applier {
 	b := *a
 	b.adopt = a.upstream
+	b.mayAdopt = may
 	return &b
 }
 
@@ -246,12 +255,29 @@ func (a *Applier) applyAll(ctx context.Context, objs []*unstructured.Unstructure
 	changes := make([]Change, len(objs))
 	errs := make([]error, len(objs))
 	var namespaced []int
+	profileNamespaceFailed := false
 	for i, u := range objs {
 		if u.GetNamespace() != "" {
 			namespaced = append(namespaced, i)
 			continue
 		}
 		changes[i], errs[i] = a.applyOne(ctx, u)
+		if a.isProfileNamespace(keyOf(u)) && errs[i] != nil {
+			profileNamespaceFailed = true
+		}
+	}
+	if profileNamespaceFailed {
+		// What goes into the namespace waits for it: written into a
+		// namespace that is not the Profile's, it would land in someone
+		// else's.
+		namespaced = slices.DeleteFunc(namespaced, func(i int) bool {
+			if objs[i].GetNamespace() != Namespace(a.profile) {
+				return false
+			}
+			k := keyOf(objs[i])
+			changes[i] = Change{Kind: k.gvk.Kind, Namespace: k.namespace, Name: k.name, Action: Skipped}
+			return true
+		})
 	}
 	if len(namespaced) == 1 {
 		i := namespaced[0]
@@ -421,11 +447,18 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 			return change, fmt.Errorf("%s %s/%s exists but was gone when read to check who owns it; not written, will try again", k.gvk.Kind, k.namespace, k.name)
 		}
 	}
-	adopted := a.adopt && live.GetLabels()[LabelManagedBy] == ""
-	if !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) && !adopted {
+	owned := IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name)
+	adopted := !owned && a.adopt && live.GetLabels()[LabelManagedBy] == ""
+	if !owned && !adopted {
 		change.Action = Skipped
 		return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
 			k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
+	}
+	if adopted && a.mayAdopt != nil {
+		if err := a.mayAdopt(live.Unstructured); err != nil {
+			change.Action = Skipped
+			return change, err
+		}
 	}
 	if a.inSync(live, u) {
 		change.Action = Unchanged

@@ -105,6 +105,7 @@ func TestSyncUpstreamObjects(t *testing.T) {
 		reason  string
 		opts    []plugins.ApplierOption
 		adopt   bool
+		may     func(client.Object) error
 		desired []runtime.ApplyConfiguration
 		wantErr string
 		want    string
@@ -115,13 +116,16 @@ func TestSyncUpstreamObjects(t *testing.T) {
 		{reason: "core writes no other namespace", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, desired: []runtime.ApplyConfiguration{corev1ac.Namespace("other")}, wantErr: "outside the Profile's namespace team"},
 		{reason: "core does not take upstream's object without adoption", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-editor", "team")}, wantErr: "exists and is not managed"},
 		{reason: "core adopts upstream's object", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, adopt: true, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-editor", "team")}, want: "1 configured"},
+		{reason: "core adopts only what its rule allows", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, adopt: true,
+			may:     func(client.Object) error { return plugins.Terminalf(plugins.ReasonConflict, "refused by the caller") },
+			desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-editor", "team")}, wantErr: "refused by the caller"},
 		{reason: "core never adopts another tool's object", opts: []plugins.ApplierOption{plugins.WithUpstreamObjects()}, adopt: true, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("default-viewer", "team")}, wantErr: "exists and is not managed"},
 		{reason: "adopting means nothing without upstream objects", adopt: true, desired: []runtime.ApplyConfiguration{corev1ac.ServiceAccount("x", "team")}, want: "1 created"},
 	} {
 		t.Run(tt.reason, func(t *testing.T) {
 			a := plugins.NewApplier(newClient(), "core", p, owns, tt.opts...)
 			if tt.adopt {
-				a = a.Adopting()
+				a = a.Adopting(tt.may)
 			}
 			res, err := a.Sync(context.Background(), tt.desired...)
 			if tt.wantErr != "" {

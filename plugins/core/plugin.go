@@ -127,7 +127,7 @@ func (pl Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result
 	}
 	objects := req.Objects
 	if cfg.Adopt {
-		objects = objects.Adopting()
+		objects = objects.Adopting(func(live client.Object) error { return mayAdopt(cfg, p, live) })
 	}
 	res, err := objects.Sync(ctx, desired...)
 	if err != nil || len(remove) == 0 {
@@ -222,6 +222,17 @@ func mayWrite(cfg *Config, p *kubeflowv1.Profile, live client.Object) error {
 		return plugins.Terminalf(plugins.ReasonConflict, "namespace %s exists, owned by %q, but profilekit did not make it: turn on the core plugin's adopt to take it over", name, owner)
 	}
 	return nil
+}
+
+// mayAdopt applies mayWrite's rule to the namespace as the Applier read it
+// right before adopting it: a namespace the caches did not show yet (made a
+// moment ago) is refused for the same reasons as a cached one. The other
+// objects go into the namespace only after it was written.
+func mayAdopt(cfg *Config, p *kubeflowv1.Profile, live client.Object) error {
+	if live.GetObjectKind().GroupVersionKind() != namespaceGVK {
+		return nil
+	}
+	return mayWrite(cfg, p, live)
 }
 
 // removeLabels removes label keys that the labels file marks for removal and
