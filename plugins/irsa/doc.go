@@ -41,7 +41,11 @@
 // statement is never changed: Revoke leaves it, and its owner decides.
 // Revoke drops the Profile's statement; when it is the policy's only one, it
 // stays with an empty subject list, which matches no one, because IAM takes
-// no policy without statements.
+// no policy without statements. IAM replaces the whole document and takes
+// no precondition, so the plugin reads, edits and writes one role's policy
+// one pass at a time within its process; a writer outside the host can
+// still race it, and a statement it drops comes back at the next check
+// (the re-verify period, or the profilekit.dev/reverify annotation).
 //
 // Versions before Sids put subjects into the provider's first plain
 // statement, unmarked, often one shared by several Profiles. Such a

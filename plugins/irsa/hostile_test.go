@@ -224,3 +224,75 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 		})
 	}
 }
+
+// meeting holds each read of a trust policy until n reads are waiting or a
+// moment passed, so that passes that can read at once do.
+type meeting struct {
+	n       int
+	arrived chan struct{}
+	roles   *roles
+}
+
+func (m *meeting) get(ctx context.Context, name string) (string, error) {
+	m.arrived <- struct{}{}
+	deadline := time.After(300 * time.Millisecond)
+	for len(m.arrived) < m.n {
+		select {
+		case <-deadline:
+			return m.roles.get(ctx, name)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return m.roles.get(ctx, name)
+}
+
+// Profiles whose passes run at once all name one role. IAM replaces the
+// whole trust policy and takes no precondition: passes that read it at
+// once and each write it back with their own statement lose all but the
+// last one's, while every record says done. Each Profile's statement must
+// be in the policy.
+func TestProfilesSharingARoleKeepEveryStatement(t *testing.T) {
+	const n = 4
+	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
+	iam := iammock.NewMockIAM(ctrl)
+	store := &roles{docs: map[string]string{role: startPolicy}}
+	m := &meeting{n: n, arrived: make(chan struct{}, 100), roles: store}
+	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(m.get).AnyTimes()
+	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).AnyTimes()
+	// An account with the raised quota, so that every statement fits.
+	opts := []reconcilers.Option{reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `","maxPolicySize":8192}`))}
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: opts})
+
+	q := "irsa-share-" + rand.String(5)
+	var names []string
+	for i := range n {
+		name := q + "-" + string(rune('a'+i))
+		names = append(names, name)
+		testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	}
+	for _, name := range names {
+		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	}
+	for _, name := range names {
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	}
+	doc := store.doc(role)
+	for _, name := range names {
+		if id := trustpolicy.StatementID(provider, name); strings.Count(doc, `"Sid":"`+id+`"`) != 1 {
+			t.Errorf("trust policy lacks %s's statement %s", name, id)
+		}
+	}
+	if t.Failed() {
+		t.Logf("trust policy:\n%s", doc)
+	}
+	// Revokes at once take out every statement they added, and only those.
+	for _, name := range names {
+		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	}
+	for _, name := range names {
+		stopListing(t, name)
+	}
+	if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, store.doc(role))); diff != "" {
+		t.Errorf("trust policy after every revoke (-want +got):\n%s", diff)
+	}
+}

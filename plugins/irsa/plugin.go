@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
@@ -36,6 +37,30 @@ func Definition(c IAM) plugins.Definition {
 		OutsideState: true,
 		Watches:      []plugins.Watch{serviceaccounts.Watch()},
 	}
+}
+
+// roleLocks serializes the read, edit and write of each role's trust
+// policy in the process. IAM replaces the whole document and takes no
+// precondition, and one role may serve many Profiles whose passes run at
+// once: without the lock, two passes that read the same document would
+// each write it back with only their own statement, and one would be lost
+// while its record says it was made true.
+var roleLocks = struct {
+	mu    sync.Mutex
+	roles map[string]*sync.Mutex
+}{roles: map[string]*sync.Mutex{}}
+
+// lockRole locks role's trust policy and returns its unlock.
+func lockRole(role string) (unlock func()) {
+	roleLocks.mu.Lock()
+	l, ok := roleLocks.roles[role]
+	if !ok {
+		l = &sync.Mutex{}
+		roleLocks.roles[role] = l
+	}
+	roleLocks.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // Kind returns "AwsIamForServiceAccount".
@@ -100,6 +125,7 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 		Edit trustpolicy.Edit
 	}{cfg.AwsIAMRole, edit}
 	_, err := req.Outside.Ensure(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
+		defer lockRole(role)()
 		doc, err := p.iam.TrustPolicy(ctx, role)
 		if errors.Is(err, ErrNoRole) {
 			return plugins.Terminalf(plugins.ReasonInvalidSpec, "awsIamRole %q: %v", cfg.AwsIAMRole, err)
@@ -159,6 +185,7 @@ func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, r
 		return change, nil
 	}
 	err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
+		defer lockRole(role)()
 		doc, err := p.iam.TrustPolicy(ctx, role)
 		if errors.Is(err, ErrNoRole) {
 			return nil
