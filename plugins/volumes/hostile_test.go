@@ -165,16 +165,20 @@ func (failingDeletes) Delete(context.Context, client.Object, ...client.DeleteOpt
 	return errors.New("the API server is down")
 }
 
-// staleList is a client whose lists answer what they answered before, as a
-// cache that has not caught up does; every other call goes to the server.
+// staleList is a client whose lists of volumes answer what they answered
+// before, as a cache that has not caught up does; every other call goes to
+// the server.
 type staleList struct {
 	client.Client
 	volumes corev1.PersistentVolumeList
 }
 
-func (s staleList) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	s.volumes.DeepCopyInto(list.(*corev1.PersistentVolumeList))
-	return nil
+func (s staleList) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if pvs, ok := list.(*corev1.PersistentVolumeList); ok {
+		s.volumes.DeepCopyInto(pvs)
+		return nil
+	}
+	return s.Client.List(ctx, list, opts...)
 }
 
 // A returning Profile takes an expired volume back (its claimRef names the
@@ -260,5 +264,52 @@ func TestFailedSweepLeavesThePluginsMarks(t *testing.T) {
 		if pv.Annotations[k] != v {
 			t.Errorf("annotation %s after the failed sweep = %q, want %q", k, pv.Annotations[k], v)
 		}
+	}
+}
+
+// Two Profiles of one owner, with match: Owner, find one retained volume.
+// The first takes it (its claimRef names the first's claim); the second's
+// pass, from a list that has not seen that yet, must not take it from the
+// first: the claimRef patch carries the resourceVersion it read.
+func TestVolumeTakenByAnotherProfileUnseenByTheListIsNotRetaken(t *testing.T) {
+	ctx := t.Context()
+	id := rand.String(5)
+	name := "retaken-" + id
+	releasedVolume(t, name, time.Now().Add(-time.Hour), false)
+	var before corev1.PersistentVolumeList
+	if err := env.Client.List(ctx, &before); err != nil {
+		t.Fatal(err)
+	}
+	first := "first-" + id
+	takeBy := []byte(`{"spec":{"claimRef":{"namespace":"` + first + `","name":"workspace","uid":null,"resourceVersion":null}}}`)
+	pv := &corev1.PersistentVolume{}
+	pv.Name = name
+	if err := env.Client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, takeBy)); err != nil {
+		t.Fatal(err)
+	}
+
+	def := volumes.Definition()
+	second := &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: "second-" + id, UID: types.UID("uid-second-" + id)},
+		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "alice@example.org"}},
+	}
+	cfg, err := def.Decode([]byte(`{"templates":[{"name":"home","claimName":"workspace","size":"1Gi"}],"volumes":[{"template":"home"}],"match":"Owner"}`), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := staleList{Client: env.Client, volumes: before}
+	objects := plugins.NewApplier(c, def.Kind(), second, def.Owns, def.ApplierOptions()...)
+	res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: second, Config: cfg, Client: c, Objects: objects})
+	t.Logf("second Profile's pass: %s, %v", res.Summary(), err)
+
+	var live corev1.PersistentVolume
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &live); err != nil {
+		t.Fatal(err)
+	}
+	if ref := live.Spec.ClaimRef; ref == nil || ref.Namespace != first {
+		t.Errorf("the volume the first Profile took now has claimRef %+v; want it still %s/workspace", ref, first)
+	}
+	if live.Labels[plugins.LabelProfile] == second.Name {
+		t.Errorf("the volume the first Profile took is labelled for %s", second.Name)
 	}
 }

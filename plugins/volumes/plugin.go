@@ -292,32 +292,36 @@ func applyState(ctx context.Context, w client.Writer, pv *corev1.PersistentVolum
 	return res, nil
 }
 
-// reserve gives a retained volume to the claim ns/claim: it marks it as the
-// Profile's again (no longer released) and points its claimRef at the claim,
-// without the earlier claim's uid, so that only that claim can bind it.
+// reserve gives a retained volume to the claim ns/claim: it points its
+// claimRef at the claim, without the earlier claim's uid, so that only that
+// claim can bind it, then marks it as the Profile's again (no longer
+// released). The claimRef patch carries the resourceVersion pv was read
+// at: pv may come from a cache, and a volume that another Profile of the
+// owner took meanwhile, or that a claim bound, must not be taken from it.
 func reserve(ctx context.Context, w client.Writer, pv *corev1.PersistentVolume, state VolumeState, ns, claim, claimUID string) (plugins.Result, error) {
-	res, err := applyState(ctx, w, pv, state)
-	if err != nil || Reserved(pv, ns, claim, claimUID) {
-		return res, err
+	var res plugins.Result
+	if !Reserved(pv, ns, claim, claimUID) {
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"uid": pv.UID, "resourceVersion": pv.ResourceVersion},
+			"spec": map[string]any{"claimRef": map[string]any{
+				"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+				"namespace": ns, "name": claim, "uid": nil, "resourceVersion": nil,
+			}},
+		})
+		if err != nil {
+			return res, err
+		}
+		target := &corev1.PersistentVolume{}
+		target.Name = pv.Name
+		if err := w.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(plugins.FieldManagerFor(Kind))); err != nil {
+			return res, fmt.Errorf("reserve persistent volume %s for claim %s/%s: %w", pv.Name, ns, claim, err)
+		}
+		log.FromContext(ctx).Info("retained volume given back", "volume", pv.Name, "claim", types.NamespacedName{Namespace: ns, Name: claim})
+		res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pv.UID},
-		"spec": map[string]any{"claimRef": map[string]any{
-			"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-			"namespace": ns, "name": claim, "uid": nil, "resourceVersion": nil,
-		}},
-	})
-	if err != nil {
-		return res, err
-	}
-	target := &corev1.PersistentVolume{}
-	target.Name = pv.Name
-	if err := w.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(plugins.FieldManagerFor(Kind))); err != nil {
-		return res, fmt.Errorf("reserve persistent volume %s for claim %s/%s: %w", pv.Name, ns, claim, err)
-	}
-	log.FromContext(ctx).Info("retained volume given back", "volume", pv.Name, "claim", types.NamespacedName{Namespace: ns, Name: claim})
-	res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})
-	return res, nil
+	marked, err := applyState(ctx, w, pv, state)
+	res.Merge(marked)
+	return res, err
 }
 
 func find(pvs []corev1.PersistentVolume, name string) *corev1.PersistentVolume {
