@@ -237,21 +237,27 @@ type liveState struct {
 	pvcs map[string]*corev1.PersistentVolumeClaim
 }
 
+// live lists the Profile's volumes and claims through req.Client.
 func (p Plugin) live(ctx context.Context, req plugins.Request) (liveState, error) {
+	return p.liveFrom(ctx, req, req.Client)
+}
+
+// liveFrom lists the Profile's volumes and claims through r.
+func (p Plugin) liveFrom(ctx context.Context, req plugins.Request, r client.Reader) (liveState, error) {
 	st := liveState{pvs: map[string]*corev1.PersistentVolume{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 	if req.Outside != nil && req.Outside.Offline() {
 		return st, nil
 	}
 	sel := client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(Kind, req.Profile.Name)}
 	var pvs corev1.PersistentVolumeList
-	if err := req.Client.List(ctx, &pvs, sel); err != nil {
+	if err := r.List(ctx, &pvs, sel); err != nil {
 		return st, fmt.Errorf("list PersistentVolumes: %w", err)
 	}
 	for i := range pvs.Items {
 		st.pvs[pvs.Items[i].Name] = &pvs.Items[i]
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := req.Client.List(ctx, &pvcs, sel, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
+	if err := r.List(ctx, &pvcs, sel, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
 		return st, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
 	for i := range pvcs.Items {

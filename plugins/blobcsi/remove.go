@@ -257,8 +257,9 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		return res, err
 	}
 	// Containers are touched only once no volume of the Profile is left,
-	// so that no pod ever loses a mounted container.
-	if left, err := p.live(ctx, req); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
+	// so that no pod ever loses a mounted container. The API server says
+	// so, not a cache, which may not yet show a volume made a moment ago.
+	if left, err := p.liveFrom(ctx, req, p.reader(req)); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
 		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", len(left.pvcs), len(left.pvs)))
 	}
 	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
