@@ -64,13 +64,14 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (Result, e
 			return cmp.Or(cmp.Compare(x.GetNamespace(), y.GetNamespace()), cmp.Compare(x.GetName(), y.GetName()))
 		})
 		for _, obj := range stale {
-			uid := obj.GetUID()
-			err := a.writer.Delete(ctx, obj, client.Preconditions{UID: &uid})
-			if err != nil && !apierrors.IsNotFound(err) {
+			deleted, err := a.deleteOurs(ctx, gvk, obj)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("delete %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err))
 				continue
 			}
-			res.Add(Change{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted})
+			if deleted {
+				res.Add(Change{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted})
+			}
 		}
 	}
 	return res, errors.Join(errs...)
@@ -92,12 +93,49 @@ func (a *Applier) pruneNamespace(ctx context.Context, keep map[objectKey]bool) (
 		}
 		return Change{}, err
 	}
-	uid := live.GetUID()
-	if err := a.writer.Delete(ctx, live.Unstructured, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+	deleted, err := a.deleteOurs(ctx, namespaceGVK, live.Unstructured)
+	if err != nil {
 		return change, fmt.Errorf("delete namespace %s: %w", k.name, err)
+	}
+	if !deleted {
+		return Change{}, nil
 	}
 	change.Action = Deleted
 	return change, nil
+}
+
+// deleteOurs deletes obj, one of ours as a cache showed it, only while it
+// is still that object and still ours: the delete carries the uid and the
+// resourceVersion it was read at. When the object changed since, it is read
+// from the API server and deleted at its new version only if it still
+// carries our labels; an object someone took over (relabelled) or made
+// again meanwhile is left. It reports whether it deleted the object; one
+// already gone counts as deleted.
+func (a *Applier) deleteOurs(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object) (bool, error) {
+	k := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+	uid := obj.GetUID()
+	for range 3 {
+		version := obj.GetResourceVersion()
+		err := a.writer.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &version})
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			return true, nil
+		case !apierrors.IsConflict(err):
+			return false, err
+		}
+		live, err := a.read(ctx, cmp.Or[client.Reader](a.live, a.reader), k)
+		switch {
+		case err != nil:
+			return false, err
+		case live == nil:
+			return true, nil
+		case live.GetUID() != uid || !IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name) ||
+			live.GetLabels()[LabelRole] == RoleOutsideState || live.GetDeletionTimestamp() != nil:
+			return false, nil
+		}
+		obj = live.Unstructured
+	}
+	return false, fmt.Errorf("%s %s/%s kept changing while it was being deleted; will try again", k.gvk.Kind, k.namespace, k.name)
 }
 
 // newList returns an empty list of gvk's objects in the form the Applier
