@@ -447,34 +447,68 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (C
 			return change, fmt.Errorf("%s %s/%s exists but was gone when read to check who owns it; not written, will try again", k.gvk.Kind, k.namespace, k.name)
 		}
 	}
-	owned := IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name)
-	adopted := !owned && a.adopt && live.GetLabels()[LabelManagedBy] == ""
-	if !owned && !adopted {
-		change.Action = Skipped
-		return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
-			k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
-	}
-	if adopted && a.mayAdopt != nil {
-		if err := a.mayAdopt(live.Unstructured); err != nil {
+	return a.update(ctx, u, live, change)
+}
+
+// update writes u over live, the object of its name as read, if live is
+// ours (or one to adopt) and does not hold u yet. The apply carries the
+// resourceVersion live was read at: an object that changed since (in a
+// cache that is behind, or by another writer a moment ago) refuses it with
+// a conflict, and is then read from the API server and judged again, so
+// that an object someone took over meanwhile is never written.
+func (a *Applier) update(ctx context.Context, u *unstructured.Unstructured, live *liveObject, change Change) (Change, error) {
+	k := keyOf(u)
+	for attempt := 0; ; attempt++ {
+		owned := IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name)
+		adopted := !owned && a.adopt && live.GetLabels()[LabelManagedBy] == ""
+		if !owned && !adopted {
 			change.Action = Skipped
-			return change, err
+			return change, Terminalf(ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
+				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
 		}
-	}
-	if a.inSync(live, u) {
-		change.Action = Unchanged
+		if adopted && a.mayAdopt != nil {
+			if err := a.mayAdopt(live.Unstructured); err != nil {
+				change.Action = Skipped
+				return change, err
+			}
+		}
+		if a.inSync(live, u) {
+			change.Action = Unchanged
+			return change, nil
+		}
+		err := a.send(ctx, atVersion(u, live.GetResourceVersion()))
+		if apierrors.IsConflict(err) && attempt == 0 && a.live != nil {
+			if live, err = a.read(ctx, a.live, k); err != nil {
+				return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+			}
+			if live == nil {
+				change.Action = Skipped
+				return change, fmt.Errorf("%s %s/%s was deleted while it was being written; will try again", k.gvk.Kind, k.namespace, k.name)
+			}
+			continue
+		}
+		if isImmutable(err) {
+			return a.replace(ctx, live.Unstructured, u, change, err)
+		}
+		if err != nil {
+			return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+		}
+		change.Action = Configured
+		log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", Configured, "adopted", adopted)
 		return change, nil
 	}
-	action := Configured
-	err = a.send(ctx, u)
-	if isImmutable(err) {
-		return a.replace(ctx, live.Unstructured, u, change, err)
+}
+
+// atVersion returns u to be applied only over the object at version (none:
+// u itself), sharing u's content.
+func atVersion(u *unstructured.Unstructured, version string) *unstructured.Unstructured {
+	if version == "" {
+		return u
 	}
-	if err != nil {
-		return change, fmt.Errorf("apply %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
-	}
-	change.Action = action
-	log.FromContext(ctx).V(1).Info("applied", "kind", k.gvk.Kind, "object", types.NamespacedName{Namespace: k.namespace, Name: k.name}, "action", action, "adopted", adopted)
-	return change, nil
+	obj := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	obj.Object["metadata"] = maps.Clone(u.Object["metadata"].(map[string]any))
+	obj.SetResourceVersion(version)
+	return obj
 }
 
 // inSync reports whether live, our object, already holds everything u sets:
@@ -498,10 +532,7 @@ func (a *Applier) inSync(live *liveObject, u *unstructured.Unstructured) bool {
 // create sends u as an apply that can only create: it fails with a Conflict,
 // and changes nothing, when an object of the name exists.
 func (a *Applier) create(ctx context.Context, u *unstructured.Unstructured) error {
-	obj := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
-	obj.Object["metadata"] = maps.Clone(u.Object["metadata"].(map[string]any))
-	obj.SetResourceVersion(createOnly)
-	return a.send(ctx, obj)
+	return a.send(ctx, atVersion(u, createOnly))
 }
 
 // newObject returns an empty object of gvk in the form the Applier reads it.

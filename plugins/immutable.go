@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -65,7 +64,7 @@ func isImmutable(err error) bool {
 
 // replace handles an apply of u that the API server refused because an
 // immutable field of live, our object, would change. A replaceable kind is
-// deleted with live's UID as a precondition and created anew; any other
+// deleted while it is still live and ours (deleteOurs) and created anew; any other
 // kind is a terminal ImmutableField error naming the object, and nothing is
 // deleted.
 func (a *Applier) replace(ctx context.Context, live, u *unstructured.Unstructured, change Change, cause error) (Change, error) {
@@ -76,13 +75,13 @@ func (a *Applier) replace(ctx context.Context, live, u *unstructured.Unstructure
 			"%s %s/%s cannot take the change in place (%v); it is not replaced automatically: delete it to have it made again",
 			k.gvk.Kind, k.namespace, k.name, cause)
 	}
-	old := &unstructured.Unstructured{}
-	old.SetGroupVersionKind(k.gvk)
-	old.SetNamespace(k.namespace)
-	old.SetName(k.name)
-	uid := live.GetUID()
-	if err := a.writer.Delete(ctx, old, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+	deleted, err := a.deleteOurs(ctx, k.gvk, live)
+	if err != nil {
 		return change, fmt.Errorf("delete %s %s/%s to change an immutable field: %w", k.gvk.Kind, k.namespace, k.name, err)
+	}
+	if !deleted {
+		change.Action = Skipped
+		return change, fmt.Errorf("%s %s/%s changed hands while it was being replaced; left untouched, will look again", k.gvk.Kind, k.namespace, k.name)
 	}
 	if err := a.create(ctx, u); err != nil {
 		return change, fmt.Errorf("create %s %s/%s again after deleting it to change an immutable field: %w", k.gvk.Kind, k.namespace, k.name, err)

@@ -71,8 +71,9 @@ func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, 
 // desired one, so that the apply that follows creates it afresh. It reads
 // through the host's cache, which holds only our labelled objects; a binding
 // we do not own is never deleted here (the Applier reports it as a conflict).
-// The delete is guarded by the UID read, so a binding already replaced is
-// left alone.
+// The delete is guarded by the UID and resourceVersion read, so a binding
+// already replaced, or changed since the cache saw it (taken over, say),
+// is left alone.
 func deleteRebound(ctx context.Context, c plugins.Cluster, p *kubeflowv1.Profile, desired []*rbacv1ac.RoleBindingApplyConfiguration) (plugins.Result, error) {
 	var res plugins.Result
 	var errs []error
@@ -89,13 +90,13 @@ func deleteRebound(ctx context.Context, c plugins.Cluster, p *kubeflowv1.Profile
 		if !plugins.IsOwnedBy(live.Labels, Kind, p.Name) || live.RoleRef == want {
 			continue
 		}
-		uid := live.UID
-		err := c.Delete(ctx, &live, client.Preconditions{UID: &uid})
+		uid, version := live.UID, live.ResourceVersion
+		err := c.Delete(ctx, &live, client.Preconditions{UID: &uid, ResourceVersion: &version})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Gone, or already another object with that name: the cache was
-			// behind and a previous pass replaced it. The apply below copes
-			// with whatever is there now.
+			// Gone, another object with that name, or changed since: the
+			// cache was behind. The apply below copes with whatever is
+			// there now.
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("replace RoleBinding %s: %w", key, err))
