@@ -66,6 +66,18 @@ func byHand(t *testing.T, c client.Client, ns, name, patch string) {
 
 const takeOver = `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"someone-else"}}}`
 
+// behindTakeOver lets someone take ConfigMap "taken" over and edit
+// "edited" (still ours), and returns the plugin's Applier over a cache that
+// has seen neither, with the API server as its live reader.
+func (e *createEnv) behindTakeOver(t *testing.T, ns string) *plugins.Applier {
+	t.Helper()
+	seen := snapshot(t, e.env.Client, ns)
+	byHand(t, e.env.Client, ns, "taken", takeOver)
+	byHand(t, e.env.Client, ns, "edited", `{"data":{"note":"edited by hand"}}`)
+	c := lagging{Client: e.env.Client, configMaps: seen}
+	return plugins.NewApplier(c, "settings", e.profile, e.owns, plugins.WithScheme(e.env.Scheme), plugins.WithLiveReader(e.env.Client))
+}
+
 // Pruning decides from a cache. An object of ours that someone took over
 // (relabelled) a moment ago, which the cache still shows as ours, must be
 // left; one still ours that was only edited is deleted all the same.
@@ -76,13 +88,7 @@ func TestPruneLeavesAnObjectTakenOverUnseenByTheCache(t *testing.T) {
 	if _, err := e.applier(true).Sync(ctx, corev1ac.ConfigMap("taken", ns), corev1ac.ConfigMap("edited", ns)); err != nil {
 		t.Fatal(err)
 	}
-	seen := snapshot(t, e.env.Client, ns)
-	// Someone takes "taken" over; someone edits "edited" and leaves it ours.
-	byHand(t, e.env.Client, ns, "taken", takeOver)
-	byHand(t, e.env.Client, ns, "edited", `{"data":{"note":"edited by hand"}}`)
-
-	c := lagging{Client: e.env.Client, configMaps: seen}
-	a := plugins.NewApplier(c, "settings", e.profile, e.owns, plugins.WithScheme(e.env.Scheme), plugins.WithLiveReader(e.env.Client))
+	a := e.behindTakeOver(t, ns)
 	res, err := a.Sync(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -116,12 +122,7 @@ func TestApplyLeavesAnObjectTakenOverUnseenByTheCache(t *testing.T) {
 	if _, err := e.applier(true).Sync(ctx, want("strict")...); err != nil {
 		t.Fatal(err)
 	}
-	seen := snapshot(t, e.env.Client, ns)
-	byHand(t, e.env.Client, ns, "taken", takeOver)
-	byHand(t, e.env.Client, ns, "edited", `{"data":{"note":"edited by hand"}}`)
-
-	c := lagging{Client: e.env.Client, configMaps: seen}
-	a := plugins.NewApplier(c, "settings", e.profile, e.owns, plugins.WithScheme(e.env.Scheme), plugins.WithLiveReader(e.env.Client))
+	a := e.behindTakeOver(t, ns)
 	res, err := a.Sync(ctx, want("open")...)
 	if err == nil || !strings.Contains(err.Error(), "taken exists and is not managed by plugin settings") {
 		t.Errorf("Sync = %s, %v; want a conflict on the taken-over ConfigMap", res.Summary(), err)
