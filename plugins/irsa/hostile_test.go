@@ -296,3 +296,52 @@ func TestProfilesSharingARoleKeepEveryStatement(t *testing.T) {
 		t.Errorf("trust policy after every revoke (-want +got):\n%s", diff)
 	}
 }
+
+// IAM answering an empty or malformed trust policy, at a Profile's first
+// pass and later during its deletion: nothing is ever written over it, the
+// condition or the finalizer says so, and once the document reads again the
+// deletion removes our statement and only ours.
+func TestEmptyOrMalformedTrustPolicyIsNeverWritten(t *testing.T) {
+	for _, doc := range []string{``, `{`, `{"Version":"2012-10-17","Statement":"all"}`} {
+		t.Run("at the first pass: "+doc, func(t *testing.T) {
+			o := hostile(t, doc, "")
+			name := "irsa-bad-" + rand.String(5)
+			testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
+			testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+			testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "role "+role)
+			if n := o.writes.Load(); n != 0 || o.roles.doc(role) != doc {
+				t.Errorf("%d writes, trust policy now %q; want none over %q", n, o.roles.doc(role), doc)
+			}
+		})
+	}
+	t.Run("during the deletion", func(t *testing.T) {
+		o := hostile(t, startPolicy, "")
+		name := "irsa-bad-" + rand.String(5)
+		trusted(t, name)
+		withUs, writes := o.roles.doc(role), o.writes.Load()
+		if err := o.roles.set(t.Context(), role, `{`); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil || !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+irsa.Kind) {
+			t.Fatalf("with a malformed trust policy the Profile went or lost our finalizer: %v, %v", err, p.Finalizers)
+		}
+		if o.writes.Load() != writes || o.roles.doc(role) != `{` {
+			t.Errorf("the malformed trust policy was written over: %q", o.roles.doc(role))
+		}
+		if err := o.roles.set(t.Context(), role, withUs); err != nil {
+			t.Fatal(err)
+		}
+		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+			err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
+			return apierrors.IsNotFound(err), "the Profile is still there"
+		})
+		if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
+			t.Errorf("trust policy after the deletion (-want +got):\n%s", diff)
+		}
+	})
+}
