@@ -112,7 +112,7 @@
 // Experimental, and free to change in a minor release: [Definition]'s Reads
 // with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],
 // [NewMetadata], [NewMetadataList] and [FieldNames]; [Definition]'s Watches
-// ([Watch], [Scope]), Runner ([Runtime]) and Upstream with
+// ([Watch], [Scope]), Runner ([Runtime], [APIReader]) and Upstream with
 // [WithUpstreamObjects] and [Applier.Adopting], which serve the core plugin
 // alone; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];

@@ -105,6 +105,62 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
 
+// TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume: a pass
+// whose cache has not seen the claim (a cache behind, or a restart) still
+// does not replace a volume that pods mount through that claim: the
+// volume's own binding names the claim.
+func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
+	a := unique("team-a")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}},
+		Buckets: map[string]map[string]any{
+			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+		},
+	}
+	putGrants(t, "storage", doc)
+	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
+	before, err := pv(t, a+"-census-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := mountingPod(t, a, "notebook-0", "census-shared")
+
+	h.applies.hideClaims()
+	doc.Buckets["census-shared"]["writers"] = []string{"census"}
+	putGrants(t, "storage", doc)
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	t.Logf("while mounted, the claim unseen: %s", cond.Message)
+	keep := func() {
+		t.Helper()
+		now, err := pv(t, a+"-census-shared")
+		if err != nil || now.UID != before.UID || now.DeletionTimestamp != nil {
+			t.Fatalf("the mounted volume was touched: %v, uid %s (was %s), deletion %v", err, now.UID, before.UID, now.DeletionTimestamp)
+		}
+		if c := claims(t, a)["census-shared"]; c.DeletionTimestamp != nil {
+			t.Fatalf("the mounted claim is being deleted: %v", c.DeletionTimestamp)
+		}
+	}
+	keep()
+	time.Sleep(2 * time.Second) // passes are retried meanwhile
+	keep()
+
+	// The cache catches up and the user stops the notebook: the pair is
+	// replaced, claim first.
+	h.applies.seeClaims()
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
+		c, ok := claims(t, a)["census-shared"]
+		return ok && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
+			fmt.Sprintf("claim present %v modes %v", ok, c.Spec.AccessModes)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
+
 func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
 	a := unique("team-a")
 	doc := grantsDoc{

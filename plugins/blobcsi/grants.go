@@ -32,8 +32,9 @@ func (p Plugin) run(ctx context.Context, rt plugins.Runtime) error {
 		return err
 	}
 	p.st.mu.Lock()
-	p.st.sources, p.st.reader = sources, rt.Reader
+	p.st.sources = sources
 	p.st.mu.Unlock()
+	p.st.reader.Set(rt.Reader)
 	var wg sync.WaitGroup
 	for _, src := range sources {
 		wg.Go(func() {

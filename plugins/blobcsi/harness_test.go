@@ -146,13 +146,30 @@ func (p *perProfile) lagClaims() {
 	p.lag = &claimLag{last: map[string]corev1.PersistentVolumeClaimList{}}
 }
 
-// claimLag is the claims each namespace's last pass read.
+// hideClaims makes every later pass read no claims at all: a cache that
+// has not seen them yet.
+func (p *perProfile) hideClaims() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lag = &claimLag{hide: true}
+}
+
+// seeClaims makes later passes read the claims as they are.
+func (p *perProfile) seeClaims() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lag = nil
+}
+
+// claimLag is the claims each namespace's last pass read, or none when
+// hide is set.
 type claimLag struct {
 	mu   sync.Mutex
 	last map[string]corev1.PersistentVolumeClaimList
+	hide bool
 }
 
-// lagging is a client whose lists of claims are one pass behind.
+// lagging is a client whose lists of claims are one pass behind, or empty.
 type lagging struct {
 	plugins.Cluster
 	lag *claimLag
@@ -165,6 +182,10 @@ func (l lagging) List(ctx context.Context, list client.ObjectList, opts ...clien
 	}
 	if err := l.Cluster.List(ctx, pvcs, opts...); err != nil {
 		return err
+	}
+	if l.lag.hide {
+		pvcs.Items = nil
+		return nil
 	}
 	var o client.ListOptions
 	o.ApplyOptions(opts)

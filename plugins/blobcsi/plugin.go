@@ -60,7 +60,8 @@ type state struct {
 
 	mu      sync.Mutex
 	sources map[string]opa.Source
-	reader  client.Reader
+	// reader reads from the API server once the Runner ran.
+	reader plugins.APIReader
 }
 
 // Option configures the plugin.
@@ -223,12 +224,7 @@ func proofFor(req plugins.Request) proof {
 }
 
 func (p Plugin) reader(req plugins.Request) client.Reader {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	if p.st.reader != nil {
-		return p.st.reader
-	}
-	return req.Client
+	return p.st.reader.Or(req.Client)
 }
 
 // liveState is the plugin's PersistentVolumes and claims for a Profile.

@@ -85,13 +85,14 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 	}
 	var errs, pending []error
 	var act []pair
+	ns := plugins.Namespace(req.Profile)
 	for _, pr := range pairs {
-		if pr.why != "" && pr.claim != nil && len(pods[pr.claim.Name]) > 0 {
+		if users := mountersOf(pods, ns, pr); pr.why != "" && len(users) > 0 {
 			// Retried with backoff, not terminal: nothing of ours changes
 			// when the pods end (pods are not watched), so only a retry
 			// notices.
 			errs = append(errs, fmt.Errorf("%s: volume %s changes %s; it is replaced when pods %s no longer mount it",
-				ReasonVolumeInUse, pr.name, pr.why, strings.Join(pods[pr.claim.Name], ", ")))
+				ReasonVolumeInUse, pr.name, pr.why, strings.Join(users, ", ")))
 			continue
 		}
 		act = append(act, pr)
@@ -137,7 +138,7 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 		if pv == nil || pv.DeletionTimestamp != nil {
 			continue
 		}
-		if ref := pv.Spec.ClaimRef; pr.why == "" && ref != nil && ref.Namespace == plugins.Namespace(req.Profile) && live.pvcs[ref.Name] != nil {
+		if ref := pv.Spec.ClaimRef; pr.why == "" && ref != nil && ref.Namespace == ns && live.pvcs[ref.Name] != nil {
 			// A removed volume's PV waits for its claim to be gone.
 			continue
 		}
@@ -151,6 +152,24 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 		errs = append(errs, plugins.Terminal(ReasonVolumeInUse, errors.Join(pending...)))
 	}
 	return res, errors.Join(errs...)
+}
+
+// mountersOf returns the pods that mount the pair's claim or the claim in
+// namespace ns that its volume is bound to. The volume's binding counts
+// as well as the claim the cache shows, so that a claim the cache has not
+// seen yet does not let its volume be replaced under the pods using it.
+func mountersOf(pods map[string][]string, ns string, pr pair) []string {
+	var users []string
+	if pr.claim != nil {
+		users = append(users, pods[pr.claim.Name]...)
+	}
+	if pr.pv != nil {
+		if ref := pr.pv.Spec.ClaimRef; ref != nil && ref.Namespace == ns && (pr.claim == nil || ref.Name != pr.claim.Name) {
+			users = append(users, pods[ref.Name]...)
+		}
+	}
+	slices.Sort(users)
+	return slices.Compact(users)
 }
 
 // confirmClaims reads again, from the API server, every claim that act

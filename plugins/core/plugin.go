@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,29 +23,7 @@ import (
 // Its zero value works; the one Definition returns also reads a namespace
 // from the API server before it adds a label that the cache does not show
 // (see Apply).
-type Plugin struct{ live *liveReader }
-
-// liveReader is the host's reader without a cache, which the plugin's
-// Runner receives.
-type liveReader struct {
-	mu sync.Mutex
-	r  client.Reader
-}
-
-func (l *liveReader) set(r client.Reader) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.r = r
-}
-
-func (l *liveReader) get() client.Reader {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r
-}
+type Plugin struct{ live *plugins.APIReader }
 
 var _ plugins.Plugin = Plugin{}
 
@@ -58,7 +35,7 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // the namespace and upstream's names.
 func Definition() plugins.Definition {
 	ns := plugins.NewMetadata(namespaceGVK)
-	live := &liveReader{}
+	live := &plugins.APIReader{}
 	return plugins.Definition{
 		Plugin:    Plugin{live: live},
 		NewConfig: func() any { return NewConfig() },
@@ -72,7 +49,7 @@ func Definition() plugins.Definition {
 		Watches: []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
 		// The labels file is an input from outside the cluster.
 		Runner: func(ctx context.Context, rt plugins.Runtime) error {
-			live.set(rt.Reader)
+			live.Set(rt.Reader)
 			return watchLabels(ctx, rt)
 		},
 		Upstream: true,
@@ -153,7 +130,7 @@ func addsLabels(labels, live map[string]string) bool {
 // reread returns the namespace named name, its metadata, from the API
 // server; nil when it is gone or the plugin has no reader without a cache.
 func (pl Plugin) reread(ctx context.Context, name string) (client.Object, error) {
-	r := pl.live.get()
+	r := pl.live.Get()
 	if r == nil {
 		return nil, nil
 	}

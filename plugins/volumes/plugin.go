@@ -31,6 +31,10 @@ const ReasonExpansionNotAllowed = "ExpansionNotAllowed"
 type Plugin struct {
 	// Now returns the time that marks released volumes. Default time.Now.
 	Now func() time.Time
+	// api reads a claim from the API server before a retained volume's
+	// binding is cleared (see reserve); the one Definition returns is set
+	// by its Runner, and without one passes read through their client.
+	api *plugins.APIReader
 }
 
 var _ plugins.Plugin = Plugin{}
@@ -42,8 +46,9 @@ var claimGVK = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 // finalizer lets it mark them released), and watches every volume and
 // StorageClass: a volume binding to one of its claims wakes the Profile.
 func Definition() plugins.Definition {
+	api := &plugins.APIReader{}
 	return plugins.Definition{
-		Plugin:       Plugin{},
+		Plugin:       Plugin{api: api},
 		NewConfig:    func() any { return NewConfig() },
 		Owns:         []schema.GroupVersionKind{claimGVK},
 		Reads:        []schema.GroupVersionKind{claimGVK},
@@ -51,6 +56,11 @@ func Definition() plugins.Definition {
 		Watches: []plugins.Watch{
 			{Object: &corev1.PersistentVolume{}, Profiles: volumeProfiles},
 			{Object: &storagev1.StorageClass{}, Profiles: func(context.Context, client.Object) []string { return nil }},
+		},
+		Runner: func(ctx context.Context, rt plugins.Runtime) error {
+			api.Set(rt.Reader)
+			<-ctx.Done()
+			return nil
 		},
 	}
 }
@@ -179,9 +189,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 				break
 			}
 			keep = append(keep, pv)
-			uid := ""
-			if live != nil {
-				uid = string(live.UID)
+			uid, err := p.claimUID(ctx, req, live, pv, t.ClaimName)
+			if err != nil {
+				errs = append(errs, err)
+				continue
 			}
 			state := State(Kind, prof, t, Reclaim(req.Retention, sc), time.Time{})
 			changes, err := reserve(ctx, req.Client, pv, state, ns, t.ClaimName, uid)
@@ -322,6 +333,31 @@ func reserve(ctx context.Context, w client.Writer, pv *corev1.PersistentVolume, 
 	marked, err := applyState(ctx, w, pv, state)
 	res.Merge(marked)
 	return res, err
+}
+
+// claimUID returns the uid of the Profile's claim named claim, which a
+// volume that names it may already be bound to: live's, or, when the cache
+// shows no such claim and the volume names it with a uid, the claim's as
+// the API server has it ("" when there is none). A claim made a moment
+// before and not yet in the cache thus keeps its volume: clearing the uid
+// of a bound volume's claimRef would leave the claim Lost.
+func (p Plugin) claimUID(ctx context.Context, req plugins.Request, live *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, claim string) (string, error) {
+	if live != nil {
+		return string(live.UID), nil
+	}
+	ns := plugins.Namespace(req.Profile)
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID == "" || ref.Namespace != ns || ref.Name != claim {
+		return "", nil
+	}
+	var now corev1.PersistentVolumeClaim
+	err := p.api.Or(req.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &now)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read claim %s/%s: %w", ns, claim, err)
+	}
+	return string(now.UID), nil
 }
 
 func find(pvs []corev1.PersistentVolume, name string) *corev1.PersistentVolume {

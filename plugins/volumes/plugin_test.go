@@ -61,11 +61,17 @@ func storageClass(t *testing.T, expandable bool) string {
 // the host's defaults.
 func startHost(t *testing.T, run string, cfg map[string]any, opts ...reconcilers.Option) *testhost.Host {
 	t.Helper()
+	return startHostOf(t, volumes.Definition(), run, cfg, opts...)
+}
+
+// startHostOf is startHost with the plugin of def.
+func startHostOf(t *testing.T, def plugins.Definition, run string, cfg map[string]any, opts ...reconcilers.Option) *testhost.Host {
+	t.Helper()
 	defaults, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testhost.Start(t, env, testhost.Plugin{Def: volumes.Definition(), Options: append([]reconcilers.Option{
+	return testhost.Start(t, env, testhost.Plugin{Def: def, Options: append([]reconcilers.Option{
 		reconcilers.WithDefaults(defaults),
 		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{labelRun: run})),
 		reconcilers.WithResync(300 * time.Millisecond),
