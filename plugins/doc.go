@@ -117,7 +117,8 @@
 // alone; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
-// [WithOutsideLiveReader] and [DefaultOutsideTimeout]; [WithClock];
+// [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords], and
+// [DefaultOutsideTimeout]; [WithClock];
 // [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];

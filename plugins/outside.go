@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -88,6 +89,7 @@ type Outside struct {
 	reader  client.Reader
 	live    client.Reader
 	writer  client.Writer
+	records *OutsideRecords
 	opts    OutsideOptions
 	now     func() time.Time
 	offline bool
@@ -116,6 +118,75 @@ type OutsideOption func(*Outside)
 // write does not cause a repeated call.
 func WithOutsideLiveReader(r client.Reader) OutsideOption {
 	return func(o *Outside) { o.live = r }
+}
+
+// WithOutsideRecords lets the Outside know the record versions that the
+// host's earlier passes wrote and its cache may not show yet (see
+// OutsideRecords). It takes effect with WithOutsideLiveReader.
+func WithOutsideRecords(r *OutsideRecords) OutsideOption {
+	return func(o *Outside) { o.records = r }
+}
+
+// OutsideRecords is a host's memory of the outside-state records that its
+// passes wrote, for one plugin: the version of each record's last write (or
+// its deletion), kept until a read from the cache shows that write. A pass
+// whose cache is behind would otherwise decide from the record as it was
+// before: a piece removed a moment before and named again would read as
+// still made, and not be made again, while every record says it is there.
+// Such a pass reads the record from the API server instead. Hosts keep one
+// per plugin and give it to every Outside with WithOutsideRecords; it is
+// safe for concurrent use, and holds only the writes the cache has not
+// shown yet.
+type OutsideRecords struct {
+	mu      sync.Mutex
+	written map[types.NamespacedName]string
+}
+
+// NewOutsideRecords returns an empty OutsideRecords.
+func NewOutsideRecords() *OutsideRecords {
+	return &OutsideRecords{written: map[types.NamespacedName]string{}}
+}
+
+// wrote remembers the version of a write of the record at k ("" when it
+// was deleted).
+func (r *OutsideRecords) wrote(k types.NamespacedName, version string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.written[k] = version
+}
+
+// behind reports whether a copy of the record at k at version ("" when
+// there is none) may predate the last write of it, and forgets that write
+// once a copy shows it.
+func (r *OutsideRecords) behind(k types.NamespacedName, version string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.written[k]
+	if ok && last == version {
+		delete(r.written, k)
+		return false
+	}
+	return ok
+}
+
+// saw moves the version that the cache must show before it is trusted for
+// the record at k, when it is waited for, to the version a read from the
+// API server found: a write by someone else since this host's own.
+func (r *OutsideRecords) saw(k types.NamespacedName, version string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.written[k]; ok {
+		r.written[k] = version
+	}
 }
 
 // WithClock replaces time.Now, for tests of re-verification.
@@ -293,6 +364,7 @@ func (o *Outside) Flush(ctx context.Context) error {
 		if err := o.writer.Delete(ctx, cm, opts...); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("plugin %s: delete outside-state record %s/%s: %w", o.kind, ns, name, err)
 		}
+		o.records.wrote(types.NamespacedName{Namespace: ns, Name: name}, "")
 		o.exists, o.dirty = false, false
 		return nil
 	}
@@ -309,6 +381,7 @@ func (o *Outside) Flush(ctx context.Context) error {
 	if err := o.writer.Apply(ctx, cm, client.FieldOwner(FieldManagerFor(o.kind)), client.ForceOwnership); err != nil {
 		return fmt.Errorf("plugin %s: write outside-state record %s/%s: %w", o.kind, ns, name, err)
 	}
+	o.records.wrote(types.NamespacedName{Namespace: ns, Name: name}, ptr.Deref(cm.ResourceVersion, ""))
 	o.exists, o.dirty = true, false
 	return nil
 }
@@ -373,8 +446,17 @@ func (o *Outside) load(ctx context.Context, live bool) error {
 	case o.loaded:
 		return nil
 	}
+	key := types.NamespacedName{Namespace: Namespace(o.profile), Name: StateName(o.kind)}
 	var cm corev1.ConfigMap
-	err := r.Get(ctx, client.ObjectKey{Namespace: Namespace(o.profile), Name: StateName(o.kind)}, &cm)
+	err := r.Get(ctx, key, &cm)
+	if r != o.live && o.live != nil && (err == nil || apierrors.IsNotFound(err)) && o.records.behind(key, cm.ResourceVersion) {
+		// The cache has not shown this host's last write of the record.
+		r, cm = o.live, corev1.ConfigMap{}
+		err = r.Get(ctx, key, &cm)
+	}
+	if r == o.live && (err == nil || apierrors.IsNotFound(err)) {
+		o.records.saw(key, cm.ResourceVersion)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = corev1.ConfigMap{}

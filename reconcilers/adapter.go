@@ -176,7 +176,7 @@ func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Req
 	if a.env != nil {
 		opts = append(opts, plugins.WithScheme(a.env.scheme), plugins.WithLiveReader(a.env.live),
 			plugins.WithMetadataOnly(a.def.MetadataOnly(a.env.whole...)...))
-		outside = append(outside, plugins.WithOutsideLiveReader(a.env.live))
+		outside = append(outside, plugins.WithOutsideLiveReader(a.env.live), plugins.WithOutsideRecords(a.env.records))
 	} else {
 		opts = append(opts, plugins.WithMetadataOnly(a.def.MetadataOnly()...))
 	}

@@ -145,6 +145,9 @@ type forkEnv struct {
 	whole    []schema.GroupVersionKind
 	status   *StatusWriter
 	recorder events.EventRecorder
+	// records are the plugin's outside-state records written and not yet
+	// shown by the cache.
+	records *plugins.OutsideRecords
 }
 
 // SetupWithManager readies the Fork for the fork's manager and adds to b,
@@ -170,6 +173,7 @@ func (f *Fork[R, P]) SetupWithManager(mgr ctrl.Manager, b *builder.Builder) erro
 			whole:    whole,
 			status:   status,
 			recorder: mgr.GetEventRecorder(a.def.FieldManager()),
+			records:  plugins.NewOutsideRecords(),
 		}
 		if !a.ownCtx {
 			a.ctx = log.IntoContext(a.ctx, mgr.GetLogger().WithValues("plugin", kind))

@@ -46,6 +46,9 @@ type Reconciler struct {
 	concurrency   int
 
 	outside plugins.OutsideOptions
+	// records are the outside-state records written and not yet shown by
+	// the cache.
+	records *plugins.OutsideRecords
 
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
@@ -183,6 +186,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	r := &Reconciler{
 		def:         def,
 		own:         newOwnWrites(),
+		records:     plugins.NewOutsideRecords(),
 		client:      mgr.GetClient(),
 		apiReader:   mgr.GetAPIReader(),
 		scheme:      mgr.GetScheme(),
@@ -296,11 +300,12 @@ func (r *Reconciler) Applies(p *kubeflowv1.Profile) bool {
 // its Applier.
 func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites) plugins.Request {
 	return plugins.Request{
-		Profile:   p,
-		Config:    cfg,
-		Client:    r.client,
-		Objects:   plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), plugins.WithWriteObserver(writes))...),
-		Outside:   plugins.NewOutside(r.client, r.def.Kind(), p, r.outside, plugins.WithOutsideLiveReader(r.apiReader)),
+		Profile: p,
+		Config:  cfg,
+		Client:  r.client,
+		Objects: plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), plugins.WithWriteObserver(writes))...),
+		Outside: plugins.NewOutside(r.client, r.def.Kind(), p, r.outside,
+			plugins.WithOutsideLiveReader(r.apiReader), plugins.WithOutsideRecords(r.records)),
 		Retention: r.retention,
 		Watched:   r.watched,
 	}
