@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -360,6 +361,92 @@ func TestHandLabelUnseenByTheCache(t *testing.T) {
 	if got := namespaceLabels(t, name)["theirs"]; got != "by-hand" {
 		t.Errorf("label theirs = %q, want the hand-set %q kept", got, "by-hand")
 	}
+}
+
+// TestHandEditUnseenByTheCacheSurvivesARemoval: a labels file change that
+// only removes a key sends the namespace's apply, which carries the values
+// of the keys the plugin keeps. A value that someone changed by hand, which
+// the cache does not show yet, must not be set back to the plugin's: the
+// plugin looks at the namespace as it is before any change of its labels.
+func TestHandEditUnseenByTheCacheSurvivesARemoval(t *testing.T) {
+	ctx := t.Context()
+	name := "edit-" + rand.String(5)
+	labelsFile := filepath.Join(t.TempDir(), "namespace-labels.yaml")
+	writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"2\"\n")
+	def := core.Definition()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := def.Runner(done, plugins.Runtime{Reader: env.Client}); err != nil { // keeps the API reader
+		t.Fatal(err)
+	}
+	p := &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "alice@example.org"}},
+	}
+	cfg, err := def.Decode([]byte(`{"mesh": "`+core.MeshNone+`", "namespaceLabelsPath": "`+labelsFile+`"}`), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func(c plugins.Cluster) {
+		t.Helper()
+		objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
+		if res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects}); err != nil {
+			t.Fatalf("Apply = %s, %v", res.Summary(), err)
+		}
+	}
+	pass(env.Client)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	if l := namespaceLabels(t, name); l["keep"] != "1" || l["drop"] != "2" {
+		t.Fatalf("labels after the first pass: %v", l)
+	}
+
+	// The cache keeps the namespace as it is now; someone then changes the
+	// value of a label the plugin applied.
+	before := plugins.NewMetadata(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, before); err != nil {
+		t.Fatal(err)
+	}
+	var ns corev1.Namespace
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["keep"] = "by-hand"
+	if err := env.Client.Update(ctx, &ns, client.FieldOwner("kubectl-label")); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"\"\n")
+	pass(behindClient{Client: env.Client, held: before})
+	l := namespaceLabels(t, name)
+	if _, has := l["drop"]; has {
+		t.Errorf("label drop is still there: %v", l)
+	}
+	if l["keep"] != "by-hand" {
+		t.Errorf("label keep = %q, want the hand-set %q kept", l["keep"], "by-hand")
+	}
+}
+
+// behindClient answers reads of the namespace held with its metadata as
+// held: a cache that has not shown the changes since.
+type behindClient struct {
+	client.Client
+	held *metav1.PartialObjectMetadata
+}
+
+func (c behindClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil || key.Name != c.held.Name || key.Namespace != "" ||
+		obj.GetObjectKind().GroupVersionKind().Kind != "Namespace" {
+		return err
+	}
+	h := c.held
+	obj.SetLabels(maps.Clone(h.Labels))
+	obj.SetAnnotations(maps.Clone(h.Annotations))
+	obj.SetResourceVersion(h.ResourceVersion)
+	obj.SetManagedFields(slices.Clone(h.ManagedFields))
+	obj.SetOwnerReferences(slices.Clone(h.OwnerReferences))
+	return nil
 }
 
 // hidingLabel runs a plugin whose reads of namespaces through the cache
