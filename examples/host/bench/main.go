@@ -128,6 +128,7 @@ bench/results.`,
 	fl.IntVar(&o.Burst, "kube-api-burst", 400, "client burst of the host and of the plain clients, in the limited regime")
 	fl.StringSliceVar(&o.Regimes, "regimes", []string{bench.RegimeLimited, bench.RegimeUnthrottled},
 		"client rate regimes to measure, in order: limited (--kube-api-qps/--kube-api-burst) and unthrottled (100000 both); the first runs every phase, each other its floors, convergence and host-wide change on a fresh control plane")
+	fl.IntVar(&o.Rounds, "rounds", 1, "measure each regime's floors and convergence this many times, each round on fresh control planes, and compare the medians of the rounds' ratios with the targets")
 	fl.BoolVar(&o.Latency, "latency", true, "time new Profiles created one at a time, in the first regime: idle, during the host-wide change and during the bulk convergence")
 	fl.BoolVar(&o.FreshPhases, "fresh-phases", true, "run each floor and the convergence of a regime on an empty control plane of its own; false runs them one after another on the same one")
 	fl.IntVar(&o.Concurrency, "concurrency", 0, "reconciles at once per plugin, for every plugin; 0 keeps the configuration's (default 16)")

@@ -94,6 +94,13 @@ type Options struct {
 	// plane; each other runs its floors, convergence and host-wide change
 	// on a fresh one. Empty means both, limited first.
 	Regimes []string
+	// Rounds is how many times each regime's floors and convergence are
+	// measured (1 when 0). The first round of the first regime runs every
+	// phase; each further round runs the regime's floors, convergence and
+	// host-wide change on fresh control planes, as a regime after the first
+	// does. A regime's figures are its first round's; the medians of the
+	// rounds' ratios are compared with the targets too (Regime.Median).
+	Rounds int
 	// Latency times new Profiles in the first regime: with the host idle,
 	// during the host-wide change's rollout and during the bulk convergence.
 	Latency bool
@@ -172,6 +179,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	if o.APIServerProfile != "" && o.APIServerProfileSeconds <= 0 {
 		return fmt.Errorf("--apiserver-profile-seconds must be positive, got %d", o.APIServerProfileSeconds)
 	}
+	if o.Rounds < 0 {
+		return fmt.Errorf("--rounds must not be negative, got %d", o.Rounds)
+	}
+	o.Rounds = max(o.Rounds, 1)
 	if len(o.Regimes) == 0 {
 		o.Regimes = []string{RegimeLimited, RegimeUnthrottled}
 	}
@@ -199,9 +210,16 @@ func Run(ctx context.Context, o Options) (err error) {
 	if failed != nil && !errors.Is(failed, errIncomplete) {
 		return failed
 	}
-	res.Regimes = append(res.Regimes, regimeOf(o.Regimes[0], res, "first"))
+	first, err := o.moreRounds(ctx, regimeOf(o.Regimes[0], res, "first"))
+	if err != nil {
+		return err
+	}
+	res.Regimes = append(res.Regimes, first)
 	for _, r := range o.Regimes[1:] {
 		reg, err := newBench(o, &Result{Profiles: o.Profiles}, r).runOther(ctx)
+		if err == nil {
+			reg, err = o.moreRounds(ctx, reg)
+		}
 		if err != nil {
 			return err
 		}
@@ -425,6 +443,29 @@ func (b *bench) runOther(ctx context.Context) (Regime, error) {
 		return Regime{}, err
 	}
 	return regimeOf(b.regime, b.res, "fresh"), nil
+}
+
+// moreRounds measures regime g's floors and convergence Rounds-1 times
+// more, each round as a regime after the first runs (without profiles),
+// and adds every round's figures, g's first, and their medians to g.
+func (o Options) moreRounds(ctx context.Context, g Regime) (Regime, error) {
+	if o.Rounds <= 1 {
+		return g, nil
+	}
+	g.Rounds = []Round{roundOf(g)}
+	quiet := o
+	quiet.CPUProfile, quiet.RolloutCPUProfile, quiet.HeapProfile, quiet.APIServerProfile = "", "", "", ""
+	for i := 2; i <= o.Rounds; i++ {
+		fmt.Fprintf(o.Out, "\n==== regime %s, round %d of %d\n", g.Name, i, o.Rounds)
+		r, err := newBench(quiet, &Result{Profiles: o.Profiles}, g.Name).runOther(ctx)
+		if err != nil {
+			return g, fmt.Errorf("regime %s, round %d: %w", g.Name, i, err)
+		}
+		g.Rounds = append(g.Rounds, roundOf(r))
+	}
+	m := medianRound(g.Rounds)
+	g.Median = &m
+	return g, nil
 }
 
 // finish prints and saves the result, and returns failed, the run's

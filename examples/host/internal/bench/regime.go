@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -73,6 +74,65 @@ type Regime struct {
 	// HostChange is the restart with a changed quota default in this
 	// regime.
 	HostChange *HostChange `json:"hostWideChange,omitempty"`
+	// Rounds are the figures of every round when the regime was measured
+	// more than once (--rounds), the first round's (the figures above)
+	// first; Median holds their medians.
+	Rounds []Round `json:"rounds,omitempty"`
+	Median *Round  `json:"median,omitempty"`
+}
+
+// Round is one measurement of a regime's floors and convergence, each on an
+// empty control plane: the machine's speed moves between phases, so a
+// ratio of one round says less than the median of several.
+type Round struct {
+	ConvergenceSeconds        float64 `json:"convergenceSeconds"`
+	FloorSeconds              float64 `json:"floorSeconds"`
+	ApplyFloorSeconds         float64 `json:"applyFloorSeconds"`
+	ConvergenceOverFloor      float64 `json:"convergenceOverFloor"`
+	ConvergenceOverApplyFloor float64 `json:"convergenceOverApplyFloor"`
+	HostCPUOverFloorClient    float64 `json:"hostCpuOverFloorClient"`
+	// ChangeObjectsPerSecond is the host-wide change's rate from the
+	// cache sync; 0 when it was not measured.
+	ChangeObjectsPerSecond float64 `json:"hostWideChangeObjectsPerSecond"`
+}
+
+// roundOf returns the round g measured.
+func roundOf(g Regime) Round {
+	r := Round{
+		ConvergenceSeconds: g.Convergence.Seconds, FloorSeconds: g.Floor.Seconds, ApplyFloorSeconds: g.ApplyFloor.Seconds,
+		ConvergenceOverFloor: g.ConvergenceOverFloor, ConvergenceOverApplyFloor: g.ConvergenceOverApplyFloor,
+		HostCPUOverFloorClient: g.HostCPUOverFloorClient,
+	}
+	if g.HostChange != nil {
+		r.ChangeObjectsPerSecond = g.HostChange.ObjectsPerSecond
+	}
+	return r
+}
+
+// medianRound returns the median of each figure of rs, which is not empty;
+// with an even number of rounds, the mean of the two middle ones.
+func medianRound(rs []Round) Round {
+	median := func(of func(Round) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = of(r)
+		}
+		slices.Sort(v)
+		n := len(v)
+		if n%2 == 1 {
+			return v[n/2]
+		}
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return Round{
+		ConvergenceSeconds:        median(func(r Round) float64 { return r.ConvergenceSeconds }),
+		FloorSeconds:              median(func(r Round) float64 { return r.FloorSeconds }),
+		ApplyFloorSeconds:         median(func(r Round) float64 { return r.ApplyFloorSeconds }),
+		ConvergenceOverFloor:      median(func(r Round) float64 { return r.ConvergenceOverFloor }),
+		ConvergenceOverApplyFloor: median(func(r Round) float64 { return r.ConvergenceOverApplyFloor }),
+		HostCPUOverFloorClient:    median(func(r Round) float64 { return r.HostCPUOverFloorClient }),
+		ChangeObjectsPerSecond:    median(func(r Round) float64 { return r.ChangeObjectsPerSecond }),
+	}
 }
 
 // CPUPerObject is CPU milliseconds per object in the convergence and in
@@ -192,6 +252,23 @@ func regimeRows(row func(name, value, target string), g Regime) {
 	row("    beside the status writes", fmt.Sprintf("%.3f", g.RequestsPerObjectBesideStatus), "")
 	row("  status writes per Profile", fmt.Sprintf("%.2f", g.StatusWritesPerProfile), "1 "+verdict(g.StatusWritesPerProfile <= 1))
 	row("  host requests answered 409", fmt.Sprintf("%d", g.Conflicts), "")
+	if m := g.Median; m != nil {
+		list := func(of func(Round) float64) string {
+			parts := make([]string, len(g.Rounds))
+			for i, r := range g.Rounds {
+				parts[i] = fmt.Sprintf("%.2f", of(r))
+			}
+			return strings.Join(parts, ", ")
+		}
+		row(fmt.Sprintf("  over %d rounds: median (each round)", len(g.Rounds)), "", "")
+		row("    convergence / POST floor", fmt.Sprintf("%.2fx (%s)", m.ConvergenceOverFloor, list(func(r Round) float64 { return r.ConvergenceOverFloor })),
+			target("<= 1.5x", m.ConvergenceOverFloor <= targetOverFloor))
+		row("    convergence / apply floor", fmt.Sprintf("%.2fx (%s)", m.ConvergenceOverApplyFloor, list(func(r Round) float64 { return r.ConvergenceOverApplyFloor })),
+			target("<= 1.15x", m.ConvergenceOverApplyFloor <= targetOverApplyFloor))
+		row("    host CPU / POST floor client's", fmt.Sprintf("%.2fx (%s)", m.HostCPUOverFloorClient, list(func(r Round) float64 { return r.HostCPUOverFloorClient })),
+			target("<= 2x", m.HostCPUOverFloorClient <= targetHostCPUOverFloor))
+		row("    convergence, POST floor, apply floor", fmt.Sprintf("%.1f s, %.1f s, %.1f s", m.ConvergenceSeconds, m.FloorSeconds, m.ApplyFloorSeconds), "")
+	}
 	if c := g.HostChange; c != nil {
 		row("  host-wide change (quota defaults), restart", fmt.Sprintf("%d ResourceQuotas, %.2f s from sync (%.1f s from start), %.0f objects/s",
 			c.Changed, c.SecondsFromSync, c.Seconds, c.ObjectsPerSecond), "")

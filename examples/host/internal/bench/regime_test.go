@@ -143,3 +143,41 @@ func TestIsProbePath(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianRound(t *testing.T) {
+	round := func(conv, overApply, cpu float64) Round {
+		return Round{ConvergenceSeconds: conv, ConvergenceOverApplyFloor: overApply, HostCPUOverFloorClient: cpu}
+	}
+	cases := []struct {
+		reason string
+		rounds []Round
+		want   Round
+	}{
+		{"one round is its own median", []Round{round(60, 1.2, 2.1)}, round(60, 1.2, 2.1)},
+		{"each figure's median is taken on its own, whatever round it comes from",
+			[]Round{round(90, 0.9, 2.7), round(60, 1.5, 2.0), round(70, 1.2, 2.2)}, round(70, 1.2, 2.2)},
+		{"an even number of rounds gives the mean of the middle two",
+			[]Round{round(50, 1.0, 2.0), round(80, 1.6, 3.0), round(60, 1.2, 2.4), round(70, 1.4, 2.6)}, round(65, 1.3, 2.5)},
+	}
+	for _, c := range cases {
+		got := medianRound(c.rounds)
+		if diff := cmp.Diff(c.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+			t.Errorf("%s: median (-want +got):\n%s", c.reason, diff)
+		}
+	}
+}
+
+func TestRoundOfTakesTheRegimesFigures(t *testing.T) {
+	g := regimeOf(RegimeUnthrottled, &Result{
+		Profiles: 10, Objects: 100,
+		Convergence: Phase{Seconds: 4, ObjectsPerSecond: 25, CPU: CPU{HostAndBench: 0.2}},
+		Floor:       Phase{Seconds: 2, ObjectsPerSecond: 50, CPU: CPU{HostAndBench: 0.05}},
+		ApplyFloor:  &Phase{Seconds: 3, ObjectsPerSecond: 100.0 / 3},
+		HostChange:  &HostChange{ObjectsPerSecond: 400},
+	}, "fresh")
+	want := Round{ConvergenceSeconds: 4, FloorSeconds: 2, ApplyFloorSeconds: 3,
+		ConvergenceOverFloor: 2, ConvergenceOverApplyFloor: 4.0 / 3, HostCPUOverFloorClient: 4, ChangeObjectsPerSecond: 400}
+	if diff := cmp.Diff(want, roundOf(g), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("roundOf (-want +got):\n%s", diff)
+	}
+}
