@@ -23,7 +23,10 @@
 // true, when a host-set re-verification period has passed, or when the
 // Profile's [AnnotationReverify] changed. Every call has a timeout and is
 // counted by plugin, system and result; a failure is an [OutsideError], retried
-// with backoff, whose reason names the system.
+// with backoff, whose reason names the system. [Outside.EnsureAhead] records a
+// grant of access before it is made, so that a grant made and never recorded
+// (the host stopped in between) is still removed once the Profile stops
+// naming it.
 //
 // Messages speak the Profile's language: a problem in a Profile's spec names
 // its entry and field as the author wrote them (spec.plugins[0] (quotas).spec:
@@ -117,7 +120,7 @@
 // alone; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
-// [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords], and
+// [Outside.EnsureAhead]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords], and
 // [DefaultOutsideTimeout]; [WithClock];
 // [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],

@@ -238,6 +238,25 @@ func (o *Outside) Skipped() []string {
 // and records the hash when fn succeeds. A failure is an *OutsideError that
 // names system, unless fn returned a TerminalError.
 func (o *Outside) Ensure(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
+	return o.ensure(ctx, system, key, desired, fn, false)
+}
+
+// EnsureAhead is Ensure for a piece whose removal Sweep must find even when
+// the pass that made it never recorded it (the host stopped, or the record's
+// write failed, between the outside call and Flush): a key the record does
+// not hold yet is written to the record, as not made, before fn runs, and
+// fn does not run when that write fails. A Profile that then stops naming
+// the piece has it removed by the next Sweep, made or not, so the removal
+// must tolerate a piece that was never made. Use it for grants of access,
+// whose leftover would let a tenant keep what it no longer names. The key is
+// in Recorded from the first write on, made or not: a plugin that takes
+// the record as proof that it made something must not use EnsureAhead for
+// that piece.
+func (o *Outside) EnsureAhead(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
+	return o.ensure(ctx, system, key, desired, fn, true)
+}
+
+func (o *Outside) ensure(ctx context.Context, system, key string, desired any, fn func(context.Context) error, ahead bool) (bool, error) {
 	hash, err := hashOf(desired)
 	if err != nil {
 		return false, fmt.Errorf("plugin %s: outside state %s: %w", o.kind, key, err)
@@ -254,6 +273,11 @@ func (o *Outside) Ensure(ctx context.Context, system, key string, desired any, f
 		outsideUnchanged.WithLabelValues(o.kind, system).Inc()
 		return false, nil
 	}
+	if ahead {
+		if err := o.intend(ctx, key); err != nil {
+			return false, err
+		}
+	}
 	if err := o.call(ctx, system, fn); err != nil {
 		return true, err
 	}
@@ -262,6 +286,22 @@ func (o *Outside) Ensure(ctx context.Context, system, key string, desired any, f
 	o.dirty = true
 	o.mu.Unlock()
 	return true, nil
+}
+
+// intend writes key to the record, as not made, when the record does not
+// hold it.
+func (o *Outside) intend(ctx context.Context, key string) error {
+	o.mu.Lock()
+	_, held := o.entries[key]
+	if !held {
+		o.entries[key] = outsideEntry{}
+		o.dirty = true
+	}
+	o.mu.Unlock()
+	if held {
+		return nil
+	}
+	return o.Flush(ctx)
 }
 
 // Call runs fn as one outside call, with the timeout and the metric, without

@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -394,4 +395,65 @@ type countingReader struct {
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.n++
 	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// refusedRecord is a client whose writes of ConfigMaps are refused.
+type refusedRecord struct{ client.Client }
+
+var errRefused = errors.New("refused by an admission policy")
+
+func (refusedRecord) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+	return errRefused
+}
+
+func TestOutsideEnsureAheadRecordsBeforeTheCall(t *testing.T) {
+	ctx := context.Background()
+	p := newProfile(nil)
+
+	t.Run("a record that cannot be written holds the call back", func(t *testing.T) {
+		c := calls{}
+		o := plugins.NewOutside(refusedRecord{outsideClient(t)}, "iam", p, plugins.OutsideOptions{})
+		called, err := o.EnsureAhead(ctx, "Test", "role/a", 1, c.fn("role/a", nil))
+		if !errors.Is(err, errRefused) || called || len(c) != 0 {
+			t.Errorf("EnsureAhead = %v, %v with calls %v; want the record's error and no call", called, err, c)
+		}
+	})
+
+	t.Run("a piece whose call failed is recorded, and swept once the Profile stops naming it", func(t *testing.T) {
+		server := outsideClient(t)
+		o := plugins.NewOutside(server, "iam", p, plugins.OutsideOptions{})
+		outage := errors.New("IAM unavailable")
+		if _, err := o.EnsureAhead(ctx, "Test", "role/a", 1, calls{}.fn("role/a", outage)); !errors.Is(err, outage) {
+			t.Fatalf("EnsureAhead error = %v, want the call's", err)
+		}
+		// No Flush: the host stopped here.
+		var removed []string
+		err := plugins.NewOutside(server, "iam", p, plugins.OutsideOptions{}).Sweep(ctx,
+			func(k string) (string, bool) { return k, true },
+			func(_ context.Context, piece string, _ []string) error { removed = append(removed, piece); return nil })
+		if err != nil || !slices.Equal(removed, []string{"role/a"}) {
+			t.Errorf("Sweep removed %v (err %v), want [role/a]", removed, err)
+		}
+	})
+
+	t.Run("a piece recorded ahead is made on the next pass and then left alone", func(t *testing.T) {
+		server := outsideClient(t)
+		c := calls{}
+		o := plugins.NewOutside(server, "iam", p, plugins.OutsideOptions{})
+		if _, err := o.EnsureAhead(ctx, "Test", "role/a", 1, c.fn("role/a", errors.New("IAM unavailable"))); err == nil {
+			t.Fatal("EnsureAhead: want the call's error")
+		}
+		for range 2 {
+			o := plugins.NewOutside(server, "iam", p, plugins.OutsideOptions{})
+			if _, err := o.EnsureAhead(ctx, "Test", "role/a", 1, c.fn("role/a", nil)); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c["role/a"] != 2 {
+			t.Errorf("calls = %v, want 2: the failed one and the one that made it", c)
+		}
+	})
 }

@@ -45,7 +45,12 @@
 // no precondition, so the plugin reads, edits and writes one role's policy
 // one pass at a time within its process; a writer outside the host can
 // still race it, and a statement it drops comes back at the next check
-// (the re-verify period, or the profilekit.dev/reverify annotation).
+// (the re-verify period, or the profilekit.dev/reverify annotation). A role
+// is written to the Profile's outside-state record before its policy is
+// edited, and the policy is not edited while the record cannot be written:
+// a statement made by a pass that stopped before the end is still removed
+// once the Profile stops naming the role (a read of the policy, and no
+// write when the statement is not there).
 //
 // Versions before Sids put subjects into the provider's first plain
 // statement, unmarked, often one shared by several Profiles. Such a

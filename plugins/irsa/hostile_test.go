@@ -3,6 +3,7 @@ package irsa_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -11,10 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -206,7 +209,13 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 		t.Run(tt.reason, func(t *testing.T) {
 			ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 			iam := iammock.NewMockIAM(ctrl)
-			iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(tt.policy).MinTimes(1)
+			var healed atomic.Bool
+			iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(func(ctx context.Context, name string) (string, error) {
+				if healed.Load() {
+					return startPolicy, nil
+				}
+				return tt.policy(ctx, name)
+			}).MinTimes(1)
 			var opts []reconcilers.Option
 			if tt.defaults != "" {
 				opts = append(opts, reconcilers.WithDefaults([]byte(tt.defaults)))
@@ -220,6 +229,10 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 			if got, ok := sa.Annotations[irsa.AnnotationRoleARN]; ok {
 				t.Errorf("service account annotated with %s while the role does not trust it", got)
 			}
+			// The role was recorded before the attempt, so letting the
+			// Profile go reads its policy: IAM answers again by then.
+			healed.Store(true)
+			stopListing(t, name)
 			ctrl.Finish()
 		})
 	}
@@ -344,4 +357,103 @@ func TestEmptyOrMalformedTrustPolicyIsNeverWritten(t *testing.T) {
 			t.Errorf("trust policy after the deletion (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// A pass that makes a role trust the Profile and then cannot record it
+// (the host stops, the record's write is refused) must not leave the
+// statement behind once the Profile names another role: its service
+// accounts would keep a role nobody gives them. The record is written
+// before IAM is; while it cannot be, IAM is not written at all.
+func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
+	const other = "other-role"
+	otherARN := strings.TrimSuffix(roleARN, role) + other
+	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
+	iam := iammock.NewMockIAM(ctrl)
+	store := &roles{docs: map[string]string{role: startPolicy, other: startPolicy}}
+	for _, r := range []string{role, other} {
+		iam.EXPECT().TrustPolicy(gomock.Any(), r).DoAndReturn(store.get).AnyTimes()
+		iam.EXPECT().SetTrustPolicy(gomock.Any(), r, gomock.Any()).DoAndReturn(store.set).AnyTimes()
+	}
+	name := "irsa-ahead-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	// No ConfigMap can be written in the namespace: the record cannot be.
+	refuse := refuseConfigMaps(t, name)
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{
+		reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"}`))}})
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
+	t.Logf("while the record cannot be written: %s", cond.Message)
+	time.Sleep(time.Second) // retries meanwhile
+	sid := trustpolicy.StatementID(provider, name)
+	if strings.Contains(store.doc(role), sid) {
+		t.Errorf("%s trusts the Profile while no record says so", role)
+	}
+
+	// The Profile names another role, and the record can be written again.
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Spec.Plugins = []kubeflowv1.Plugin{entry(`{"awsIamRole":"` + otherARN + `"}`)}
+	})
+	refuse()
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		return strings.Contains(store.doc(other), sid), other + " does not trust the Profile yet"
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if strings.Contains(store.doc(role), sid) {
+		t.Errorf("%s still trusts the Profile, which names %s now:\n%s", role, other, store.doc(role))
+	}
+	stopListing(t, name) // while this host runs, so that no later test's meets the Profile
+	ctrl.Finish()
+}
+
+// refuseConfigMaps makes the API server refuse every write of a ConfigMap
+// in namespace, through a validating admission policy, and returns what
+// lifts it. It returns once a write is refused.
+func refuseConfigMaps(t *testing.T, namespace string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-configmaps-" + namespace},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.metadata.namespace != '" + namespace + "'",
+				Message:    "ConfigMaps are refused in this namespace (test)",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lift = func() {
+		for _, o := range []client.Object{binding, policy} {
+			if err := env.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(lift)
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: namespace}}
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		err := env.Client.Create(ctx, probe.DeepCopy())
+		if err == nil {
+			_ = env.Client.Delete(ctx, probe)
+		}
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("a ConfigMap write was answered %v", err)
+	})
+	return lift
 }

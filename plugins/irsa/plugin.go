@@ -124,7 +124,9 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 		Role string
 		Edit trustpolicy.Edit
 	}{cfg.AwsIAMRole, edit}
-	_, err := req.Outside.Ensure(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
+	// Recorded ahead: a statement made and never recorded would trust the
+	// Profile's service accounts after it stopped naming the role.
+	_, err := req.Outside.EnsureAhead(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
 		defer lockRole(role)()
 		doc, err := p.iam.TrustPolicy(ctx, role)
 		if errors.Is(err, ErrNoRole) {

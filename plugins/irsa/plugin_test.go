@@ -178,6 +178,12 @@ func TestPolicyPastTheSizeLimitIsReported(t *testing.T) {
 	if got := store.doc(role); got != startPolicy {
 		t.Errorf("trust policy was written: %s", got)
 	}
+	// The role was recorded before the attempt: letting the Profile go
+	// reads the policy once more and writes nothing.
+	stopListing(t, name)
+	if got := store.doc(role); got != startPolicy {
+		t.Errorf("trust policy was written when the Profile let it go: %s", got)
+	}
 	ctrl.Finish()
 }
 
