@@ -251,7 +251,7 @@ func (o *Outside) Ensure(ctx context.Context, system, key string, desired any, f
 // whose leftover would let a tenant keep what it no longer names. The key is
 // in Recorded from the first write on, made or not: a plugin that takes
 // the record as proof that it made something must not use EnsureAhead for
-// that piece.
+// that piece (Made leaves such keys out).
 func (o *Outside) EnsureAhead(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
 	return o.ensure(ctx, system, key, desired, fn, true)
 }
@@ -342,6 +342,26 @@ func (o *Outside) Recorded(ctx context.Context) ([]string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Sorted(maps.Keys(o.entries)), nil
+}
+
+// Made returns the keys the record holds as made true at least once,
+// sorted: Recorded without the keys EnsureAhead wrote whose call has not
+// succeeded yet. A plugin that takes the record as proof that it made a
+// piece asks Made, not Recorded.
+func (o *Outside) Made(ctx context.Context) ([]string, error) {
+	if err := o.load(ctx, true); err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []string
+	for k, e := range o.entries {
+		if e.Hash != "" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // Sweep removes the outside state that the plugin recorded for this Profile

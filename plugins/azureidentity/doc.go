@@ -44,7 +44,12 @@
 // names its issuer, subject and audiences, and nothing is touched. Revoke
 // deletes a recorded credential only while its subject is a service account
 // of this Profile whose credential name it bears; one that someone replaced
-// is left, and forgotten.
+// is left, and forgotten. A credential is written to the record before it is
+// put, and nothing is put while the record cannot be written, so that a
+// credential put by a pass that stopped before the end is still deleted
+// once the Profile lets it go; such a credential, recorded but never
+// recorded as made, proves nothing: it is deleted only when it is exactly
+// what the plugin puts.
 //
 // Versions before this naming used profilekit-<namespace>-<name>, which two
 // service accounts could share. A credential of that name that the record

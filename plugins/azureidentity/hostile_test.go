@@ -258,3 +258,33 @@ func TestRecordedLegacyCredentialIsRenamed(t *testing.T) {
 		t.Errorf("credentials after revoke (-want +got):\n%s", diff)
 	}
 }
+
+// A credential is recorded before it is put: while the record cannot be
+// written, nothing is put, so a pass that stops between the put and the
+// record (the host stops, the record's write is refused) cannot leave a
+// credential that nothing removes once the Profile lets it go.
+func TestCredentialIsRecordedBeforeItIsPut(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	name := "az-ahead-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	lift := testhost.RefuseConfigMaps(t, env.Client, name)
+	hostile(t, m)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
+	t.Logf("while the record cannot be written: %s", cond.Message)
+	time.Sleep(time.Second) // retries meanwhile
+	if got := m.held(); len(got) != 0 {
+		t.Errorf("credentials put while no record could say so: %v", slices.Sorted(maps.Keys(got)))
+	}
+
+	lift()
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	credName := azureidentity.CredentialName(name, "default-editor")
+	if diff := cmp.Diff(map[string]azureidentity.Credential{credName: ours(name, "default-editor")}, m.held()); diff != "" {
+		t.Errorf("credentials once the record can be written (-want +got):\n%s", diff)
+	}
+	stopListing(t, name)
+	if got := m.held(); len(got) != 0 {
+		t.Errorf("credentials after the Profile let the plugin go: %v", slices.Sorted(maps.Keys(got)))
+	}
+}

@@ -115,7 +115,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	stale, err := p.deleteAll(ctx, req, keep)
 	res.Merge(stale)
 	errs = append(errs, err)
-	recorded, err := req.Outside.Recorded(ctx)
+	// The credentials the record proves we made; one recorded ahead of its
+	// put proves nothing (see deleteAll).
+	made, err := req.Outside.Made(ctx)
 	if err != nil {
 		return res, errors.Join(append(errs, err)...)
 	}
@@ -126,8 +128,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			Name       string
 			Credential Credential
 		}{c.id, c.name, c.cred}
-		_, err := req.Outside.Ensure(ctx, System, c.key, desired, func(ctx context.Context) error {
-			action, err := p.put(ctx, c, slices.Contains(recorded, c.key))
+		// Recorded ahead: a credential put and never recorded would let the
+		// service account act as the identity after the Profile let it go.
+		_, err := req.Outside.EnsureAhead(ctx, System, c.key, desired, func(ctx context.Context) error {
+			action, err := p.put(ctx, c, slices.Contains(made, c.key))
 			change.Action = action
 			return err
 		})
@@ -179,13 +183,23 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		AnnotationClientID, AnnotationTenantID)
 }
 
-// deleteAll deletes each credential recorded as made, except those in keep,
-// and forgets it. One that someone replaced with a credential of another
-// subject is left as it is, and forgotten.
+// deleteAll deletes each credential recorded, except those in keep, and
+// forgets it. One that someone replaced with a credential of another
+// subject is left as it is, and forgotten. One recorded ahead of its put
+// and never recorded as made may be someone else's of the same name: it
+// is deleted only when it is exactly what the plugin puts.
 func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []string) (plugins.Result, error) {
 	var res plugins.Result
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return res, err
+	}
+	made, err := req.Outside.Made(ctx)
+	if err != nil {
+		return res, err
+	}
 	ns := plugins.Namespace(req.Profile)
-	err := req.Outside.Sweep(ctx, func(k string) (string, bool) {
+	err = req.Outside.Sweep(ctx, func(k string) (string, bool) {
 		_, _, ok := parseKey(k)
 		return k, ok && !slices.Contains(keep, k)
 	}, func(ctx context.Context, k string, _ []string) error {
@@ -199,7 +213,8 @@ func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []strin
 			case !found:
 				action = ""
 				return nil
-			case !ownedBy(name, live, ns):
+			case !ownedBy(name, live, ns),
+				!slices.Contains(made, k) && !live.equal(Credential{Issuer: cfg.Issuer, Subject: live.Subject, Audiences: []string{cfg.Audience}}):
 				action = plugins.Skipped
 				return nil
 			}

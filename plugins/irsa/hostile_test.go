@@ -3,7 +3,6 @@ package irsa_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -12,12 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -378,7 +375,7 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	// No ConfigMap can be written in the namespace: the record cannot be.
-	refuse := refuseConfigMaps(t, name)
+	refuse := testhost.RefuseConfigMaps(t, env.Client, name)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"}`))}})
 	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
@@ -403,57 +400,4 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 	}
 	stopListing(t, name) // while this host runs, so that no later test's meets the Profile
 	ctrl.Finish()
-}
-
-// refuseConfigMaps makes the API server refuse every write of a ConfigMap
-// in namespace, through a validating admission policy, and returns what
-// lifts it. It returns once a write is refused.
-func refuseConfigMaps(t *testing.T, namespace string) (lift func()) {
-	t.Helper()
-	ctx := context.Background()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-configmaps-" + namespace},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.metadata.namespace != '" + namespace + "'",
-				Message:    "ConfigMaps are refused in this namespace (test)",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lift = func() {
-		for _, o := range []client.Object{binding, policy} {
-			if err := env.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(lift)
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: namespace}}
-	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		err := env.Client.Create(ctx, probe.DeepCopy())
-		if err == nil {
-			_ = env.Client.Delete(ctx, probe)
-		}
-		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("a ConfigMap write was answered %v", err)
-	})
-	return lift
 }

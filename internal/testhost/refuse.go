@@ -1,0 +1,68 @@
+package testhost
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RefuseConfigMaps makes the API server refuse every write of a ConfigMap
+// in namespace, through a validating admission policy, and returns what
+// lifts it. It returns once a write is refused.
+func RefuseConfigMaps(t *testing.T, c client.Client, namespace string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-configmaps-" + namespace},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.metadata.namespace != '" + namespace + "'",
+				Message:    "ConfigMaps are refused in this namespace (test)",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lift = func() {
+		for _, o := range []client.Object{binding, policy} {
+			if err := c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(lift)
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: namespace}}
+	Eventually(t, 20*time.Second, func() (bool, string) {
+		err := c.Create(ctx, probe.DeepCopy())
+		if err == nil {
+			_ = c.Delete(ctx, probe)
+		}
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("a ConfigMap write was answered %v", err)
+	})
+	return lift
+}
