@@ -274,7 +274,7 @@ func (o *Outside) ensure(ctx context.Context, system, key string, desired any, f
 		return false, nil
 	}
 	if ahead {
-		if err := o.intend(ctx, key); err != nil {
+		if err := o.Intend(ctx, key); err != nil {
 			return false, err
 		}
 	}
@@ -288,9 +288,15 @@ func (o *Outside) ensure(ctx context.Context, system, key string, desired any, f
 	return true, nil
 }
 
-// intend writes key to the record, as not made, when the record does not
-// hold it.
-func (o *Outside) intend(ctx context.Context, key string) error {
+// Intend writes key to the record now, as not made, when the record does
+// not hold it: EnsureAhead's first step, for a plugin that must decide
+// within its call when the piece is about to be made (after a read that
+// shows it is not there, say). Its error must stop the call. A key
+// intended and never made is in Recorded, not in Made.
+func (o *Outside) Intend(ctx context.Context, key string) error {
+	if o.offline {
+		return nil
+	}
 	o.mu.Lock()
 	_, held := o.entries[key]
 	if !held {
@@ -301,8 +307,19 @@ func (o *Outside) intend(ctx context.Context, key string) error {
 	if held {
 		return nil
 	}
-	return o.Flush(ctx)
+	if err := o.Flush(ctx); err != nil {
+		return &recordError{err: err}
+	}
+	return nil
 }
+
+// recordError is a write of the outside-state record that failed within an
+// outside call (Intend): the API server's failure, not the outside
+// system's, so it is not reported as an OutsideError.
+type recordError struct{ err error }
+
+func (e *recordError) Error() string { return e.err.Error() }
+func (e *recordError) Unwrap() error { return e.err }
 
 // Call runs fn as one outside call, with the timeout and the metric, without
 // consulting the record: for reads and for Revoke.
@@ -582,7 +599,8 @@ func (o *Outside) call(ctx context.Context, system string, fn func(context.Conte
 	if err == nil {
 		return nil
 	}
-	if IsTerminal(err) {
+	var record *recordError
+	if IsTerminal(err) || errors.As(err, &record) {
 		return err
 	}
 	if result == "timeout" {

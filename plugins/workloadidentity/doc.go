@@ -47,9 +47,16 @@
 // binding left empty; a member recorded as foreign is never removed, and a
 // conditional binding is never changed. When a foreign member no longer holds
 // the role (its owner revoked it), the next verification forgets it and the
-// plugin grants it as its own. A record lost between a grant and the
-// record's write makes the member look foreign: it is then left in place on
-// Revoke rather than risk removing someone else's grant.
+// plugin grants it as its own. A grant is recorded after the policy read
+// shows the member is not there and before the policy is written, and the
+// policy is not written while the record cannot be: a grant made by a pass
+// that stops before the end (the host stops, the record's final write
+// fails) is still the plugin's to revoke, not a member that looks foreign.
+// The one case left to judgment: a grant recorded and not made (the
+// policy write failed), when someone grants the same member before the
+// next pass; the plugin then takes that member as its own and revokes it
+// with the Profile, rather than leave a tenant's service account holding
+// an account that nothing records.
 //
 // Versions before these keys recorded gsa/<gsa> and removed every member of
 // the Profile on Revoke; such a record is honoured once (the Profile's

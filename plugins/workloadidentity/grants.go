@@ -77,14 +77,24 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, memb
 		}
 		present := false
 		called, err := req.Outside.Ensure(ctx, System, gk, want, func(ctx context.Context) error {
+			var intendErr error
 			changed, err := p.update(ctx, gsa, func(pol *iam.Policy) bool {
 				present = HasMembers(pol, RoleWorkloadIdentityUser, []string{m})
+				if present {
+					return false
+				}
+				// Recorded before it is granted, once the policy shows it
+				// is not someone else's: a grant made by a pass that stops
+				// before the end is then still ours to revoke.
+				if intendErr = req.Outside.Intend(ctx, gk); intendErr != nil {
+					return false
+				}
 				return Grant(pol, RoleWorkloadIdentityUser, []string{m})
 			})
 			if changed {
 				change.Action = plugins.Configured
 			}
-			return err
+			return errors.Join(intendErr, err)
 		})
 		if err != nil || !called || !present || legacy || slices.Contains(recorded, gk) {
 			errs = append(errs, err)

@@ -218,3 +218,47 @@ func TestTenantEditedRecordRevokesNothing(t *testing.T) {
 		t.Errorf("bindings after revoke with a record the tenant edited (-want +got):\n%s", diff)
 	}
 }
+
+// A grant is recorded before it is made, once the policy shows the member
+// is not someone else's: while the record cannot be written, the policy is
+// not. Otherwise a grant made by a pass that could not record it reads, on
+// the next pass, as someone else's grant, and the Profile's service
+// account keeps the account after the Profile lets it go.
+func TestGrantIsRecordedBeforeItIsMade(t *testing.T) {
+	acct := &account{policy: &iam.Policy{Etag: "e"}}
+	name := "wi-ahead-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	lift := testhost.RefuseConfigMaps(t, env.Client, name)
+	hostile(t, acct)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
+	t.Logf("while the record cannot be written: %s", cond.Message)
+	time.Sleep(time.Second) // retries meanwhile
+	acct.mu.Lock()
+	writes := acct.writes
+	acct.mu.Unlock()
+	if writes != 0 || len(acct.bindings()) != 0 {
+		t.Errorf("the policy was written %d times while no record could say so: %s", writes, membersOf(acct.bindings()))
+	}
+
+	lift()
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	want := []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member}}}
+	if diff := cmp.Diff(want, acct.bindings()); diff != "" {
+		t.Errorf("bindings once the record can be written (-want +got):\n%s", diff)
+	}
+	stopListing(t, name)
+	if got := acct.bindings(); slices.ContainsFunc(got, func(b *iam.Binding) bool { return slices.Contains(b.Members, member) }) {
+		t.Errorf("the Profile's service account still holds the role after the Profile let the plugin go: %s", membersOf(got))
+	}
+}
+
+// membersOf lists each binding's role and members.
+func membersOf(bs []*iam.Binding) string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Role+" "+strings.Join(b.Members, ","))
+	}
+	return strings.Join(out, "; ")
+}
