@@ -120,7 +120,7 @@
 // alone; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
-// [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords], and
+// [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and
 // [DefaultOutsideTimeout]; [WithClock];
 // [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -379,10 +378,16 @@ func TestHandEditUnseenByTheCacheSurvivesARemoval(t *testing.T) {
 	if err := def.Runner(done, plugins.Runtime{Reader: env.Client}); err != nil { // keeps the API reader
 		t.Fatal(err)
 	}
+	// A Profile the API server holds: the namespace's owner reference must
+	// name it, or the garbage collector takes the namespace.
 	p := &kubeflowv1.Profile{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "alice@example.org"}},
 	}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
 	cfg, err := def.Decode([]byte(`{"mesh": "`+core.MeshNone+`", "namespaceLabelsPath": "`+labelsFile+`"}`), p)
 	if err != nil {
 		t.Fatal(err)
@@ -395,9 +400,6 @@ func TestHandEditUnseenByTheCacheSurvivesARemoval(t *testing.T) {
 		}
 	}
 	pass(env.Client)
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
 	if l := namespaceLabels(t, name); l["keep"] != "1" || l["drop"] != "2" {
 		t.Fatalf("labels after the first pass: %v", l)
 	}
