@@ -154,6 +154,19 @@ func (p *perProfile) hideClaims() {
 	p.lag = &claimLag{hide: true}
 }
 
+// holdVolumes makes every later pass read the PersistentVolumes as they
+// are now: a cache that does not show what changes from here on.
+func (p *perProfile) holdVolumes(t *testing.T) {
+	t.Helper()
+	var held corev1.PersistentVolumeList
+	if err := env.Client.List(context.Background(), &held); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lag = &claimLag{volumes: &held}
+}
+
 // seeClaims makes later passes read the claims as they are.
 func (p *perProfile) seeClaims() {
 	p.mu.Lock()
@@ -162,22 +175,36 @@ func (p *perProfile) seeClaims() {
 }
 
 // claimLag is the claims each namespace's last pass read, or none when
-// hide is set.
+// hide is set; or, when volumes is set, the PersistentVolumes every pass
+// reads.
 type claimLag struct {
-	mu   sync.Mutex
-	last map[string]corev1.PersistentVolumeClaimList
-	hide bool
+	mu      sync.Mutex
+	last    map[string]corev1.PersistentVolumeClaimList
+	hide    bool
+	volumes *corev1.PersistentVolumeList
 }
 
-// lagging is a client whose lists of claims are one pass behind, or empty.
+// lagging is a client whose lists of claims are one pass behind, or empty,
+// or whose lists of PersistentVolumes answer a held copy.
 type lagging struct {
 	plugins.Cluster
 	lag *claimLag
 }
 
 func (l lagging) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if pvs, ok := list.(*corev1.PersistentVolumeList); ok && l.lag.volumes != nil {
+		var o client.ListOptions
+		o.ApplyOptions(opts)
+		pvs.Items = nil
+		for _, pv := range l.lag.volumes.Items {
+			if o.LabelSelector == nil || o.LabelSelector.Matches(labels.Set(pv.Labels)) {
+				pvs.Items = append(pvs.Items, *pv.DeepCopy())
+			}
+		}
+		return nil
+	}
 	pvcs, ok := list.(*corev1.PersistentVolumeClaimList)
-	if !ok {
+	if !ok || l.lag.last == nil && !l.lag.hide {
 		return l.Cluster.List(ctx, list, opts...)
 	}
 	if err := l.Cluster.List(ctx, pvcs, opts...); err != nil {

@@ -503,3 +503,49 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 		t.Errorf("the tenant's claims after the restart (-want +got):\n%s", cmp.Diff(want, got))
 	}
 }
+
+// TestVolumeTakenOverUnseenByTheCacheIsNotDeleted: a withdrawn volume's
+// PersistentVolume that someone took over (relabelled, to keep it) a moment
+// before the pass, as the pass's cache does not show yet, is left: the
+// delete carries the version the pass decided on, and a volume changed
+// since is deleted only if it is still ours.
+func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
+	ctx := context.Background()
+	a := unique("team-a")
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	h := start(t, hostConfig("storage", map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
+
+	h.applies.holdVolumes(t)
+	taken, err := pv(t, a+"-census-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken.Labels[plugins.LabelManagedBy] = "someone-else"
+	if err := env.Client.Update(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		_, has := claims(t, a)["census-1"]
+		return !has, "the withdrawn claim census-1 is still there"
+	})
+	time.Sleep(time.Second) // passes retried meanwhile
+	now, err := pv(t, taken.Name)
+	switch {
+	case err != nil:
+		t.Errorf("the volume someone took over is gone: %v; want it left", err)
+	case now.UID != taken.UID || now.DeletionTimestamp != nil:
+		t.Errorf("the volume someone took over: uid %s (was %s), deletion %v; want it left", now.UID, taken.UID, now.DeletionTimestamp)
+	default:
+		// Let it go, so that no later test meets it.
+		if err := env.Client.Delete(ctx, now); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	if v, err := pv(t, a+"-census-2"); err != nil || v.DeletionTimestamp != nil {
+		t.Errorf("the granted volume census-2: %v; want it kept", err)
+	}
+}

@@ -123,7 +123,7 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 	for _, pr := range act {
 		if pr.claim != nil {
 			if pr.claim.DeletionTimestamp == nil {
-				if err := deleteOwned(ctx, req.Client, pr.claim); err != nil {
+				if err := deleteOwned(ctx, req.Client, p.reader(req), pr.claim); err != nil {
 					errs = append(errs, err)
 					continue
 				}
@@ -142,7 +142,7 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 			// A removed volume's PV waits for its claim to be gone.
 			continue
 		}
-		if err := deleteOwned(ctx, req.Client, pv); err != nil {
+		if err := deleteOwned(ctx, req.Client, p.reader(req), pv); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -237,20 +237,44 @@ func (p Plugin) mounting(ctx context.Context, req plugins.Request) (map[string][
 	return out, nil
 }
 
-// deleteOwned deletes obj if it carries our labels, with its UID as a
-// precondition; gone already is fine.
-func deleteOwned(ctx context.Context, c client.Writer, obj client.Object) error {
-	l := obj.GetLabels()
-	if l[plugins.LabelManagedBy] != plugins.ManagedByValue || l[plugins.LabelPlugin] != Kind {
-		return nil
-	}
+// deleteOwned deletes obj, as read, while it is still that object and
+// carries our labels: the delete carries its uid and resourceVersion. When
+// it changed since (a cache behind, a status update), it is read again
+// through r and deleted at its new version only if it still carries our
+// labels; one that someone took over (relabelled) or made again meanwhile
+// is left. Gone already is fine.
+func deleteOwned(ctx context.Context, c client.Writer, r client.Reader, obj client.Object) error {
 	uid := obj.GetUID()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	for range 3 {
+		l := obj.GetLabels()
+		if l[plugins.LabelManagedBy] != plugins.ManagedByValue || l[plugins.LabelPlugin] != Kind ||
+			obj.GetUID() != uid || obj.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		pre := client.Preconditions{UID: &uid}
+		if version := obj.GetResourceVersion(); version != "" {
+			pre.ResourceVersion = &version
+		}
+		err := c.Delete(ctx, obj, pre)
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			log.FromContext(ctx).V(1).Info("deleted", "object", client.ObjectKeyFromObject(obj))
+			return nil
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+		}
+		now, ok := obj.DeepCopyObject().(client.Object)
+		if !ok {
+			return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+		}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(obj), now); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read %T %s again: %w", obj, obj.GetName(), err)
+		}
+		obj = now
 	}
-	log.FromContext(ctx).V(1).Info("deleted", "object", client.ObjectKeyFromObject(obj))
-	return nil
+	return fmt.Errorf("%T %s kept changing while it was being deleted; will try again", obj, obj.GetName())
 }
 
 // Revoke removes every volume of the Profile under the same rules as
