@@ -86,12 +86,12 @@ func (pl Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result
 		owned = appliedLabels(live.GetManagedFields(), plugins.FieldManagerFor(Kind))
 	}
 	labels, remove := NamespaceLabels(DefaultLabels(cfg, file), liveLabels, owned)
-	if live != nil && (addsLabels(labels, liveLabels) || len(remove) > 0) {
+	if live != nil && (addsLabels(labels, liveLabels) || len(remove) > 0 || live.GetAnnotations()[AnnotationOwner] != p.Spec.Owner.Name) {
 		// A value already there is never changed, and the apply would
 		// take over one that someone set since the cache last saw the
 		// namespace, or set back one of ours that someone changed since
-		// (an apply carries the values of the keys it keeps): look at the
-		// namespace as it is now.
+		// (an apply carries the values of the keys it keeps): before any
+		// change of the namespace, look at it as it is now.
 		if now, err := pl.reread(ctx, plugins.Namespace(p)); err != nil {
 			return plugins.Result{}, err
 		} else if now != nil {

@@ -362,71 +362,107 @@ func TestHandLabelUnseenByTheCache(t *testing.T) {
 	}
 }
 
-// TestHandEditUnseenByTheCacheSurvivesARemoval: a labels file change that
-// only removes a key sends the namespace's apply, which carries the values
-// of the keys the plugin keeps. A value that someone changed by hand, which
-// the cache does not show yet, must not be set back to the plugin's: the
-// plugin looks at the namespace as it is before any change of its labels.
-func TestHandEditUnseenByTheCacheSurvivesARemoval(t *testing.T) {
-	ctx := t.Context()
-	name := "edit-" + rand.String(5)
-	labelsFile := filepath.Join(t.TempDir(), "namespace-labels.yaml")
-	writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"2\"\n")
-	def := core.Definition()
-	done, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := def.Runner(done, plugins.Runtime{Reader: env.Client}); err != nil { // keeps the API reader
-		t.Fatal(err)
+// TestHandEditUnseenByTheCacheSurvivesANamespaceChange: a change of the
+// namespace that keeps its labels (a labels file that only removes a key, a
+// new owner) sends the namespace's apply, which carries the values of the
+// keys the plugin keeps. A value that someone changed by hand, which the
+// cache does not show yet, must not be set back to the plugin's: the
+// plugin looks at the namespace as it is before any such change.
+func TestHandEditUnseenByTheCacheSurvivesANamespaceChange(t *testing.T) {
+	cases := []struct {
+		reason string
+		change func(t *testing.T, p *kubeflowv1.Profile, labelsFile string)
+		check  func(t *testing.T, labels, annotations map[string]string)
+	}{
+		{
+			reason: "the labels file only removes a key",
+			change: func(t *testing.T, _ *kubeflowv1.Profile, labelsFile string) {
+				writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"\"\n")
+			},
+			check: func(t *testing.T, l, _ map[string]string) {
+				if _, has := l["drop"]; has {
+					t.Errorf("label drop is still there: %v", l)
+				}
+			},
+		},
+		{
+			reason: "the Profile gets a new owner",
+			change: func(t *testing.T, p *kubeflowv1.Profile, _ string) {
+				p.Spec.Owner.Name = "bob@example.org"
+				if err := env.Client.Update(t.Context(), p); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, _, a map[string]string) {
+				if got := a[core.AnnotationOwner]; got != "bob@example.org" {
+					t.Errorf("owner annotation = %q, want the new owner", got)
+				}
+			},
+		},
 	}
-	// A Profile the API server holds: the namespace's owner reference must
-	// name it, or the garbage collector takes the namespace.
-	p := &kubeflowv1.Profile{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "alice@example.org"}},
-	}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
-	cfg, err := def.Decode([]byte(`{"mesh": "`+core.MeshNone+`", "namespaceLabelsPath": "`+labelsFile+`"}`), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := func(c plugins.Cluster) {
-		t.Helper()
-		objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
-		if res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects}); err != nil {
-			t.Fatalf("Apply = %s, %v", res.Summary(), err)
-		}
-	}
-	pass(env.Client)
-	if l := namespaceLabels(t, name); l["keep"] != "1" || l["drop"] != "2" {
-		t.Fatalf("labels after the first pass: %v", l)
-	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			ctx := t.Context()
+			name := "edit-" + rand.String(5)
+			labelsFile := filepath.Join(t.TempDir(), "namespace-labels.yaml")
+			writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"2\"\n")
+			def := core.Definition()
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := def.Runner(done, plugins.Runtime{Reader: env.Client}); err != nil { // keeps the API reader
+				t.Fatal(err)
+			}
+			// A Profile the API server holds: the namespace's owner reference
+			// must name it, or the garbage collector takes the namespace.
+			p := &kubeflowv1.Profile{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "alice@example.org"}},
+			}
+			if err := env.Client.Create(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+			pass := func(c plugins.Cluster) {
+				t.Helper()
+				cfg, err := def.Decode([]byte(`{"mesh": "`+core.MeshNone+`", "namespaceLabelsPath": "`+labelsFile+`"}`), p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
+				if res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects}); err != nil {
+					t.Fatalf("Apply = %s, %v", res.Summary(), err)
+				}
+			}
+			pass(env.Client)
+			if l := namespaceLabels(t, name); l["keep"] != "1" || l["drop"] != "2" {
+				t.Fatalf("labels after the first pass: %v", l)
+			}
 
-	// The cache keeps the namespace as it is now; someone then changes the
-	// value of a label the plugin applied.
-	before := plugins.NewMetadata(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, before); err != nil {
-		t.Fatal(err)
-	}
-	var ns corev1.Namespace
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
-		t.Fatal(err)
-	}
-	ns.Labels["keep"] = "by-hand"
-	if err := env.Client.Update(ctx, &ns, client.FieldOwner("kubectl-label")); err != nil {
-		t.Fatal(err)
-	}
+			// The cache keeps the namespace as it is now; someone then
+			// changes the value of a label the plugin applied.
+			before := plugins.NewMetadata(corev1.SchemeGroupVersion.WithKind("Namespace"))
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, before); err != nil {
+				t.Fatal(err)
+			}
+			var ns corev1.Namespace
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+				t.Fatal(err)
+			}
+			ns.Labels["keep"] = "by-hand"
+			if err := env.Client.Update(ctx, &ns, client.FieldOwner("kubectl-label")); err != nil {
+				t.Fatal(err)
+			}
 
-	writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"\"\n")
-	pass(behindClient{Client: env.Client, held: before})
-	l := namespaceLabels(t, name)
-	if _, has := l["drop"]; has {
-		t.Errorf("label drop is still there: %v", l)
-	}
-	if l["keep"] != "by-hand" {
-		t.Errorf("label keep = %q, want the hand-set %q kept", l["keep"], "by-hand")
+			c.change(t, p, labelsFile)
+			pass(behindClient{Client: env.Client, held: before})
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+				t.Fatal(err)
+			}
+			if ns.Labels["keep"] != "by-hand" {
+				t.Errorf("label keep = %q, want the hand-set %q kept", ns.Labels["keep"], "by-hand")
+			}
+			c.check(t, ns.Labels, ns.Annotations)
+		})
 	}
 }
 
