@@ -206,13 +206,23 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 		t.Run(tt.reason, func(t *testing.T) {
 			ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 			iam := iammock.NewMockIAM(ctrl)
+			// Once healed, IAM answers from store: a pass of the Profile
+			// still in line when it heals may then trust the role before
+			// the Profile lets it go.
 			var healed atomic.Bool
+			store := &roles{docs: map[string]string{role: startPolicy}}
 			iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(func(ctx context.Context, name string) (string, error) {
 				if healed.Load() {
-					return startPolicy, nil
+					return store.get(ctx, name)
 				}
 				return tt.policy(ctx, name)
 			}).MinTimes(1)
+			iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(func(ctx context.Context, name, doc string) error {
+				if !healed.Load() {
+					t.Errorf("the trust policy was written before IAM healed: %s", doc)
+				}
+				return store.set(ctx, name, doc)
+			}).AnyTimes()
 			var opts []reconcilers.Option
 			if tt.defaults != "" {
 				opts = append(opts, reconcilers.WithDefaults([]byte(tt.defaults)))
@@ -230,6 +240,9 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 			// Profile go reads its policy: IAM answers again by then.
 			healed.Store(true)
 			stopListing(t, name)
+			if got := store.doc(role); canonical(t, got) != canonical(t, startPolicy) {
+				t.Errorf("trust policy after the Profile let the role go: %s", got)
+			}
 			ctrl.Finish()
 		})
 	}
