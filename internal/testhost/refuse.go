@@ -3,6 +3,7 @@ package testhost
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // RefuseConfigMaps makes the API server refuse every write of a ConfigMap
@@ -65,4 +68,15 @@ func RefuseConfigMaps(t *testing.T, c client.Client, namespace string) (lift fun
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("a ConfigMap write was answered %v", err)
 	})
 	return lift
+}
+
+// WaitRecordRefused waits until the Profile's condType is False because
+// RefuseConfigMaps refused its plugin's outside-state record, and logs it.
+func WaitRecordRefused(t *testing.T, c client.Client, profile, condType string) {
+	t.Helper()
+	cond := WaitCondition(t, c, profile, condType, plugins.ConditionFalse, "outside-state record")
+	if !strings.Contains(cond.Message, "refuse-configmaps-"+profile) {
+		t.Errorf("condition %q does not name the refusing policy", cond.Message)
+	}
+	t.Logf("while the record cannot be written: %s", cond.Message)
 }

@@ -270,8 +270,7 @@ func TestCredentialIsRecordedBeforeItIsPut(t *testing.T) {
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	lift := testhost.RefuseConfigMaps(t, env.Client, name)
 	hostile(t, m)
-	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
-	t.Logf("while the record cannot be written: %s", cond.Message)
+	testhost.WaitRecordRefused(t, env.Client, name, condType)
 	time.Sleep(time.Second) // retries meanwhile
 	if got := m.held(); len(got) != 0 {
 		t.Errorf("credentials put while no record could say so: %v", slices.Sorted(maps.Keys(got)))

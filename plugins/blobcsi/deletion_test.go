@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -110,18 +111,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 // does not replace a volume that pods mount through that claim: the
 // volume's own binding names the claim.
 func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
-	a := unique("team-a")
-	doc := grantsDoc{
-		Classifications: []string{"unclassified"},
-		Teams:           map[string][]string{"census": {a}},
-		Buckets: map[string]map[string]any{
-			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
-		},
-	}
-	putGrants(t, "storage", doc)
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
-	h.profile(t, a, blobPlugin())
-	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
+	h, a, doc := censusReader(t)
 	before, err := pv(t, a+"-census-shared")
 	if err != nil {
 		t.Fatal(err)
@@ -129,8 +119,7 @@ func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 	pod := mountingPod(t, a, "notebook-0", "census-shared")
 
 	h.applies.hideClaims()
-	doc.Buckets["census-shared"]["writers"] = []string{"census"}
-	putGrants(t, "storage", doc)
+	becomeWriter(t, doc)
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
 	t.Logf("while mounted, the claim unseen: %s", cond.Message)
 	keep := func() {
@@ -150,18 +139,29 @@ func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 	// The cache catches up and the user stops the notebook: the pair is
 	// replaced, claim first.
 	h.applies.seeClaims()
-	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
-	}
-	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
-		c, ok := claims(t, a)["census-shared"]
-		return ok && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
-			fmt.Sprintf("claim present %v modes %v", ok, c.Spec.AccessModes)
-	})
-	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	replacedOnceStopped(t, a, pod, "")
 }
 
 func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
+	_, a, doc := censusReader(t)
+	old := claims(t, a)["census-shared"]
+	pod := mountingPod(t, a, "notebook-0", "census-shared")
+
+	// The reader becomes a writer: the access mode of a claim cannot change.
+	becomeWriter(t, doc)
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	t.Logf("while mounted: %s", cond.Message)
+	if c := claims(t, a)["census-shared"]; c.UID != old.UID || c.DeletionTimestamp != nil {
+		t.Errorf("the mounted claim was touched: uid %s (was %s), deletion %v", c.UID, old.UID, c.DeletionTimestamp)
+	}
+
+	replacedOnceStopped(t, a, pod, old.UID)
+}
+
+// censusReader serves a new Profile whose team reads the bucket
+// census-shared, and waits for its claims; it returns the grants document.
+func censusReader(t *testing.T) (*harness, string, grantsDoc) {
+	t.Helper()
 	a := unique("team-a")
 	doc := grantsDoc{
 		Classifications: []string{"unclassified"},
@@ -174,24 +174,28 @@ func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
 	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
-	old := claims(t, a)["census-shared"]
-	pod := mountingPod(t, a, "notebook-0", "census-shared")
+	return h, a, doc
+}
 
-	// The reader becomes a writer: the access mode of a claim cannot change.
+// becomeWriter makes the census team a writer of census-shared: the access
+// mode of its claim cannot change, so the pair must be replaced.
+func becomeWriter(t *testing.T, doc grantsDoc) {
+	t.Helper()
 	doc.Buckets["census-shared"]["writers"] = []string{"census"}
 	putGrants(t, "storage", doc)
-	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
-	t.Logf("while mounted: %s", cond.Message)
-	if c := claims(t, a)["census-shared"]; c.UID != old.UID || c.DeletionTimestamp != nil {
-		t.Errorf("the mounted claim was touched: uid %s (was %s), deletion %v", c.UID, old.UID, c.DeletionTimestamp)
-	}
+}
 
+// replacedOnceStopped stops the notebook pod and waits until census-shared's
+// claim is a writer's (another claim than old, when given) and the
+// condition is True.
+func replacedOnceStopped(t *testing.T, a string, pod *corev1.Pod, old types.UID) {
+	t.Helper()
 	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
 		c, ok := claims(t, a)["census-shared"]
-		return ok && c.UID != old.UID && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
+		return ok && (old == "" || c.UID != old) && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
 			fmt.Sprintf("claim present %v uid %s modes %v", ok, c.UID, c.Spec.AccessModes)
 	})
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")

@@ -181,6 +181,37 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	}
 }
 
+// TestOutageFromTheStartHoldsTheDeletionOfARoleRecordedAhead: IAM is down
+// from the Profile's first pass, so the role is recorded and never trusted.
+// The Profile deleted during the outage waits (the role may have been
+// written by a call whose answer was lost), and once IAM answers its
+// deletion reads the policy and writes nothing: there is no statement of
+// ours to remove.
+func TestOutageFromTheStartHoldsTheDeletionOfARoleRecordedAhead(t *testing.T) {
+	o := hostile(t, startPolicy, "")
+	o.down.Store(true)
+	name := "irsa-ahead-down-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "ServiceUnavailable")
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatalf("the Profile went during the outage: %v", err)
+	}
+	o.down.Store(false)
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
+		return apierrors.IsNotFound(err), "the Profile is still there"
+	})
+	if n := o.writes.Load(); n != 0 || o.roles.doc(role) != startPolicy {
+		t.Errorf("the trust policy was written %d times: %s", n, o.roles.doc(role))
+	}
+}
+
 // TestRoleAnnotatedOnlyOnceTrusted: a pod given a role that does not trust
 // it fails in confusing ways, so the annotation waits for the trust policy.
 func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
@@ -391,8 +422,7 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 	refuse := testhost.RefuseConfigMaps(t, env.Client, name)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"}`))}})
-	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
-	t.Logf("while the record cannot be written: %s", cond.Message)
+	testhost.WaitRecordRefused(t, env.Client, name, condType)
 	time.Sleep(time.Second) // retries meanwhile
 	sid := trustpolicy.StatementID(provider, name)
 	if strings.Contains(store.doc(role), sid) {

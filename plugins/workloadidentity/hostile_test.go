@@ -232,8 +232,7 @@ func TestGrantIsRecordedBeforeItIsMade(t *testing.T) {
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	lift := testhost.RefuseConfigMaps(t, env.Client, name)
 	hostile(t, acct)
-	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "outside-state record")
-	t.Logf("while the record cannot be written: %s", cond.Message)
+	testhost.WaitRecordRefused(t, env.Client, name, condType)
 	time.Sleep(time.Second) // retries meanwhile
 	acct.mu.Lock()
 	writes := acct.writes
