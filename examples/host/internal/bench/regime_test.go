@@ -21,9 +21,9 @@ func TestRegimeOf(t *testing.T) {
 			reason: "the ratios are the floors' rates over the convergence's, CPU is per object, status writes are per Profile, other requests per object",
 			res: &Result{
 				QPS: 200, Burst: 400, Profiles: 10, Objects: 100,
-				Convergence: Phase{Seconds: 4, ObjectsPerSecond: 25, CPU: CPU{APIServer: 0.4, HostAndBench: 0.2}},
+				Convergence: Phase{Seconds: 4, ObjectsPerSecond: 25, CPU: CPU{APIServer: 0.4, Etcd: 0.05, HostAndBench: 0.2}},
 				Floor:       Phase{Seconds: 2, ObjectsPerSecond: 50, CPU: CPU{APIServer: 0.2, HostAndBench: 0.05}},
-				ApplyFloor:  &Phase{Seconds: 3, ObjectsPerSecond: 100.0 / 3, CPU: CPU{APIServer: 0.3, HostAndBench: 0.1}},
+				ApplyFloor:  &Phase{Seconds: 3, ObjectsPerSecond: 100.0 / 3, CPU: CPU{APIServer: 0.3, Etcd: 0.1, HostAndBench: 0.1}},
 				Requests: Requests{
 					Client: []Count{
 						{Verb: "APPLY", Resource: "resourcequotas", N: 100},
@@ -42,8 +42,12 @@ func TestRegimeOf(t *testing.T) {
 				APIServerCPUPerObjectMs: CPUPerObject{Convergence: 4, Floor: 2, ApplyFloor: 3},
 				HostCPUPerObjectMs:      CPUPerObject{Convergence: 2, Floor: 0.5, ApplyFloor: 1},
 				HostCPUOverFloorClient:  4,
-				RequestsPerObject:       1.15, MutatingPerObject: 1.12,
+				// (4.0 + 0.5) ms of server per object over (3 + 1 + 1) ms
+				// of the apply floor's; with its client's 1 ms added.
+				ServerBoundOverApplyFloor: 0.9, PlainClientBoundOverApplyFloor: 1.1,
+				RequestsPerObject: 1.15, MutatingPerObject: 1.12,
 				RequestsPerObjectBesideStatus: 1.03,
+				LeastRequestsPerObject:        1.1,
 				StatusWritesPerProfile:        1.5,
 				Conflicts:                     2,
 			},
@@ -60,6 +64,28 @@ func TestRegimeOf(t *testing.T) {
 				Incomplete:              &Incomplete{ReadyProfiles: 5, ObjectsPresent: 50},
 				ConvergenceOverFloor:    4,
 				APIServerCPUPerObjectMs: CPUPerObject{Convergence: 2, Floor: 1},
+				LeastRequestsPerObject:  1.1,
+			},
+		},
+		{
+			reason: "the bounds count the convergence's server CPU over the objects present and the apply floor's over all of them",
+			res: &Result{
+				Profiles: 10, Objects: 100, Incomplete: &Incomplete{ReadyProfiles: 5, ObjectsPresent: 50},
+				Convergence: Phase{ObjectsPerSecond: 10, CPU: CPU{APIServer: 0.2, Etcd: 0.05, HostAndBench: 0.5}},
+				Floor:       Phase{ObjectsPerSecond: 40},
+				ApplyFloor:  &Phase{ObjectsPerSecond: 20, CPU: CPU{APIServer: 0.3, Etcd: 0.1, HostAndBench: 0.1}},
+			},
+			want: Regime{
+				Name: RegimeLimited, ControlPlane: "first", Objects: 100,
+				Incomplete:                &Incomplete{ReadyProfiles: 5, ObjectsPresent: 50},
+				ConvergenceOverFloor:      4,
+				ConvergenceOverApplyFloor: 2,
+				APIServerCPUPerObjectMs:   CPUPerObject{Convergence: 4, ApplyFloor: 3},
+				HostCPUPerObjectMs:        CPUPerObject{Convergence: 10, ApplyFloor: 1},
+				// 5 ms of server per object present over 5 ms per object
+				// of the apply floor's, then its client's 1 ms added.
+				ServerBoundOverApplyFloor: 1, PlainClientBoundOverApplyFloor: 1.2,
+				LeastRequestsPerObject: 1.1,
 			},
 		},
 	}
@@ -154,6 +180,10 @@ func TestMedianRound(t *testing.T) {
 		want   Round
 	}{
 		{"one round is its own median", []Round{round(60, 1.2, 2.1)}, round(60, 1.2, 2.1)},
+		{"the bounds take their medians too",
+			[]Round{{ServerBoundOverApplyFloor: 1.2, PlainClientBoundOverApplyFloor: 1.3}, {ServerBoundOverApplyFloor: 1.0, PlainClientBoundOverApplyFloor: 1.1},
+				{ServerBoundOverApplyFloor: 1.1, PlainClientBoundOverApplyFloor: 1.4}},
+			Round{ServerBoundOverApplyFloor: 1.1, PlainClientBoundOverApplyFloor: 1.3}},
 		{"each figure's median is taken on its own, whatever round it comes from",
 			[]Round{round(90, 0.9, 2.7), round(60, 1.5, 2.0), round(70, 1.2, 2.2)}, round(70, 1.2, 2.2)},
 		{"an even number of rounds gives the mean of the middle two",
@@ -172,12 +202,31 @@ func TestRoundOfTakesTheRegimesFigures(t *testing.T) {
 		Profiles: 10, Objects: 100,
 		Convergence: Phase{Seconds: 4, ObjectsPerSecond: 25, CPU: CPU{HostAndBench: 0.2}},
 		Floor:       Phase{Seconds: 2, ObjectsPerSecond: 50, CPU: CPU{HostAndBench: 0.05}},
-		ApplyFloor:  &Phase{Seconds: 3, ObjectsPerSecond: 100.0 / 3},
+		ApplyFloor:  &Phase{Seconds: 3, ObjectsPerSecond: 100.0 / 3, CPU: CPU{APIServer: 0.4, HostAndBench: 0.1}},
 		HostChange:  &HostChange{ObjectsPerSecond: 400},
 	}, "fresh")
 	want := Round{ConvergenceSeconds: 4, FloorSeconds: 2, ApplyFloorSeconds: 3,
-		ConvergenceOverFloor: 2, ConvergenceOverApplyFloor: 4.0 / 3, HostCPUOverFloorClient: 4, ChangeObjectsPerSecond: 400}
+		ConvergenceOverFloor: 2, ConvergenceOverApplyFloor: 4.0 / 3, HostCPUOverFloorClient: 4, ChangeObjectsPerSecond: 400,
+		ServerBoundOverApplyFloor: 0, PlainClientBoundOverApplyFloor: 0.2}
 	if diff := cmp.Diff(want, roundOf(g), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("roundOf (-want +got):\n%s", diff)
+	}
+}
+
+func TestBoundNote(t *testing.T) {
+	cases := []struct {
+		reason        string
+		server, plain float64
+		want          string
+	}{
+		{"no apply floor measured says nothing", 0, 0, ""},
+		{"a server bound above the target puts it out of any host's reach", 1.18, 1.3, "above 1.15x: out of any host's reach"},
+		{"a plain client's bound above it asks for a host cheaper than a plain client", 1.1, 1.2, "above 1.15x: needs a host cheaper than a plain client"},
+		{"both within it leave the target to the host", 1.0, 1.1, ""},
+	}
+	for _, c := range cases {
+		if got := boundNote(c.server, c.plain); got != c.want {
+			t.Errorf("%s: boundNote(%v, %v) = %q, want %q", c.reason, c.server, c.plain, got, c.want)
+		}
 	}
 }
