@@ -115,9 +115,9 @@
 // Experimental, and free to change in a minor release: [Definition]'s Reads
 // with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],
 // [NewMetadata], [NewMetadataList] and [FieldNames]; [Definition]'s Watches
-// ([Watch], [Scope]), Runner ([Runtime], [APIReader]) and Upstream with
+// ([Watch], [Scope]), Runner ([Runtime]) and Upstream with
 // [WithUpstreamObjects] and [Applier.Adopting], which serve the core plugin
-// alone; [Applier.Annotate] and Unannotate with [Foreign] and
+// alone; [Request]'s Live with [Request.LiveReader]; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and

@@ -108,6 +108,22 @@ type Request struct {
 	// holds every object of those kinds, not only ours. It is nil when the
 	// host keeps no such cache; plugins then read through Client.
 	Watched client.Reader
+	// Live reads from the API server, without a cache: for the few reads a
+	// pass must not take from a cache that may not yet show what changed a
+	// moment before (an object to be deleted or overwritten, a claim a
+	// volume is bound to). It is nil in hosts that have none, such as
+	// offline rendering; read through LiveReader, which falls back to
+	// Client.
+	Live client.Reader
+}
+
+// LiveReader returns the request's reader without a cache, or its Client
+// when the host gave none.
+func (r Request) LiveReader() client.Reader {
+	if r.Live != nil {
+		return r.Live
+	}
+	return r.Client
 }
 
 // ConfigOf returns the request's config as *C, or an error when the host

@@ -173,7 +173,9 @@ func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) er
 func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Request {
 	opts := applierOptions(a.def)
 	var outside []plugins.OutsideOption
+	var live client.Reader
 	if a.env != nil {
+		live = a.env.live
 		opts = append(opts, plugins.WithScheme(a.env.scheme), plugins.WithLiveReader(a.env.live),
 			plugins.WithMetadataOnly(a.def.MetadataOnly(a.env.whole...)...))
 		outside = append(outside, plugins.WithOutsideLiveReader(a.env.live), plugins.WithOutsideRecords(a.env.records))
@@ -187,6 +189,7 @@ func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Req
 		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns, opts...),
 		Outside:   plugins.NewOutside(r, a.def.Kind(), p, a.outside, outside...),
 		Retention: a.retention,
+		Live:      live,
 	}
 }
 

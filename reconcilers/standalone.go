@@ -308,6 +308,7 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites)
 			plugins.WithOutsideLiveReader(r.apiReader), plugins.WithOutsideRecords(r.records)),
 		Retention: r.retention,
 		Watched:   r.watched,
+		Live:      r.apiReader,
 	}
 }
 

@@ -34,7 +34,6 @@ func (p Plugin) run(ctx context.Context, rt plugins.Runtime) error {
 	p.st.mu.Lock()
 	p.st.sources = sources
 	p.st.mu.Unlock()
-	p.st.reader.Set(rt.Reader)
 	var wg sync.WaitGroup
 	for _, src := range sources {
 		wg.Go(func() {

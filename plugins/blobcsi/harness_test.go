@@ -125,6 +125,8 @@ type perProfile struct {
 	n  map[string]int
 	// lag, when set, gives each pass the claims the pass before it read.
 	lag *claimLag
+	// failClaims fails the passes' uncached reads of claims while set.
+	failClaims atomic.Bool
 }
 
 func (p *perProfile) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
@@ -135,7 +137,13 @@ func (p *perProfile) Apply(ctx context.Context, req plugins.Request) (plugins.Re
 	if lag != nil {
 		req.Client = lagging{Cluster: req.Client, lag: lag}
 	}
+	req.Live = claimReads{Reader: req.LiveReader(), fail: &p.failClaims}
 	return p.Plugin.Apply(ctx, req)
+}
+
+func (p *perProfile) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	req.Live = claimReads{Reader: req.LiveReader(), fail: &p.failClaims}
+	return p.Plugin.Revoke(ctx, req)
 }
 
 // lagClaims makes every later pass read its claims as the pass before it
@@ -240,8 +248,6 @@ type harness struct {
 	host    *testhost.Host
 	azure   *counter
 	applies *perProfile
-	// reads fails the host's uncached reads of claims while set.
-	reads *claimReads
 	// shard keeps each test's host to its own Profiles.
 	shard map[string]string
 }
@@ -265,29 +271,22 @@ func startShard(t *testing.T, shard map[string]string, cfg []byte, opts ...recon
 	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: az}))
 	pp := &perProfile{Plugin: def.Plugin, n: map[string]int{}}
 	def.Plugin = pp
-	reads := &claimReads{}
-	run := def.Runner
-	def.Runner = func(ctx context.Context, rt plugins.Runtime) error {
-		reads.Reader = rt.Reader
-		rt.Reader = reads
-		return run(ctx, rt)
-	}
 	h := testhost.Start(t, env, testhost.Plugin{Def: def, Options: append([]reconcilers.Option{
 		reconcilers.WithDefaults(cfg), reconcilers.WithShard(labels.SelectorFromSet(shard))}, opts...)})
-	return &harness{host: h, azure: az, applies: pp, reads: reads, shard: shard}
+	return &harness{host: h, azure: az, applies: pp, shard: shard}
 }
 
-// claimReads is the host's reader without a cache, whose reads of claims
-// a test can make fail: the API server out of reach for the reads that
+// claimReads is a pass's reader without a cache, whose reads of claims
+// fail while fail is set: the API server out of reach for the reads that
 // confirm a deletion.
 type claimReads struct {
 	client.Reader
-	fail atomic.Bool
+	fail *atomic.Bool
 }
 
 var errClaimRead = errors.New("the API server did not answer (injected)")
 
-func (r *claimReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (r claimReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, ok := obj.(*corev1.PersistentVolumeClaim); ok && r.fail.Load() {
 		return errClaimRead
 	}

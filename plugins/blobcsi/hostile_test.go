@@ -341,7 +341,7 @@ func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
 	both := sharedVolumes(a, "census-1", "census-2")
 	waitVolumes(t, a, both, 30*time.Second)
 
-	h.reads.fail.Store(true)
+	h.applies.failClaims.Store(true)
 	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
 	keptFor(t, 2*time.Second, a, both) // passes are retried meanwhile
@@ -349,7 +349,7 @@ func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
 		t.Errorf("the deletion record counts %d deletions while nothing was deleted, want 0", got)
 	}
 
-	h.reads.fail.Store(false)
+	h.applies.failClaims.Store(false)
 	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
 	if got := len(deletesRecorded(t, cfg)); got != 1 {
 		t.Errorf("the deletion record counts %d deletions, want 1", got)

@@ -60,8 +60,6 @@ type state struct {
 
 	mu      sync.Mutex
 	sources map[string]opa.Source
-	// reader reads from the API server once the Runner ran.
-	reader plugins.APIReader
 }
 
 // Option configures the plugin.
@@ -115,7 +113,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	errs := []error{gerr}
 
 	// Containers first: a volume is written only once its container exists.
-	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
+	azure := containers{reader: req.LiveReader(), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
 	ready := vols[:0:0]
 	failed := map[string]bool{}
 	for _, v := range vols {
@@ -221,10 +219,6 @@ func legacyContainerKey(instance string) string { return "container/" + instance
 // proofFor is the proof of the Profile a request is for.
 func proofFor(req plugins.Request) proof {
 	return proof{Profile: req.Profile.Name, UID: string(req.Profile.UID)}
-}
-
-func (p Plugin) reader(req plugins.Request) client.Reader {
-	return p.st.reader.Or(req.Client)
 }
 
 // liveState is the plugin's PersistentVolumes and claims for a Profile.

@@ -123,7 +123,7 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 	for _, pr := range act {
 		if pr.claim != nil {
 			if pr.claim.DeletionTimestamp == nil {
-				if err := deleteOwned(ctx, req.Client, p.reader(req), pr.claim); err != nil {
+				if err := deleteOwned(ctx, req.Client, req.LiveReader(), pr.claim); err != nil {
 					errs = append(errs, err)
 					continue
 				}
@@ -142,7 +142,7 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 			// A removed volume's PV waits for its claim to be gone.
 			continue
 		}
-		if err := deleteOwned(ctx, req.Client, p.reader(req), pv); err != nil {
+		if err := deleteOwned(ctx, req.Client, req.LiveReader(), pv); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -184,7 +184,7 @@ func (p Plugin) confirmClaims(ctx context.Context, req plugins.Request, live liv
 	for _, pr := range act {
 		if pr.claim != nil && pr.claim.DeletionTimestamp == nil {
 			var now corev1.PersistentVolumeClaim
-			err := p.reader(req).Get(ctx, client.ObjectKeyFromObject(pr.claim), &now)
+			err := req.LiveReader().Get(ctx, client.ObjectKeyFromObject(pr.claim), &now)
 			switch {
 			case apierrors.IsNotFound(err):
 				delete(live.pvcs, pr.claim.Name)
@@ -208,7 +208,7 @@ func (p Plugin) confirmClaims(ctx context.Context, req plugins.Request, live liv
 // that is not the plugin's holds every deletion.
 func (p Plugin) deletes(req plugins.Request, cfg *Config) plugins.Ledger {
 	ref := cfg.deleteRecord()
-	return plugins.Ledger{Reader: p.reader(req), Writer: req.Client, Key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
+	return plugins.Ledger{Reader: req.LiveReader(), Writer: req.Client, Key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
 		Kind: Kind, Max: cfg.MaxVolumeDeletes, Window: cfg.DeleteWindow.Duration}
 }
 
@@ -217,7 +217,7 @@ func (p Plugin) deletes(req plugins.Request, cfg *Config) plugins.Ledger {
 // directly, not through a cache of every pod.
 func (p Plugin) mounting(ctx context.Context, req plugins.Request) (map[string][]string, error) {
 	var pods corev1.PodList
-	if err := p.reader(req).List(ctx, &pods, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
+	if err := req.LiveReader().List(ctx, &pods, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	out := map[string][]string{}
@@ -302,10 +302,10 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	// Containers are touched only once no volume of the Profile is left,
 	// so that no pod ever loses a mounted container. The API server says
 	// so, not a cache, which may not yet show a volume made a moment ago.
-	if left, err := p.liveFrom(ctx, req, p.reader(req)); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
+	if left, err := p.liveFrom(ctx, req, req.LiveReader()); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
 		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", len(left.pvcs), len(left.pvs)))
 	}
-	azure := containers{reader: p.reader(req), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
+	azure := containers{reader: req.LiveReader(), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
 	ns := plugins.Namespace(req.Profile)
 	want := proofFor(req)
 	err = req.Outside.Sweep(ctx, func(key string) (string, bool) {

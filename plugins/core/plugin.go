@@ -20,10 +20,10 @@ import (
 )
 
 // Plugin makes what the upstream profile controller makes for a Profile.
-// Its zero value works; the one Definition returns also reads a namespace
-// from the API server before it adds a label that the cache does not show
-// (see Apply).
-type Plugin struct{ live *plugins.APIReader }
+// Its zero value works. Before any change of a namespace it reads the
+// namespace from the API server, through the request's Live reader when the
+// host gives one (see Apply).
+type Plugin struct{}
 
 var _ plugins.Plugin = Plugin{}
 
@@ -35,9 +35,8 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // the namespace and upstream's names.
 func Definition() plugins.Definition {
 	ns := plugins.NewMetadata(namespaceGVK)
-	live := &plugins.APIReader{}
 	return plugins.Definition{
-		Plugin:    Plugin{live: live},
+		Plugin:    Plugin{},
 		NewConfig: func() any { return NewConfig() },
 		Owns: []schema.GroupVersionKind{
 			namespaceGVK,
@@ -48,10 +47,7 @@ func Definition() plugins.Definition {
 		},
 		Watches: []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
 		// The labels file is an input from outside the cluster.
-		Runner: func(ctx context.Context, rt plugins.Runtime) error {
-			live.Set(rt.Reader)
-			return watchLabels(ctx, rt)
-		},
+		Runner:   watchLabels,
 		Upstream: true,
 	}
 }
@@ -62,7 +58,7 @@ func (Plugin) Kind() string { return Kind }
 // Apply writes the namespace and the objects in it. A namespace that exists
 // and is not ours stops everything: another owner's is refused, the
 // Profile owner's is taken over only with Adopt.
-func (pl Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
 		return plugins.Result{}, err
@@ -92,7 +88,7 @@ func (pl Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result
 		// namespace, or set back one of ours that someone changed since
 		// (an apply carries the values of the keys it keeps): before any
 		// change of the namespace, look at it as it is now.
-		if now, err := pl.reread(ctx, plugins.Namespace(p)); err != nil {
+		if now, err := reread(ctx, req.Live, plugins.Namespace(p)); err != nil {
 			return plugins.Result{}, err
 		} else if now != nil {
 			liveLabels = now.GetLabels()
@@ -129,10 +125,10 @@ func addsLabels(labels, live map[string]string) bool {
 	return false
 }
 
-// reread returns the namespace named name, its metadata, from the API
-// server; nil when it is gone or the plugin has no reader without a cache.
-func (pl Plugin) reread(ctx context.Context, name string) (client.Object, error) {
-	r := pl.live.Get()
+// reread returns the namespace named name, its metadata, read through r
+// from the API server; nil when it is gone or the host gave no reader
+// without a cache (r nil).
+func reread(ctx context.Context, r client.Reader, name string) (client.Object, error) {
 	if r == nil {
 		return nil, nil
 	}

@@ -407,11 +407,6 @@ func TestHandEditUnseenByTheCacheSurvivesANamespaceChange(t *testing.T) {
 			labelsFile := filepath.Join(t.TempDir(), "namespace-labels.yaml")
 			writeFile(t, labelsFile, "keep: \"1\"\ndrop: \"2\"\n")
 			def := core.Definition()
-			done, cancel := context.WithCancel(ctx)
-			cancel()
-			if err := def.Runner(done, plugins.Runtime{Reader: env.Client}); err != nil { // keeps the API reader
-				t.Fatal(err)
-			}
 			// A Profile the API server holds: the namespace's owner reference
 			// must name it, or the garbage collector takes the namespace.
 			p := &kubeflowv1.Profile{
@@ -429,7 +424,8 @@ func TestHandEditUnseenByTheCacheSurvivesANamespaceChange(t *testing.T) {
 					t.Fatal(err)
 				}
 				objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
-				if res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects}); err != nil {
+				req := plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects, Live: env.Client}
+				if res, err := def.Plugin.Apply(ctx, req); err != nil {
 					t.Fatalf("Apply = %s, %v", res.Summary(), err)
 				}
 			}

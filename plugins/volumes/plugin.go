@@ -31,10 +31,6 @@ const ReasonExpansionNotAllowed = "ExpansionNotAllowed"
 type Plugin struct {
 	// Now returns the time that marks released volumes. Default time.Now.
 	Now func() time.Time
-	// api reads a claim from the API server before a retained volume's
-	// binding is cleared (see reserve); the one Definition returns is set
-	// by its Runner, and without one passes read through their client.
-	api *plugins.APIReader
 }
 
 var _ plugins.Plugin = Plugin{}
@@ -46,9 +42,8 @@ var claimGVK = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 // finalizer lets it mark them released), and watches every volume and
 // StorageClass: a volume binding to one of its claims wakes the Profile.
 func Definition() plugins.Definition {
-	api := &plugins.APIReader{}
 	return plugins.Definition{
-		Plugin:       Plugin{api: api},
+		Plugin:       Plugin{},
 		NewConfig:    func() any { return NewConfig() },
 		Owns:         []schema.GroupVersionKind{claimGVK},
 		Reads:        []schema.GroupVersionKind{claimGVK},
@@ -56,11 +51,6 @@ func Definition() plugins.Definition {
 		Watches: []plugins.Watch{
 			{Object: &corev1.PersistentVolume{}, Profiles: volumeProfiles},
 			{Object: &storagev1.StorageClass{}, Profiles: func(context.Context, client.Object) []string { return nil }},
-		},
-		Runner: func(ctx context.Context, rt plugins.Runtime) error {
-			api.Set(rt.Reader)
-			<-ctx.Done()
-			return nil
 		},
 	}
 }
@@ -350,7 +340,7 @@ func (p Plugin) claimUID(ctx context.Context, req plugins.Request, live *corev1.
 		return "", nil
 	}
 	var now corev1.PersistentVolumeClaim
-	err := p.api.Or(req.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &now)
+	err := req.LiveReader().Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &now)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil
