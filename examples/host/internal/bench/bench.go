@@ -328,6 +328,11 @@ func (b *bench) prepare(ctx context.Context) ([]*kubeflowv1.Profile, *desired, e
 	if err := b.applyFloor(ctx, d); err != nil {
 		return nil, nil, err
 	}
+	if b.FreshPhases {
+		if err := b.profilesAlone(ctx, profiles); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := b.fresh(ctx); err != nil {
 		return nil, nil, err
 	}

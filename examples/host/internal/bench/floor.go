@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/reconcilers"
 )
@@ -56,6 +57,32 @@ func (b *bench) applyFloor(ctx context.Context, d *desired) error {
 		return fmt.Errorf("apply floor: %w", err)
 	}
 	b.res.ApplyFloor = &p
+	return nil
+}
+
+// profilesAlone times the benchmark creating the Profiles as the
+// convergence does, with no host running: what the input costs the
+// machine, apart from the host's work on it.
+func (b *bench) profilesAlone(ctx context.Context, profiles []*kubeflowv1.Profile) error {
+	fmt.Fprintf(b.Out, "\n== the %d Profiles alone, no host running\n", len(profiles))
+	cpu, err := sampleCPU()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
+		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
+			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Profiles alone: %w", err)
+	}
+	el := time.Since(start)
+	p := Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(profiles)) / el.Seconds(), CPU: cpuSince(cpu)}
+	fmt.Fprintf(b.Out, "created %d Profiles in %s\n  %s\n", len(profiles), el.Round(time.Millisecond), p.CPU)
+	b.res.ProfilesAlone = &p
 	return nil
 }
 

@@ -43,6 +43,9 @@ type Regime struct {
 	// ApplyFloor the same client sending them as server-side applies.
 	Floor      Phase `json:"floor"`
 	ApplyFloor Phase `json:"applyFloor"`
+	// ProfilesAlone is the Profiles' creation with no host running
+	// (Result.ProfilesAlone), when it was measured.
+	ProfilesAlone *Phase `json:"profilesAlone,omitempty"`
 	// ConvergenceOverFloor and ConvergenceOverApplyFloor are convergence
 	// time over each floor's (target <= 1.5 and <= 1.15 unthrottled).
 	ConvergenceOverFloor      float64 `json:"convergenceOverFloor"`
@@ -59,14 +62,17 @@ type Regime struct {
 	// ServerBoundOverApplyFloor is the convergence / apply floor ratio that
 	// a host spending no CPU at all would have measured in this run: the
 	// API server's and etcd's CPU per object in the convergence over the
-	// apply floor's whole CPU per object (API server, etcd and its client).
-	// PlainClientBoundOverApplyFloor adds the apply floor client's CPU per
-	// object to the convergence's: a host as cheap as a plain client that
-	// only sends the applies. Both hold when the machine is saturated in
-	// both phases (their busyShare near 1), where a phase's time is its CPU
-	// over the machine's; the API server's share is what serving a
-	// controller costs it (the Profiles' creation and status writes, the
-	// watches) beside the applies, which no host can leave out.
+	// whole CPU per object of a plain client's work (API server, etcd and
+	// the client): the apply floor, and the Profiles' creation when it was
+	// measured (ProfilesAlone), the input the convergence's clock includes
+	// and the floors do not write. PlainClientBoundOverApplyFloor adds that
+	// client's CPU per object to the convergence's: a host as cheap as a
+	// plain client that creates the Profiles and sends the applies. Both
+	// hold when the machine is saturated in both phases (their busyShare
+	// near 1), where a phase's time is its CPU over the machine's; the API
+	// server's share is what serving a controller costs it (the Profiles'
+	// status writes, the watches) beside the applies and the Profiles'
+	// creation, which no host can leave out.
 	ServerBoundOverApplyFloor      float64 `json:"serverBoundOverApplyFloor"`
 	PlainClientBoundOverApplyFloor float64 `json:"plainClientBoundOverApplyFloor"`
 	// RequestsPerObject counts every request of the host (client side,
@@ -170,7 +176,7 @@ type CPUPerObject struct {
 func regimeOf(name string, r *Result, controlPlane string) Regime {
 	g := Regime{
 		Name: name, QPS: r.QPS, Burst: r.Burst, ControlPlane: controlPlane, Objects: r.Objects,
-		Incomplete: r.Incomplete, Convergence: r.Convergence, Floor: r.Floor,
+		Incomplete: r.Incomplete, Convergence: r.Convergence, Floor: r.Floor, ProfilesAlone: r.ProfilesAlone,
 		Requests: r.Requests, HostChange: r.HostChange,
 		RequestsPerObject: r.Requests.TotalPerObject, MutatingPerObject: r.Requests.MutatingPerObject,
 		Conflicts: countsTotal(r.Requests.Conflicts),
@@ -202,11 +208,16 @@ func regimeOf(name string, r *Result, controlPlane string) Regime {
 		if g.HostCPUPerObjectMs.Floor > 0 {
 			g.HostCPUOverFloorClient = g.HostCPUPerObjectMs.Convergence / g.HostCPUPerObjectMs.Floor
 		}
-		if a := g.ApplyFloor.CPU; a.APIServer+a.Etcd+a.HostAndBench > 0 {
-			applyFloor := 1000 * (a.APIServer + a.Etcd + a.HostAndBench) / all
+		if plain := g.ApplyFloor.CPU; plain.APIServer+plain.Etcd+plain.HostAndBench > 0 {
+			if in := r.ProfilesAlone; in != nil {
+				plain.APIServer += in.CPU.APIServer
+				plain.Etcd += in.CPU.Etcd
+				plain.HostAndBench += in.CPU.HostAndBench
+			}
+			whole := 1000 * (plain.APIServer + plain.Etcd + plain.HostAndBench) / all
 			server := ms(g.Convergence.CPU.APIServer + g.Convergence.CPU.Etcd)
-			g.ServerBoundOverApplyFloor = server / applyFloor
-			g.PlainClientBoundOverApplyFloor = (server + g.HostCPUPerObjectMs.ApplyFloor) / applyFloor
+			g.ServerBoundOverApplyFloor = server / whole
+			g.PlainClientBoundOverApplyFloor = (server + 1000*plain.HostAndBench/all) / whole
 		}
 	}
 	status := 0
@@ -287,12 +298,16 @@ func regimeRows(row func(name, value, target string), g Regime) {
 	}
 	row("  POST floor (plain client)", fmt.Sprintf("%.1f s, %.0f objects/s", g.Floor.Seconds, g.Floor.ObjectsPerSecond), "")
 	row("  apply floor (plain client, server-side apply)", fmt.Sprintf("%.1f s, %.0f objects/s", g.ApplyFloor.Seconds, g.ApplyFloor.ObjectsPerSecond), "")
+	if in := g.ProfilesAlone; in != nil {
+		row("  the Profiles alone (created with no host running)", fmt.Sprintf("%.1f s, CPU s: API server %.1f, etcd %.1f, client %.1f",
+			in.Seconds, in.CPU.APIServer, in.CPU.Etcd, in.CPU.HostAndBench), "")
+	}
 	row("  convergence / POST floor", fmt.Sprintf("%.2fx", g.ConvergenceOverFloor), target("<= 1.5x", g.ConvergenceOverFloor <= targetOverFloor))
 	row("  convergence / apply floor", fmt.Sprintf("%.2fx", g.ConvergenceOverApplyFloor), target("<= 1.15x", g.ConvergenceOverApplyFloor <= targetOverApplyFloor))
 	a, h := g.APIServerCPUPerObjectMs, g.HostCPUPerObjectMs
 	row("  API server CPU per object (conv / POST / apply floor)", fmt.Sprintf("%.2f / %.2f / %.2f ms", a.Convergence, a.Floor, a.ApplyFloor), "")
 	row("  host+bench CPU per object (conv / POST / apply floor client)", fmt.Sprintf("%.2f / %.2f / %.2f ms", h.Convergence, h.Floor, h.ApplyFloor), "")
-	row("    with a host of no CPU / of the apply floor client's CPU", fmt.Sprintf("%.2fx / %.2fx (busy %.0f%% / %.0f%%)",
+	row("    with a host of no CPU / of a plain client's CPU", fmt.Sprintf("%.2fx / %.2fx (busy %.0f%% / %.0f%%)",
 		g.ServerBoundOverApplyFloor, g.PlainClientBoundOverApplyFloor, 100*g.Convergence.CPU.BusyShare, 100*g.ApplyFloor.CPU.BusyShare),
 		boundNote(g.ServerBoundOverApplyFloor, g.PlainClientBoundOverApplyFloor))
 	row("  host CPU / POST floor client's", fmt.Sprintf("%.2fx", g.HostCPUOverFloorClient), target("<= 2x", g.HostCPUOverFloorClient <= targetHostCPUOverFloor))
@@ -318,7 +333,7 @@ func regimeRows(row func(name, value, target string), g Regime) {
 			target("<= 1.5x", m.ConvergenceOverFloor <= targetOverFloor))
 		row("    convergence / apply floor", fmt.Sprintf("%.2fx (%s)", m.ConvergenceOverApplyFloor, list(func(r Round) float64 { return r.ConvergenceOverApplyFloor })),
 			target("<= 1.15x", m.ConvergenceOverApplyFloor <= targetOverApplyFloor))
-		row("      with a host of no CPU / of the apply floor client's CPU", fmt.Sprintf("%.2fx / %.2fx", m.ServerBoundOverApplyFloor, m.PlainClientBoundOverApplyFloor),
+		row("      with a host of no CPU / of a plain client's CPU", fmt.Sprintf("%.2fx / %.2fx", m.ServerBoundOverApplyFloor, m.PlainClientBoundOverApplyFloor),
 			boundNote(m.ServerBoundOverApplyFloor, m.PlainClientBoundOverApplyFloor))
 		row("    host CPU / POST floor client's", fmt.Sprintf("%.2fx (%s)", m.HostCPUOverFloorClient, list(func(r Round) float64 { return r.HostCPUOverFloorClient })),
 			target("<= 2x", m.HostCPUOverFloorClient <= targetHostCPUOverFloor))

@@ -68,6 +68,28 @@ func TestRegimeOf(t *testing.T) {
 			},
 		},
 		{
+			reason: "the Profiles' creation alone, when measured, counts as the plain client's work beside the apply floor",
+			res: &Result{
+				Profiles: 10, Objects: 100,
+				Convergence:   Phase{ObjectsPerSecond: 10, CPU: CPU{APIServer: 0.5, Etcd: 0.1, HostAndBench: 0.2}},
+				Floor:         Phase{ObjectsPerSecond: 40},
+				ApplyFloor:    &Phase{ObjectsPerSecond: 20, CPU: CPU{APIServer: 0.3, Etcd: 0.1, HostAndBench: 0.05}},
+				ProfilesAlone: &Phase{CPU: CPU{APIServer: 0.1, Etcd: 0.02, HostAndBench: 0.03}},
+			},
+			want: Regime{
+				Name: RegimeLimited, ControlPlane: "first", Objects: 100,
+				ProfilesAlone:             &Phase{CPU: CPU{APIServer: 0.1, Etcd: 0.02, HostAndBench: 0.03}},
+				ConvergenceOverFloor:      4,
+				ConvergenceOverApplyFloor: 2,
+				APIServerCPUPerObjectMs:   CPUPerObject{Convergence: 5, ApplyFloor: 3},
+				HostCPUPerObjectMs:        CPUPerObject{Convergence: 2, ApplyFloor: 0.5},
+				// 6 ms of server per object over (4 + 1.2 + 0.8) ms of the
+				// plain client's work; then its client's 0.8 ms added.
+				ServerBoundOverApplyFloor: 1, PlainClientBoundOverApplyFloor: 6.8 / 6,
+				LeastRequestsPerObject:    1.1,
+			},
+		},
+		{
 			reason: "the bounds count the convergence's server CPU over the objects present and the apply floor's over all of them",
 			res: &Result{
 				Profiles: 10, Objects: 100, Incomplete: &Incomplete{ReadyProfiles: 5, ObjectsPresent: 50},

@@ -60,13 +60,19 @@ type Result struct {
 	Floor       Phase       `json:"floor"`
 	// ApplyFloor is the plain client sending the same objects as
 	// server-side applies.
-	ApplyFloor *Phase      `json:"applyFloor,omitempty"`
-	Ratios     Ratios      `json:"ratios"`
-	Requests   Requests    `json:"requests"`
-	Steady     Steady      `json:"steadyState"`
-	Drift      Drift       `json:"drift"`
-	Memory     Memory      `json:"memory"`
-	HostChange *HostChange `json:"hostWideChange,omitempty"`
+	ApplyFloor *Phase `json:"applyFloor,omitempty"`
+	// ProfilesAlone is the benchmark creating the Profiles with no host
+	// running, on the apply floor's control plane after its clock stopped:
+	// the input every convergence starts from, which the floors do not
+	// write. Only with fresh phases (the Profiles go with that control
+	// plane).
+	ProfilesAlone *Phase      `json:"profilesAlone,omitempty"`
+	Ratios        Ratios      `json:"ratios"`
+	Requests      Requests    `json:"requests"`
+	Steady        Steady      `json:"steadyState"`
+	Drift         Drift       `json:"drift"`
+	Memory        Memory      `json:"memory"`
+	HostChange    *HostChange `json:"hostWideChange,omitempty"`
 	// Regimes are the convergence figures of every regime run, the first
 	// one's (which the fields above hold too) first.
 	Regimes []Regime `json:"regimes,omitempty"`
