@@ -86,7 +86,7 @@ func TestRegimeOf(t *testing.T) {
 				// 6 ms of server per object over (4 + 1.2 + 0.8) ms of the
 				// plain client's work; then its client's 0.8 ms added.
 				ServerBoundOverApplyFloor: 1, PlainClientBoundOverApplyFloor: 6.8 / 6,
-				LeastRequestsPerObject:    1.1,
+				LeastRequestsPerObject: 1.1,
 			},
 		},
 		{
