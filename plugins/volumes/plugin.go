@@ -181,7 +181,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			keep = append(keep, pv)
 			uid, err := p.claimUID(ctx, req, live, pv, t.ClaimName)
 			if err != nil {
+				// The claim may exist and be bound: leave it as it is, never
+				// prune it for a read that failed.
 				errs = append(errs, err)
+				req.Objects.Keep(claimGVK, ns, t.ClaimName)
 				continue
 			}
 			state := State(Kind, prof, t, Reclaim(req.Retention, sc), time.Time{})
@@ -189,6 +192,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			res.Merge(changes)
 			if err != nil {
 				errs = append(errs, err)
+				req.Objects.Keep(claimGVK, ns, t.ClaimName)
 				continue
 			}
 			volumeName = pv.Name
