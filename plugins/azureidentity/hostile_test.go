@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,25 +196,12 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 
 	m.down.Store(true)
-	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatalf("the Profile went during the outage: %v", err)
-	}
-	if !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+azureidentity.Kind) {
-		t.Errorf("finalizers %v lack ours during the outage", p.Finalizers)
-	}
+	testhost.DeleteHeld(t, env.Client, name, azureidentity.Kind)
 	if got := m.held(); len(got) != 1 {
 		t.Errorf("credentials during the outage = %v, want ours still there", got)
 	}
 	m.down.Store(false)
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
-		return apierrors.IsNotFound(err), "the Profile is still there"
-	})
+	testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
 	if got := m.held(); len(got) != 0 {
 		t.Errorf("credentials after the outage: %v", slices.Sorted(maps.Keys(got)))
 	}

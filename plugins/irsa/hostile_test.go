@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,25 +156,12 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	withUs := o.roles.doc(role)
 
 	o.down.Store(true)
-	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatalf("the Profile went during the outage: %v", err)
-	}
-	if !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+irsa.Kind) {
-		t.Errorf("finalizers %v lack ours during the outage", p.Finalizers)
-	}
+	testhost.DeleteHeld(t, env.Client, name, irsa.Kind)
 	if got := o.roles.doc(role); got != withUs {
 		t.Errorf("trust policy changed during the outage: %s", got)
 	}
 	o.down.Store(false)
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
-		return apierrors.IsNotFound(err), "the Profile is still there"
-	})
+	testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
 	if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
 		t.Errorf("trust policy after the outage (-want +got):\n%s", diff)
 	}
@@ -194,19 +180,9 @@ func TestOutageFromTheStartHoldsTheDeletionOfARoleRecordedAhead(t *testing.T) {
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "ServiceUnavailable")
-	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatalf("the Profile went during the outage: %v", err)
-	}
+	testhost.DeleteHeld(t, env.Client, name, irsa.Kind)
 	o.down.Store(false)
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
-		return apierrors.IsNotFound(err), "the Profile is still there"
-	})
+	testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
 	if n := o.writes.Load(); n != 0 || o.roles.doc(role) != startPolicy {
 		t.Errorf("the trust policy was written %d times: %s", n, o.roles.doc(role))
 	}
@@ -390,10 +366,7 @@ func TestEmptyOrMalformedTrustPolicyIsNeverWritten(t *testing.T) {
 		if err := o.roles.set(t.Context(), role, withUs); err != nil {
 			t.Fatal(err)
 		}
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-			err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
-			return apierrors.IsNotFound(err), "the Profile is still there"
-		})
+		testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
 		if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
 			t.Errorf("trust policy after the deletion (-want +got):\n%s", diff)
 		}

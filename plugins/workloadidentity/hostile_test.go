@@ -14,8 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	iam "google.golang.org/api/iam/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -159,26 +157,13 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	name, member := profileWithGrant(t, "wi-outage-")
 
 	o.down.Store(true)
-	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatalf("the Profile went during the outage: %v", err)
-	}
-	if !slices.Contains(p.Finalizers, plugins.FinalizerPrefix+workloadidentity.Kind) {
-		t.Errorf("finalizers %v lack ours during the outage", p.Finalizers)
-	}
+	testhost.DeleteHeld(t, env.Client, name, workloadidentity.Kind)
 	if !workloadidentity.HasMembers(&iam.Policy{Bindings: acct.bindings()}, workloadidentity.RoleWorkloadIdentityUser, []string{member}) {
 		t.Errorf("the member went during the outage")
 	}
 
 	o.down.Store(false)
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
-		return apierrors.IsNotFound(err), "the Profile is still there"
-	})
+	testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
 	want := []*iam.Binding{{Role: "roles/iam.serviceAccountTokenCreator", Members: []string{admin}}}
 	if diff := cmp.Diff(want, acct.bindings()); diff != "" {
 		t.Errorf("bindings after the outage (-want +got):\n%s", diff)
