@@ -20,6 +20,17 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 )
 
+// createProfiles creates the Profiles through the benchmark's driver, as
+// many at once as driverWorkers.
+func (b *bench) createProfiles(ctx context.Context, profiles []*kubeflowv1.Profile) error {
+	return parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
+		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
+			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
+		}
+		return nil
+	})
+}
+
 // converge creates the Profiles and waits until every plugin's condition is
 // True on every one and every desired object exists. It counts the requests
 // the host sent (client side) and the API server served (its /metrics).
@@ -63,13 +74,7 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 	}
 	profiled := b.apiServerProfile(ctx, "convergence")
 	start := time.Now()
-	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
-		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
-			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := b.createProfiles(ctx, profiles); err != nil {
 		return err
 	}
 	created := time.Since(start)

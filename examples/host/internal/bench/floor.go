@@ -70,13 +70,7 @@ func (b *bench) profilesAlone(ctx context.Context, profiles []*kubeflowv1.Profil
 		return err
 	}
 	start := time.Now()
-	err = parallel(ctx, len(profiles), driverWorkers, func(ctx context.Context, i int) error {
-		if err := b.driver.Create(ctx, profiles[i].DeepCopy()); err != nil {
-			return fmt.Errorf("create Profile %s: %w", profiles[i].Name, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := b.createProfiles(ctx, profiles); err != nil {
 		return fmt.Errorf("the Profiles alone: %w", err)
 	}
 	el := time.Since(start)
