@@ -19,8 +19,9 @@
 // State outside the cluster (blob containers, databases, cloud IAM bindings)
 // goes through [Outside], one mechanism for every plugin: Ensure calls the
 // outside system only when the desired state's hash differs from what the
-// plugin's record (a small ConfigMap in the Profile's namespace) says was made
-// true, when a host-set re-verification period has passed, or when the
+// plugin's record says was made true (a small ConfigMap in the host's own
+// namespace, keyed by the Profile's UID, where no tenant can write; see
+// [RecordName] and [MigrateRecords]), when a host-set re-verification period has passed, or when the
 // Profile's [AnnotationReverify] changed. Every call has a timeout and is
 // counted by plugin, system and result; a failure is an [OutsideError], retried
 // with backoff, whose reason names the system. [Outside.EnsureAhead] records a
@@ -109,8 +110,10 @@
 // [AnnotationReverify], [LabelRole] with [RoleOutsideState], the finalizer
 // profilekit.dev/<kind> ([FinalizerPrefix]), the field manager
 // profilekit-<kind> ([FieldManagerPrefix], [FieldManagerFor]), the condition
-// <Kind>Ready, the outside-state ConfigMap ([StateName]), and the metric
-// names.
+// <Kind>Ready, the outside-state ConfigMap ([RecordName] in
+// [DefaultRecordsNamespace] or the host's namespace; [StateName], the name
+// earlier versions used in the Profile's namespace, with
+// [RecordsMigratedName] and [RoleMigrated]), and the metric names.
 //
 // Experimental, and free to change in a minor release: [Definition]'s Reads
 // with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],
@@ -122,7 +125,7 @@
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and
 // [DefaultOutsideTimeout]; [WithClock];
-// [Outside.Sweep]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
+// [Outside.Sweep]; [MigrateRecords]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
 // [Replaceable] and [ReasonImmutableField]; the bounds of messages

@@ -14,11 +14,7 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -39,13 +35,6 @@ const RoleOutsideState = "outside-state"
 // DefaultOutsideTimeout bounds one outside call unless the host sets another.
 const DefaultOutsideTimeout = 30 * time.Second
 
-// recordKey is the ConfigMap data key that holds the record.
-const recordKey = "state.json"
-
-// stateGVK is the kind of the outside-state record, which Outside reads
-// whole from the cache.
-var stateGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
-
 // OutsideOptions are the host's settings for outside calls of one plugin.
 type OutsideOptions struct {
 	// Reverify is how long a recorded state is trusted before Ensure calls
@@ -55,6 +44,9 @@ type OutsideOptions struct {
 	Reverify time.Duration
 	// Timeout bounds each outside call. Zero means DefaultOutsideTimeout.
 	Timeout time.Duration
+	// Namespace holds the records: the host's own namespace, where no
+	// tenant may write. Empty means DefaultRecordsNamespace.
+	Namespace string
 }
 
 // OutsideError is a failed call to an outside system. It is retried with
@@ -79,10 +71,13 @@ func (e *OutsideError) Reason() string { return e.System + "Error" }
 // true in systems outside the cluster (Azure, PostgreSQL, cloud IAM), so that
 // a pass with nothing changed makes no outside call at all.
 //
-// The record is a ConfigMap named by StateName in the Profile's namespace,
-// labelled as the plugin's and owned by the Profile. Ensure and Forget change
-// it in memory; Flush, which hosts call after every Apply and Revoke, writes
-// it once. Outside is safe for concurrent use by one plugin's pass.
+// The record is a ConfigMap named by RecordName (the plugin and the
+// Profile's UID) in the host's namespace (OutsideOptions.Namespace), out of
+// every tenant's reach: safety decisions read it, so no tenant may write it.
+// It is labelled as the plugin's and owned by the Profile. Ensure and Forget
+// change it in memory; Flush, which hosts call after every Apply and
+// Revoke, writes it once. Outside is safe for concurrent use by one
+// plugin's pass.
 type Outside struct {
 	kind    string
 	profile *kubeflowv1.Profile
@@ -127,68 +122,6 @@ func WithOutsideRecords(r *OutsideRecords) OutsideOption {
 	return func(o *Outside) { o.records = r }
 }
 
-// OutsideRecords is a host's memory of the outside-state records that its
-// passes wrote, for one plugin: the version of each record's last write (or
-// its deletion), kept until a read from the cache shows that write. A pass
-// whose cache is behind would otherwise decide from the record as it was
-// before: a piece removed a moment before and named again would read as
-// still made, and not be made again, while every record says it is there.
-// Such a pass reads the record from the API server instead. Hosts keep one
-// per plugin and give it to every Outside with WithOutsideRecords; it is
-// safe for concurrent use, and holds only the writes the cache has not
-// shown yet.
-type OutsideRecords struct {
-	mu      sync.Mutex
-	written map[types.NamespacedName]string
-}
-
-// NewOutsideRecords returns an empty OutsideRecords.
-func NewOutsideRecords() *OutsideRecords {
-	return &OutsideRecords{written: map[types.NamespacedName]string{}}
-}
-
-// wrote remembers the version of a write of the record at k ("" when it
-// was deleted).
-func (r *OutsideRecords) wrote(k types.NamespacedName, version string) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.written[k] = version
-}
-
-// behind reports whether a copy of the record at k at version ("" when
-// there is none) may predate the last write of it, and forgets that write
-// once a copy shows it.
-func (r *OutsideRecords) behind(k types.NamespacedName, version string) bool {
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	last, ok := r.written[k]
-	if ok && last == version {
-		delete(r.written, k)
-		return false
-	}
-	return ok
-}
-
-// saw moves the version that the cache must show before it is trusted for
-// the record at k, when it is waited for, to the version a read from the
-// API server found: a write by someone else since this host's own.
-func (r *OutsideRecords) saw(k types.NamespacedName, version string) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.written[k]; ok {
-		r.written[k] = version
-	}
-}
-
 // WithClock replaces time.Now, for tests of re-verification.
 func WithClock(now func() time.Time) OutsideOption {
 	return func(o *Outside) { o.now = now }
@@ -211,12 +144,6 @@ func NewOutside(c Cluster, kind string, p *kubeflowv1.Profile, opts OutsideOptio
 // Ensure and Call remember what they skipped. Offline rendering uses it.
 func NewOfflineOutside(kind string, p *kubeflowv1.Profile) *Outside {
 	return &Outside{kind: kind, profile: p, offline: true, now: time.Now, loaded: true, entries: map[string]outsideEntry{}}
-}
-
-// StateName returns the name of the ConfigMap that holds plugin kind's
-// outside-state record in a Profile's namespace.
-func StateName(kind string) string {
-	return "profilekit-" + strings.ToLower(kind) + "-state"
 }
 
 // Offline reports whether outside calls are skipped.
@@ -415,54 +342,6 @@ func (o *Outside) Sweep(ctx context.Context, piece func(key string) (string, boo
 	return errors.Join(errs...)
 }
 
-// Flush writes the record when Ensure or Forget changed it: one server-side
-// apply, or a delete when it became empty. A record that cannot be written is
-// an error, and the next pass calls the outside system again, which outside
-// calls must therefore tolerate (they are idempotent).
-func (o *Outside) Flush(ctx context.Context) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.offline || !o.dirty {
-		return nil
-	}
-	ns := Namespace(o.profile)
-	name := StateName(o.kind)
-	if len(o.entries) == 0 {
-		if !o.exists {
-			o.dirty = false
-			return nil
-		}
-		cm := &corev1.ConfigMap{}
-		cm.Namespace, cm.Name = ns, name
-		var opts []client.DeleteOption
-		if o.uid != "" {
-			opts = append(opts, client.Preconditions{UID: &o.uid})
-		}
-		if err := o.writer.Delete(ctx, cm, opts...); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("plugin %s: delete outside-state record %s/%s: %w", o.kind, ns, name, err)
-		}
-		o.records.wrote(types.NamespacedName{Namespace: ns, Name: name}, "")
-		o.exists, o.dirty = false, false
-		return nil
-	}
-	data, err := json.Marshal(o.entries)
-	if err != nil {
-		return fmt.Errorf("plugin %s: encode outside-state record: %w", o.kind, err)
-	}
-	labels := OwnershipLabels(o.kind, o.profile.Name)
-	labels[LabelRole] = RoleOutsideState
-	cm := corev1ac.ConfigMap(name, ns).
-		WithLabels(labels).
-		WithOwnerReferences(OwnerReference(o.profile)).
-		WithData(map[string]string{recordKey: string(data)})
-	if err := o.writer.Apply(ctx, cm, client.FieldOwner(FieldManagerFor(o.kind)), client.ForceOwnership); err != nil {
-		return fmt.Errorf("plugin %s: write outside-state record %s/%s: %w", o.kind, ns, name, err)
-	}
-	o.records.wrote(types.NamespacedName{Namespace: ns, Name: name}, ptr.Deref(cm.ResourceVersion, ""))
-	o.exists, o.dirty = true, false
-	return nil
-}
-
 func (o *Outside) skip(system, key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -510,75 +389,6 @@ func (o *Outside) period(key string) time.Duration {
 }
 
 func (o *Outside) trigger() string { return o.profile.Annotations[AnnotationReverify] }
-
-// load reads the record once from the cache, or (live) once from the API
-// server when a live reader is set. Entries changed in memory are kept.
-func (o *Outside) load(ctx context.Context, live bool) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	r := o.reader
-	switch {
-	case live && o.live != nil && !o.fresh:
-		r = o.live
-	case o.loaded:
-		return nil
-	}
-	key := types.NamespacedName{Namespace: Namespace(o.profile), Name: StateName(o.kind)}
-	var cm corev1.ConfigMap
-	err := r.Get(ctx, key, &cm)
-	if r != o.live && o.live != nil && (err == nil || apierrors.IsNotFound(err)) && o.records.behind(key, cm.ResourceVersion) {
-		// The cache has not shown this host's last write of the record.
-		r, cm = o.live, corev1.ConfigMap{}
-		err = r.Get(ctx, key, &cm)
-	}
-	if r == o.live && (err == nil || apierrors.IsNotFound(err)) {
-		o.records.saw(key, cm.ResourceVersion)
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		cm = corev1.ConfigMap{}
-	case err != nil:
-		return fmt.Errorf("plugin %s: read outside-state record: %w", o.kind, err)
-	case !IsOwnedBy(cm.Labels, o.kind, o.profile.Name):
-		return Terminalf(ReasonConflict, "ConfigMap %s/%s exists and is not plugin %s's outside-state record; left untouched",
-			cm.Namespace, cm.Name, o.kind)
-	}
-	entries := map[string]outsideEntry{}
-	if raw := cm.Data[recordKey]; raw != "" && recordIsOurs(&cm, FieldManagerFor(o.kind)) {
-		// A record that does not decode is as good as none: every piece is
-		// made true again, which is safe, and the record is rewritten.
-		if json.Unmarshal([]byte(raw), &entries) != nil {
-			entries = map[string]outsideEntry{}
-		}
-	}
-	if o.dirty {
-		// Keep what this pass already changed.
-		for k, e := range o.entries {
-			entries[k] = e
-		}
-	}
-	o.entries = entries
-	o.exists, o.uid = cm.Name != "", cm.UID
-	o.loaded = true
-	o.fresh = o.fresh || r == o.live
-	return nil
-}
-
-// recordIsOurs reports whether the record's content is the plugin's own
-// last write: its apply entry in the managed fields holds the record's data
-// key. The record lives in the Profile's namespace, where the tenant may
-// edit ConfigMaps; an edit of the data moves the field to the editor's
-// entry. A record not provably ours is as good as none: nothing it names is
-// removed, every piece the Profile names is made true again (which records
-// what was there before us as not ours), and the record is rewritten.
-func recordIsOurs(cm *corev1.ConfigMap, manager string) bool {
-	for _, e := range cm.ManagedFields {
-		if isOurs(e, manager) {
-			return reachable(fieldsOf(e), []string{"data", recordKey})
-		}
-	}
-	return false
-}
 
 // call runs fn with the timeout and counts it by plugin, system and result.
 func (o *Outside) call(ctx context.Context, system string, fn func(context.Context) error) error {

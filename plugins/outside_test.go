@@ -41,6 +41,11 @@ func outsideClient(t *testing.T) client.Client {
 	return fake.NewClientBuilder().WithScheme(s).WithReturnManagedFields().Build()
 }
 
+// recordOf is where plugin kind's record of newProfile's Profile lives.
+func recordOf(kind string) client.ObjectKey {
+	return client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.RecordName(kind, "u1")}
+}
+
 func newProfile(annotations map[string]string) *kubeflowv1.Profile {
 	return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1", Annotations: annotations}}
 }
@@ -79,7 +84,7 @@ func TestOutsideCallsOnlyWhatChanged(t *testing.T) {
 	}
 
 	var cm corev1.ConfigMap
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "profilekit-blob-state"}, &cm); err != nil {
+	if err := c.Get(context.Background(), recordOf("blob"), &cm); err != nil {
 		t.Fatalf("record: %v", err)
 	}
 	if !plugins.IsOwnedBy(cm.Labels, "blob", "team") || cm.Labels[plugins.LabelRole] != plugins.RoleOutsideState {
@@ -184,7 +189,7 @@ func TestOutsideForgetDeletesAnEmptyRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cm corev1.ConfigMap
-	err = c.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("db")}, &cm)
+	err = c.Get(ctx, recordOf("db"), &cm)
 	if err == nil {
 		t.Errorf("record still there after everything was forgotten: %v", cm.Data)
 	}
@@ -194,7 +199,8 @@ func TestOutsideForgetDeletesAnEmptyRecord(t *testing.T) {
 func TestOutsideRefusesAForeignRecord(t *testing.T) {
 	ctx := context.Background()
 	c := outsideClient(t)
-	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: plugins.StateName("db")}, Data: map[string]string{"x": "y"}}
+	key := recordOf("db")
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Data: map[string]string{"x": "y"}}
 	if err := c.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -281,37 +287,74 @@ func TestOutsideSweepForgetsOnlyWhatItRemoved(t *testing.T) {
 	}
 }
 
-// TestOutsideRecordEditedBySomeoneElseProvesNothing: the record lives in
-// the tenant's namespace. Once someone other than the plugin has written its
-// data, a sweep removes nothing it names; the next pass rewrites it.
-func TestOutsideRecordEditedBySomeoneElseProvesNothing(t *testing.T) {
+// TestOutsideRecordLivesOutOfTheTenantsReach: the record is in the host's
+// namespace, named by the Profile's UID. A copy in the Profile's own
+// namespace, where the tenant can write (even one written under the
+// plugin's field manager, which any client may send), is never read:
+// nothing it names is swept, and what the Profile names is made true.
+func TestOutsideRecordLivesOutOfTheTenantsReach(t *testing.T) {
 	ctx := context.Background()
 	c := outsideClient(t)
 	p := newProfile(nil)
-	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), calls{}, map[string]any{"role/a": 1})
-
+	made := calls{}
+	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), made, map[string]any{"role/a": 1})
 	var cm corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("iam")}, &cm); err != nil {
-		t.Fatal(err)
+	if err := c.Get(ctx, recordOf("iam"), &cm); err != nil {
+		t.Fatalf("record in the host's namespace: %v", err)
 	}
-	cm.Data["state.json"] = strings.Replace(cm.Data["state.json"], `"role/a"`, `"role/victim"`, 1)
-	if err := c.Update(ctx, &cm, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
+	if !plugins.IsOwnedBy(cm.Labels, "iam", "team") || len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != p.UID {
+		t.Errorf("record labels %v, owners %v; want ours, owned by the Profile", cm.Labels, cm.OwnerReferences)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("iam")}, &corev1.ConfigMap{}); err == nil {
+		t.Error("a record was written into the Profile's namespace")
 	}
 
+	// The tenant writes a record of the old name and form, crafted to name a
+	// piece the plugin never made for it, under the plugin's field manager.
+	labels := plugins.OwnershipLabels("iam", "team")
+	labels[plugins.LabelRole] = plugins.RoleOutsideState
+	forged := corev1ac.ConfigMap(plugins.StateName("iam"), "team").WithLabels(labels).
+		WithData(map[string]string{"state.json": `{"role/a":{"hash":"x"},"role/victim":{"hash":"y"}}`})
+	if err := c.Apply(ctx, forged, client.FieldOwner(plugins.FieldManagerFor("iam")), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
 	var removed []string
-	err := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}).Sweep(ctx,
-		func(k string) (string, bool) { return k, true },
+	o := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{})
+	err := o.Sweep(ctx, func(k string) (string, bool) { return k, k != "role/a" },
 		func(_ context.Context, piece string, _ []string) error { removed = append(removed, piece); return nil })
 	if err != nil || len(removed) != 0 {
-		t.Errorf("Sweep over an edited record removed %v (err %v), want nothing", removed, err)
+		t.Errorf("Sweep beside a forged copy removed %v (err %v), want nothing", removed, err)
 	}
+	pass(t, o, made, map[string]any{"role/a": 1})
+	if diff := cmp.Diff(calls{"role/a": 1}, made); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
 
-	c2 := calls{}
-	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), c2, map[string]any{"role/a": 1})
-	keys, err := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}).Recorded(ctx)
-	if diff := cmp.Diff([]string{"role/a"}, keys); err != nil || diff != "" {
-		t.Errorf("Recorded after the next pass = %v, %v; (-want +got):\n%s", keys, err, diff)
+// TestOutsideRecordIsKeyedByTheProfilesUID: a Profile made again under a
+// deleted one's name starts from no record; nothing the last one was given
+// passes to it as made.
+func TestOutsideRecordIsKeyedByTheProfilesUID(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	first := newProfile(nil)
+	made := calls{}
+	pass(t, plugins.NewOutside(c, "iam", first, plugins.OutsideOptions{}), made, map[string]any{"role/a": 1})
+
+	next := newProfile(nil)
+	next.UID = "u2"
+	o := plugins.NewOutside(c, "iam", next, plugins.OutsideOptions{})
+	if keys, err := o.Recorded(ctx); err != nil || len(keys) != 0 {
+		t.Errorf("the next Profile of the name: Recorded = %v, %v; want nothing", keys, err)
+	}
+	pass(t, o, made, map[string]any{"role/a": 1})
+	if diff := cmp.Diff(calls{"role/a": 2}, made); diff != "" {
+		t.Errorf("the next Profile of the name is not given the first one's state (-want +got):\n%s", diff)
+	}
+	noUID := newProfile(nil)
+	noUID.UID = ""
+	if _, err := plugins.NewOutside(c, "iam", noUID, plugins.OutsideOptions{}).Recorded(ctx); err == nil {
+		t.Error("a Profile without a UID: want an error, not a record shared by name")
 	}
 }
 
@@ -348,7 +391,7 @@ func TestOutsideRemovedPieceIsMadeAgainWhileTheCacheIsBehind(t *testing.T) {
 	made := calls{}
 	pass(t, outside(server), made, map[string]any{"role/a": 1, "role/b": 2})
 	var before corev1.ConfigMap
-	if err := server.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("iam")}, &before); err != nil {
+	if err := server.Get(ctx, recordOf("iam"), &before); err != nil {
 		t.Fatal(err)
 	}
 
@@ -373,7 +416,7 @@ func TestOutsideRemovedPieceIsMadeAgainWhileTheCacheIsBehind(t *testing.T) {
 	// Once the cache shows the last write, a pass reads from it and calls
 	// nothing.
 	var now corev1.ConfigMap
-	if err := server.Get(ctx, client.ObjectKey{Namespace: "team", Name: plugins.StateName("iam")}, &now); err != nil {
+	if err := server.Get(ctx, recordOf("iam"), &now); err != nil {
 		t.Fatal(err)
 	}
 	live := &countingReader{Reader: server}
