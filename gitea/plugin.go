@@ -324,7 +324,9 @@ func recordedSet(ctx context.Context, o *plugins.Outside, ret plugins.Retention)
 	if o.Offline() || ret != plugins.RetentionDelete {
 		return nil, nil
 	}
-	keys, err := o.Recorded(ctx)
+	// Made, not Recorded: a key moved from a record the tenant could write
+	// is no proof that Apply made anything.
+	keys, err := o.Made(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -239,24 +238,15 @@ func TestProfileDeletionWhileAzuriteIsDown(t *testing.T) {
 }
 
 // TestContainersOfEarlierVersionsAreStamped: a container that an earlier
-// version made (no proof in its metadata, but the outside-state record in
-// the Profile's namespace names it) gets the proof and stays mounted, with
-// its data.
+// version made (no proof in its metadata, but the host's outside-state
+// record names it as made) gets the proof and stays mounted, with its data.
 func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
 	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
 	a := unique("team-a")
 	shard := newShard()
-	testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard"))
+	p := testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard"))
 	foreignContainer(t, a, nil)
-	labels := plugins.OwnershipLabels(blobcsi.Kind, a)
-	labels[plugins.LabelRole] = plugins.RoleOutsideState
-	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: plugins.StateName(blobcsi.Kind), Labels: labels},
-		Data: map[string]string{"state.json": `{"container/standard":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`}}
-	// Written as every earlier version wrote it: applied by the plugin.
-	ac := corev1ac.ConfigMap(record.Name, record.Namespace).WithLabels(record.Labels).WithData(record.Data)
-	if err := env.Client.Apply(context.Background(), ac, client.FieldOwner(plugins.FieldManagerFor(blobcsi.Kind)), client.ForceOwnership); err != nil {
-		t.Fatal(err)
-	}
+	testhost.WriteRecord(t, env.Client, blobcsi.Kind, p, `{"container/standard":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
 	startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
@@ -266,12 +256,54 @@ func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
 	}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		var cm corev1.ConfigMap
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(record), &cm); err != nil {
+		if err := env.Client.Get(context.Background(), testhost.RecordKey(blobcsi.Kind, p), &cm); err != nil {
 			return false, err.Error()
 		}
 		raw := cm.Data["state.json"]
 		return strings.Contains(raw, `"owned-container/standard"`) && !strings.Contains(raw, `"container/standard"`), "record: " + raw
 	})
+}
+
+// TestTenantForgedRecordClaimsNoContainer: a tenant, with Kubeflow's rights
+// in its namespace, writes a record of the earlier form there under the
+// plugin's own field manager, naming the container at its Profile's name
+// (made by someone else, without proof) as made by an earlier version. The
+// host never reads it: the container is a Conflict, is not stamped with
+// the tenant's proof, not mounted, and not deleted with the Profile under
+// retention Delete. The tenant cannot reach the host's record at all.
+func TestTenantForgedRecordClaimsNoContainer(t *testing.T) {
+	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	a := unique("team-a")
+	shard := newShard()
+	p := testhost.NewProfile(t, env.Client, a, shard)
+	foreignContainer(t, a, map[string]*string{"owner": to.Ptr("etl-pipeline")})
+	tenant := testhost.Tenant(t, env, a)
+	testhost.ForgeRecord(t, tenant, blobcsi.Kind, a, `{"container/standard":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{blobPlugin("standard")} })
+	startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
+	t.Logf("condition: %s", cond.Message)
+	if md := metadataOf(t, a); !cmp.Equal(md, map[string]string{"owner": "etl-pipeline"}) {
+		t.Errorf("the container named by the forged record: metadata %v, want it untouched", md)
+	}
+	if got := liveClaims(t, a); len(got) != 0 {
+		t.Errorf("claims = %v, want none: the container must not be mounted", got)
+	}
+	var record corev1.ConfigMap
+	key := testhost.RecordKey(blobcsi.Kind, p)
+	if err := tenant.Get(t.Context(), key, &record); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant reads the host's record: %v, want Forbidden", err)
+	}
+	if err := tenant.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant writes the host's record: %v, want Forbidden", err)
+	}
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitProfileGone(t, env.Client, a, 30*time.Second)
+	if md := metadataOf(t, a); md == nil || !hasBlob(t, a, "data.csv") {
+		t.Errorf("the container after the Profile's deletion under retention Delete: metadata %v, blob kept %v; want it untouched", md, hasBlob(t, a, "data.csv"))
+	}
 }
 
 // TestReplacedContainerIsNotDeleted: a Profile's container that someone

@@ -59,7 +59,6 @@ func run(m *testing.M) int {
 	defer env.Stop()
 	ctx := context.Background()
 	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: systemNS}, StringData: map[string]string{
 			blobcsi.SecretAccountName: azurite.Account, blobcsi.SecretAccountKey: azurite.Key}},
 	} {

@@ -131,8 +131,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		// carries it as proof, and a Profile made again under the same name
 		// must prove its claim to the container afresh.
 		want := map[string]string{"account": v.Instance.Account, "endpoint": v.Instance.endpoint(), "container": v.Container, "profileUID": string(req.Profile.UID)}
+		// Only a key the host made is proof of an earlier version's
+		// container; one moved from a record the tenant could write is not.
 		take := takeOver{adopt: v.Instance.AdoptContainers, legacy: func(ctx context.Context) (bool, error) {
-			keys, err := req.Outside.Recorded(ctx)
+			keys, err := req.Outside.Made(ctx)
 			return slices.Contains(keys, legacyContainerKey(v.Instance.Name)), err
 		}}
 		called, err := req.Outside.Ensure(ctx, SystemAzureBlob, containerKey(v.Instance.Name), want, func(ctx context.Context) error {

@@ -308,11 +308,18 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	azure := containers{reader: req.LiveReader(), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
 	ns := plugins.Namespace(req.Profile)
 	want := proofFor(req)
+	// A legacy key proves a container without proof ours only when the host
+	// made it, not when it was moved from a record the tenant could write.
+	made, err := req.Outside.Made(ctx)
+	if err != nil {
+		return res, err
+	}
 	err = req.Outside.Sweep(ctx, func(key string) (string, bool) {
 		_, _, ok := parseContainerKey(key)
 		return key, ok
 	}, func(ctx context.Context, key string, _ []string) error {
 		instance, legacy, _ := parseContainerKey(key)
+		legacy = legacy && slices.Contains(made, key)
 		in, known := cfg.Instance(instance)
 		name := instance
 		if known {

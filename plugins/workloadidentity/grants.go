@@ -59,15 +59,21 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, memb
 	if err != nil {
 		return nil, change, err
 	}
+	// Only what the host made proves a member foreign or a legacy grant: a
+	// key moved from a record the tenant could write proves nothing.
+	made, err := req.Outside.Made(ctx)
+	if err != nil {
+		return nil, change, err
+	}
 	// The versions before per-member keys added every member they granted.
-	legacy := slices.Contains(recorded, legacyPrefix+gsa)
+	legacy := slices.Contains(made, legacyPrefix+gsa)
 	keep := []string{legacyPrefix + gsa}
 	var errs []error
 	for _, m := range members {
 		want := struct{ ServiceAccount, Role, Member string }{gsa, RoleWorkloadIdentityUser, m}
 		gk, fk := grantKey(gsa, m), foreignKey(gsa, m)
 		keep = append(keep, gk, fk)
-		if slices.Contains(recorded, fk) {
+		if slices.Contains(made, fk) {
 			_, err := req.Outside.Ensure(ctx, System, fk, want, func(ctx context.Context) error { return p.stillGranted(ctx, gsa, m) })
 			if errors.Is(err, errForeignGone) {
 				err = errors.Join(err, req.Outside.Forget(ctx, fk))
