@@ -70,12 +70,12 @@ func TestOutsideStateThroughTheHost(t *testing.T) {
 	v := &vault{}
 	h := testhost.Start(t, env, testhost.Plugin{Def: v.definition(), Options: []reconcilers.Option{reconcilers.WithResync(200 * time.Millisecond)}})
 	name := "vault-" + rand.String(5)
-	testhost.NewProfile(t, env.Client, name, nil, entry("vault", ""))
+	p := testhost.NewProfile(t, env.Client, name, nil, entry("vault", ""))
 	testhost.WaitCondition(t, env.Client, name, "VaultReady", plugins.ConditionTrue, "")
 
 	var record corev1.ConfigMap
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: plugins.StateName("vault")}, &record)
+		err := env.Client.Get(context.Background(), testhost.RecordKey("vault", p), &record)
 		return err == nil, fmt.Sprintf("record: %v", err)
 	})
 	writes := h.ResyncWrites(t, 5, "vault")

@@ -8,6 +8,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +19,9 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,6 +31,7 @@ import (
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
 
 	"github.com/profilekit/profilekit/api/kubeflow"
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // AssetsVersion names the folder under bin/k8s that make fills with
@@ -143,6 +147,13 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Config: cfg, Client: c, Scheme: s, env: env}
+	// The host's own namespace, which holds the outside-state records, is
+	// there before any host runs, as a deployment makes it.
+	records := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.DefaultRecordsNamespace}}
+	if err := c.Create(context.Background(), records); err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("create namespace %s: %w", records.Name, err)
+	}
 	if opts.ControllerManager {
 		if e.cm, err = startControllerManager(assets, env); err != nil {
 			_ = env.Stop()

@@ -14,17 +14,20 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 )
 
-// RefuseConfigMaps makes the API server refuse every write of a ConfigMap
-// in namespace, through a validating admission policy, and returns what
-// lifts it. It returns once a write is refused.
-func RefuseConfigMaps(t *testing.T, c client.Client, namespace string) (lift func()) {
+// RefuseRecords makes the API server refuse every write of the Profile's
+// outside-state records (ConfigMaps in the records' namespace named by its
+// UID), through a validating admission policy, and returns what lifts it.
+// It returns once a write is refused.
+func RefuseRecords(t *testing.T, c client.Client, p *kubeflowv1.Profile) (lift func()) {
 	t.Helper()
 	ctx := context.Background()
+	namespace, uid := plugins.DefaultRecordsNamespace, string(p.UID)
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-configmaps-" + namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-records-" + p.Name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -34,8 +37,8 @@ func RefuseConfigMaps(t *testing.T, c client.Client, namespace string) (lift fun
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.metadata.namespace != '" + namespace + "'",
-				Message:    "ConfigMaps are refused in this namespace (test)",
+				Expression: "object.metadata.namespace != '" + namespace + "' || !object.metadata.name.endsWith('" + uid + "')",
+				Message:    "the Profile's records are refused (test)",
 			}},
 		},
 	}
@@ -59,7 +62,7 @@ func RefuseConfigMaps(t *testing.T, c client.Client, namespace string) (lift fun
 		}
 	}
 	t.Cleanup(lift)
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: namespace}}
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + uid, Namespace: namespace}}
 	Eventually(t, 20*time.Second, func() (bool, string) {
 		err := c.Create(ctx, probe.DeepCopy())
 		if err == nil {
@@ -71,11 +74,11 @@ func RefuseConfigMaps(t *testing.T, c client.Client, namespace string) (lift fun
 }
 
 // WaitRecordRefused waits until the Profile's condType is False because
-// RefuseConfigMaps refused its plugin's outside-state record, and logs it.
+// RefuseRecords refused its plugin's outside-state record, and logs it.
 func WaitRecordRefused(t *testing.T, c client.Client, profile, condType string) {
 	t.Helper()
 	cond := WaitCondition(t, c, profile, condType, plugins.ConditionFalse, "outside-state record")
-	if !strings.Contains(cond.Message, "refuse-configmaps-"+profile) {
+	if !strings.Contains(cond.Message, "refuse-records-"+profile) {
 		t.Errorf("condition %q does not name the refusing policy", cond.Message)
 	}
 	t.Logf("while the record cannot be written: %s", cond.Message)

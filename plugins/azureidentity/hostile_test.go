@@ -11,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -207,28 +204,18 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	}
 }
 
-// A credential the previous naming scheme made, which the record holds, is
-// replaced by one of the current name; one the record does not hold is
-// someone else's and stays.
+// A credential the previous naming scheme made, which the host's record
+// holds as made, is replaced by one of the current name; one the record
+// does not hold is someone else's and stays.
 func TestRecordedLegacyCredentialIsRenamed(t *testing.T) {
 	name := "az-legacy-" + rand.String(5)
 	legacy, unrecorded := "profilekit-"+name+"-default-editor", "profilekit-"+name+"-runner"
 	m := &msi{creds: map[string]azureidentity.Credential{legacy: ours(name, "default-editor"), unrecorded: ours(name, "runner")}}
 	hostile(t, m, "default-editor", "runner")
-	testhost.NewProfile(t, env.Client, name, nil)
+	p := testhost.NewProfile(t, env.Client, name, nil)
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	testhost.CreateServiceAccount(t, env.Client, name, "runner", nil)
-	labels := plugins.OwnershipLabels(azureidentity.Kind, name)
-	labels[plugins.LabelRole] = plugins.RoleOutsideState
-	record := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: plugins.StateName(azureidentity.Kind), Labels: labels},
-		Data:       map[string]string{"state.json": `{"credential/` + sub + `/kubeflow/team-a/` + legacy + `":{"hash":"0","at":"2026-01-01T00:00:00Z"}}`},
-	}
-	// Written as every earlier version wrote it: applied by the plugin.
-	ac := corev1ac.ConfigMap(record.Name, record.Namespace).WithLabels(record.Labels).WithData(record.Data)
-	if err := env.Client.Apply(t.Context(), ac, client.FieldOwner(plugins.FieldManagerFor(azureidentity.Kind)), client.ForceOwnership); err != nil {
-		t.Fatal(err)
-	}
+	testhost.WriteRecord(t, env.Client, azureidentity.Kind, p, `{"credential/`+sub+`/kubeflow/team-a/`+legacy+`":{"hash":"0","at":"2026-01-01T00:00:00Z"}}`)
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{entry(spec)} })
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	want := map[string]azureidentity.Credential{
@@ -252,9 +239,9 @@ func TestRecordedLegacyCredentialIsRenamed(t *testing.T) {
 func TestCredentialIsRecordedBeforeItIsPut(t *testing.T) {
 	m := &msi{creds: map[string]azureidentity.Credential{}}
 	name := "az-ahead-" + rand.String(5)
-	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(spec))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
-	lift := testhost.RefuseConfigMaps(t, env.Client, name)
+	lift := testhost.RefuseRecords(t, env.Client, p)
 	hostile(t, m)
 	testhost.WaitRecordRefused(t, env.Client, name, condType)
 	time.Sleep(time.Second) // retries meanwhile

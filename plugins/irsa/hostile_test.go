@@ -389,10 +389,10 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 		iam.EXPECT().SetTrustPolicy(gomock.Any(), r, gomock.Any()).DoAndReturn(store.set).AnyTimes()
 	}
 	name := "irsa-ahead-" + rand.String(5)
-	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
-	// No ConfigMap can be written in the namespace: the record cannot be.
-	refuse := testhost.RefuseConfigMaps(t, env.Client, name)
+	// The Profile's record cannot be written.
+	refuse := testhost.RefuseRecords(t, env.Client, p)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"}`))}})
 	testhost.WaitRecordRefused(t, env.Client, name, condType)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
@@ -170,37 +171,37 @@ func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
 	}
 }
 
-// TestTenantEditedRecordRevokesNothing: the record of what the plugin
-// granted is a ConfigMap in the tenant's own namespace. A tenant who edits
-// it to claim as ours a member someone else granted (here: turns the
-// foreign key into a grant key) must not get that grant revoked: a record
-// the plugin did not write last proves nothing.
-func TestTenantEditedRecordRevokesNothing(t *testing.T) {
+// TestTenantForgedRecordRevokesNothing: a tenant with Kubeflow's rights in
+// its namespace writes a record of the earlier place and form there, under
+// the plugin's own field manager, that claims as ours a member someone else
+// granted. The host never reads it (its record is in the host's namespace,
+// which the tenant can neither read nor write), so the grant is not revoked.
+func TestTenantForgedRecordRevokesNothing(t *testing.T) {
 	name := "wi-forge-" + rand.String(5)
 	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
 	before := []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{admin, member}}}
 	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: before}}
 	hostile(t, acct)
-	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 
-	key := client.ObjectKey{Namespace: name, Name: plugins.StateName(workloadidentity.Kind)}
 	var cm corev1.ConfigMap
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		if err := env.Client.Get(t.Context(), key, &cm); err != nil {
+		if err := env.Client.Get(t.Context(), testhost.RecordKey(workloadidentity.Kind, p), &cm); err != nil {
 			return false, err.Error()
 		}
 		return strings.Contains(cm.Data["state.json"], "foreign/"), "record " + cm.Data["state.json"]
 	})
-	cm.Data["state.json"] = strings.ReplaceAll(cm.Data["state.json"], "foreign/", "grant/")
-	if err := env.Client.Update(t.Context(), &cm, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
+	tenant := testhost.Tenant(t, env, name)
+	if err := tenant.Get(t.Context(), client.ObjectKeyFromObject(&cm), &corev1.ConfigMap{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant reads the host's record: %v, want Forbidden", err)
 	}
+	testhost.ForgeRecord(t, tenant, workloadidentity.Kind, name, `{"grant/`+gsa+`/`+member+`":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
 
 	stopListing(t, name)
 	if diff := cmp.Diff(before, acct.bindings()); diff != "" {
-		t.Errorf("bindings after revoke with a record the tenant edited (-want +got):\n%s", diff)
+		t.Errorf("bindings after revoke with a record the tenant forged (-want +got):\n%s", diff)
 	}
 }
 
@@ -213,9 +214,9 @@ func TestGrantIsRecordedBeforeItIsMade(t *testing.T) {
 	acct := &account{policy: &iam.Policy{Etag: "e"}}
 	name := "wi-ahead-" + rand.String(5)
 	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
-	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
-	lift := testhost.RefuseConfigMaps(t, env.Client, name)
+	lift := testhost.RefuseRecords(t, env.Client, p)
 	hostile(t, acct)
 	testhost.WaitRecordRefused(t, env.Client, name, condType)
 	time.Sleep(time.Second) // retries meanwhile

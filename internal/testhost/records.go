@@ -1,0 +1,45 @@
+package testhost
+
+import (
+	"testing"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// RecordKey is where plugin kind's outside-state record of p lives.
+func RecordKey(kind string, p *kubeflowv1.Profile) client.ObjectKey {
+	return client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.RecordName(kind, p.UID)}
+}
+
+// WriteRecord writes plugin kind's outside-state record of p with state
+// (the record's JSON), as the plugin's host writes it.
+func WriteRecord(t *testing.T, c client.Client, kind string, p *kubeflowv1.Profile, state string) {
+	t.Helper()
+	key := RecordKey(kind, p)
+	labels := plugins.OwnershipLabels(kind, p.Name)
+	labels[plugins.LabelRole] = plugins.RoleOutsideState
+	ac := corev1ac.ConfigMap(key.Name, key.Namespace).WithLabels(labels).
+		WithOwnerReferences(plugins.OwnerReference(p)).WithData(map[string]string{"state.json": state})
+	if err := c.Apply(t.Context(), ac, client.FieldOwner(plugins.FieldManagerFor(kind)), client.ForceOwnership); err != nil {
+		t.Fatalf("write the record of %s: %v", p.Name, err)
+	}
+}
+
+// ForgeRecord writes, through tenant (see Tenant), a record of plugin kind
+// in the old place and form: a ConfigMap in the Profile's namespace with
+// profilekit's labels and state (the record's JSON), applied under the
+// plugin's own field manager, which any client may send.
+func ForgeRecord(t *testing.T, tenant client.Client, kind, profile, state string) {
+	t.Helper()
+	labels := plugins.OwnershipLabels(kind, profile)
+	labels[plugins.LabelRole] = plugins.RoleOutsideState
+	ac := corev1ac.ConfigMap(plugins.StateName(kind), profile).WithLabels(labels).
+		WithData(map[string]string{"state.json": state})
+	if err := tenant.Apply(t.Context(), ac, client.FieldOwner(plugins.FieldManagerFor(kind)), client.ForceOwnership); err != nil {
+		t.Fatalf("the tenant of %s writes a record: %v", profile, err)
+	}
+}
