@@ -273,7 +273,6 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	profile := "metrics-" + rand.String(5)
 	grants, _ := json.Marshal([]map[string]any{{"bucketName": "shared-data", "readers": []string{profile}}})
 	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostNamespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "azurite", Namespace: hostNamespace}, StringData: map[string]string{
 			blobcsi.SecretAccountName: azurite.Account, blobcsi.SecretAccountKey: azurite.Key}},

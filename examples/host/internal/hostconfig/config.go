@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -263,6 +265,32 @@ func (p Plugin) Applies(listed bool, profileLabels map[string]string) bool {
 	}
 }
 
+// serviceAccountNamespace is where a pod finds the namespace it runs in.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// HostNamespace is the namespace the host keeps its own records in: the
+// leader election namespace, or the one it runs in; "" out of a cluster
+// with no leader election namespace.
+func (c *Config) HostNamespace() string {
+	if ns := c.LeaderElection.Namespace; ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
+}
+
+// RecordsNamespace is where the plugins' outside-state records live: the
+// host's namespace, or plugins.DefaultRecordsNamespace when it has none.
+// No tenant may write there.
+func (c *Config) RecordsNamespace() string {
+	if ns := c.HostNamespace(); ns != "" {
+		return ns
+	}
+	return plugins.DefaultRecordsNamespace
+}
+
 // ReconcilerOptions returns the options of the plugin's standalone reconciler.
 func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	p := c.Plugins[kind]
@@ -282,6 +310,7 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	if p.OutsideTimeout != nil {
 		outside.Timeout = p.OutsideTimeout.Duration
 	}
+	outside.Namespace = c.RecordsNamespace()
 	opts = append(opts, reconcilers.WithOutside(outside))
 	if s := c.Shard(); s != nil {
 		opts = append(opts, reconcilers.WithShard(s))

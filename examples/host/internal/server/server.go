@@ -117,6 +117,12 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		}
 		defs = append(defs, def)
 	}
+	if slices.ContainsFunc(defs, func(d plugins.Definition) bool { return d.OutsideState }) {
+		err := mgr.Add(records{client: mgr.GetClient(), reader: mgr.GetAPIReader(), namespace: cfg.RecordsNamespace()})
+		if err != nil {
+			return nil, fmt.Errorf("add the outside-state records: %w", err)
+		}
+	}
 	// A kind one plugin reads whole is cached whole for every plugin.
 	whole := reconcilers.WithCachedWhole(plugins.WholeKinds(defs...)...)
 	for _, def := range defs {

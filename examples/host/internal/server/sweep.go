@@ -2,8 +2,6 @@ package server
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -29,21 +27,9 @@ func addSweeper(mgr manager.Manager, cfg *hostconfig.Config, def plugins.Definit
 	if !ok || vc.RetainFor.Duration <= 0 {
 		return nil
 	}
-	sw := volumes.Sweeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: vc, Namespace: hostNamespace(cfg)}
+	sw := volumes.Sweeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: vc, Namespace: cfg.HostNamespace()}
 	if err := mgr.Add(sw); err != nil {
 		return fmt.Errorf("plugin %s: add sweeper: %w", volumes.Kind, err)
 	}
 	return nil
-}
-
-// hostNamespace is the namespace the host keeps its own records in: the
-// leader election namespace, or the one it runs in.
-func hostNamespace(cfg *hostconfig.Config) string {
-	if ns := cfg.LeaderElection.Namespace; ns != "" {
-		return ns
-	}
-	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
-		return strings.TrimSpace(string(b))
-	}
-	return ""
 }

@@ -17,9 +17,6 @@ import (
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
-// serviceAccountNamespace is where a pod finds its namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 // webhookServer returns the webhook server cfg asks for, and the runnable
 // that keeps a self-signed certificate (nil for certificates: files).
 func webhookServer(restCfg *rest.Config, cfg *hostconfig.Config, s *runtime.Scheme) (webhook.Server, *admission.SelfSigned, error) {
@@ -34,7 +31,7 @@ func webhookServer(restCfg *rest.Config, cfg *hostconfig.Config, s *runtime.Sche
 		return nil, nil, fmt.Errorf("webhook: %w", err)
 	}
 	c = reconcilers.WithTimeout(c, cfg.Client.Timeout())
-	ss, err := admission.NewSelfSigned(w.SelfSigned, hostNamespace(cfg), c, c)
+	ss, err := admission.NewSelfSigned(w.SelfSigned, cfg.HostNamespace(), c, c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// records makes the namespace that holds the plugins' outside-state records
+// when it is missing, and moves the records that earlier versions kept in
+// the Profiles' namespaces into it (plugins.MigrateRecords), once, on the
+// leader. It tries again with backoff until both are done or the host
+// stops: a pass that runs before then finds no record in the host's
+// namespace and makes its outside state true again (idempotent calls), and
+// the records it moves are swept by the Profiles' next passes.
+type records struct {
+	client    client.Client
+	reader    client.Reader
+	namespace string
+}
+
+var _ manager.LeaderElectionRunnable = records{}
+
+// NeedLeaderElection reports true: only the leader writes.
+func (records) NeedLeaderElection() bool { return true }
+
+// Start runs until the records are in place or ctx ends.
+func (m records) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("namespace", m.namespace)
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 2 * time.Minute}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if err := m.ensureNamespace(ctx); err != nil {
+			logger.Error(err, "outside-state records: will try again")
+			return false, nil
+		}
+		moved, err := plugins.MigrateRecords(ctx, m.reader, m.client, m.namespace)
+		if err != nil {
+			logger.Error(err, "outside-state records: move from the Profiles' namespaces; will try again", "moved", moved)
+			return false, nil
+		}
+		if moved > 0 {
+			logger.Info("outside-state records moved out of the Profiles' namespaces", "moved", moved)
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("outside-state records: %w", err)
+	}
+	return nil
+}
+
+// ensureNamespace makes the records' namespace when the API server does
+// not have it. A host not allowed to read namespaces takes it as made (the
+// deployment's manifests make it).
+func (m records) ensureNamespace(ctx context.Context) error {
+	var ns corev1.Namespace
+	err := m.reader.Get(ctx, client.ObjectKey{Name: m.namespace}, &ns)
+	switch {
+	case err == nil || apierrors.IsForbidden(err):
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read namespace %s: %w", m.namespace, err)
+	}
+	ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.namespace, Labels: map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue}}}
+	if err := m.client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", m.namespace, err)
+	}
+	return nil
+}
