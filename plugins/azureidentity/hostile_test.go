@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	"k8s.io/apimachinery/pkg/util/rand"
