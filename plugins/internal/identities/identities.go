@@ -1,0 +1,93 @@
+// Package identities is the host's policy of which cloud identity (an IAM
+// role, a Google service account, an Azure managed identity) a Profile may
+// be bound to. A cloud identity is the platform's to hand out, not the
+// Profile's: where tenants write their own Profiles (the access-management
+// service's self-serve endpoint creates them from the request body), a
+// Profile that could name any identity could take another team's. The
+// policy is a list of allowances; an identity no allowance gives the
+// Profile is refused, and an empty list refuses every identity.
+package identities
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// ReasonNotAllowed is the reason of a Profile that names an identity the
+// host's policy does not give it.
+const ReasonNotAllowed = "IdentityNotAllowed"
+
+// Allowance gives the Profiles it selects one identity each.
+type Allowance struct {
+	// Identity is the identity allowed, as the Profile names it (an ARN, an
+	// email, a resource ID), with the placeholders {{ .Namespace }} and
+	// {{ .Profile }}: arn:aws:iam::123456789012:role/kf-{{ .Namespace }}
+	// gives each Profile its own role. Compared exactly, after expansion.
+	Identity string `json:"identity"`
+	// ProfileSelector narrows the allowance to the Profiles whose labels
+	// match. None: every Profile.
+	ProfileSelector *metav1.LabelSelector `json:"profileSelector,omitempty"`
+	// Shared lets several Profiles be bound to the identity at once (a team
+	// role). Without it, an identity that already serves another Profile is
+	// a Conflict that names that Profile.
+	Shared bool `json:"shared,omitempty"`
+}
+
+// Policy is the host's list of allowances.
+type Policy []Allowance
+
+// Validate checks every allowance: an identity with no unknown placeholder
+// and a selector that parses.
+func (p Policy) Validate() error {
+	var errs []error
+	for i, a := range p {
+		switch {
+		case strings.TrimSpace(a.Identity) == "":
+			errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: required", i))
+		default:
+			if err := plugins.CheckPlaceholders(a.Identity, plugins.PlaceholderNamespace, plugins.PlaceholderProfile); err != nil {
+				errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: %w", i, err))
+			}
+		}
+		if _, err := metav1.LabelSelectorAsSelector(a.ProfileSelector); err != nil {
+			errs = append(errs, fmt.Errorf("allowedIdentities[%d].profileSelector: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Allow returns the first allowance that gives identity to p, or a terminal
+// error with ReasonNotAllowed.
+func (p Policy) Allow(profile *kubeflowv1.Profile, identity string) (Allowance, error) {
+	values := plugins.ValuesOf(profile)
+	for _, a := range p {
+		if !selects(a.ProfileSelector, profile) {
+			continue
+		}
+		if plugins.Expand(a.Identity, values) == identity {
+			return a, nil
+		}
+	}
+	if len(p) == 0 {
+		return Allowance{}, plugins.Terminalf(ReasonNotAllowed,
+			"identity %q: the host allows no identity (allowedIdentities is empty); an administrator lists the identities Profiles may use", identity)
+	}
+	return Allowance{}, plugins.Terminalf(ReasonNotAllowed,
+		"identity %q is not among the identities the host allows this Profile (allowedIdentities); nothing was granted", identity)
+}
+
+// selects reports whether sel (none: every Profile) matches p's labels.
+func selects(sel *metav1.LabelSelector, p *kubeflowv1.Profile) bool {
+	if sel == nil {
+		return true
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(labels.Set(p.Labels))
+}

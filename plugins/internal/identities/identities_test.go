@@ -1,0 +1,73 @@
+package identities_test
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
+)
+
+func TestAllow(t *testing.T) {
+	const role = "arn:aws:iam::111122223333:role/"
+	team := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+	policy := identities.Policy{
+		{Identity: role + "kf-{{ .Namespace }}"},
+		{Identity: role + "ml-team", ProfileSelector: team, Shared: true},
+	}
+	profile := func(name string, labels map[string]string) *kubeflowv1.Profile {
+		return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	tests := []struct {
+		reason     string
+		policy     identities.Policy
+		profile    *kubeflowv1.Profile
+		identity   string
+		wantShared bool
+		wantErr    bool
+	}{
+		{reason: "its own role, from the template", policy: policy, profile: profile("alice", nil), identity: role + "kf-alice"},
+		{reason: "another Profile's role from the template", policy: policy, profile: profile("alice", nil), identity: role + "kf-bob", wantErr: true},
+		{reason: "a team role, selected", policy: policy, profile: profile("alice", map[string]string{"team": "ml"}), identity: role + "ml-team", wantShared: true},
+		{reason: "a team role, not selected", policy: policy, profile: profile("mallory", map[string]string{"team": "ops"}), identity: role + "ml-team", wantErr: true},
+		{reason: "a role the template's prefix only resembles", policy: policy, profile: profile("alice", nil), identity: role + "kf-alice-admin", wantErr: true},
+		{reason: "no policy denies everything", profile: profile("alice", nil), identity: role + "kf-alice", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got, err := tt.policy.Allow(tt.profile, tt.identity)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Allow(%q) error = %v, want error %v", tt.identity, err, tt.wantErr)
+			}
+			if err != nil && plugins.ReasonOf(err, "") != identities.ReasonNotAllowed {
+				t.Errorf("reason = %q, want %q", plugins.ReasonOf(err, ""), identities.ReasonNotAllowed)
+			}
+			if err == nil && got.Shared != tt.wantShared {
+				t.Errorf("shared = %v, want %v", got.Shared, tt.wantShared)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := identities.Policy{
+		{Identity: ""},
+		{Identity: "arn:aws:iam::1:role/{{ .Owner }}"},
+		{Identity: "x", ProfileSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Sideways"}}}},
+	}
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted an empty identity, an unknown placeholder and a bad selector")
+	}
+	for _, want := range []string{"allowedIdentities[0].identity: required", "allowedIdentities[1].identity", "allowedIdentities[2].profileSelector"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if err := (identities.Policy{{Identity: "{{ .Namespace }}@p.iam.gserviceaccount.com"}}).Validate(); err != nil {
+		t.Errorf("a valid policy: %v", err)
+	}
+}
