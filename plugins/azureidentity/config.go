@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -48,6 +49,14 @@ type Config struct {
 	TenantID string `json:"tenantId,omitempty" profilekit:"hostonly"`
 	// Audience of the federated credentials. Default api://AzureADTokenExchange.
 	Audience string `json:"audience,omitempty" profilekit:"hostonly"`
+	// AllowedIdentities are the managed identities Profiles may use, by
+	// resource ID (or, for a Profile that names none, annotateOnly, by
+	// client ID), such as
+	// /subscriptions/<id>/resourceGroups/kubeflow/providers/Microsoft.ManagedIdentity/userAssignedIdentities/kf-{{ .Namespace }}.
+	// One no allowance gives the Profile is refused (IdentityNotAllowed),
+	// and so is every one while the list is empty; one that already serves
+	// another Profile is a Conflict unless its allowance is shared.
+	AllowedIdentities identities.Policy `json:"allowedIdentities,omitempty" profilekit:"hostonly"`
 }
 
 // NewConfig returns a Config holding the built-in defaults.
@@ -100,6 +109,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Audience == "" {
 		errs = append(errs, errors.New("audience: must not be empty"))
+	}
+	if err := c.AllowedIdentities.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

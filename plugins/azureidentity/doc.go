@@ -66,6 +66,16 @@
 //	    issuer: https://westeurope.oic.prod-aks.azure.com/00000000-0000-0000-0000-000000000000/11111111-1111-1111-1111-111111111111/
 //	    tenantId: 00000000-0000-0000-0000-000000000000
 //	    serviceAccounts: [default-editor]
+//	    allowedIdentities:
+//	    - identity: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubeflow/providers/Microsoft.ManagedIdentity/userAssignedIdentities/kf-{{ .Namespace }}"
+//
+// An identity is the platform's to hand out: a Profile may use only an
+// identity (by resource ID; by client ID for annotateOnly without one) an
+// allowance of allowedIdentities gives it (IdentityNotAllowed otherwise,
+// and for every identity while the list is empty), checked before anything
+// is written, the annotations included; an identity on which another
+// Profile's record holds a credential is a Conflict naming that Profile
+// unless its allowance is shared.
 //
 // The host calls Azure with the SDK's default credential chain (workload
 // identity, managed identity or the environment); it needs

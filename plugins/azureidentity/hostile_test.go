@@ -83,8 +83,8 @@ func hostile(t *testing.T, m *msi, serviceAccounts ...string) {
 	if len(serviceAccounts) == 0 {
 		serviceAccounts = []string{"default-editor"}
 	}
-	defaults := `{"issuer":"` + issuer + `","serviceAccounts":["` + strings.Join(serviceAccounts, `","`) + `"]}`
-	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{reconcilers.WithDefaults([]byte(defaults))}})
+	defaults := `,"issuer":"` + issuer + `","serviceAccounts":["` + strings.Join(serviceAccounts, `","`) + `"]`
+	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{allow(defaults)}})
 }
 
 const spec = `{"identity":"` + identity + `","clientId":"` + clientID + `"}`

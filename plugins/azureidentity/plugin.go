@@ -1,6 +1,7 @@
 package azureidentity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,12 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if cfg.ClientID == "" {
 		return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: clientId: required", Kind)
 	}
+	// The platform's to hand out: checked on every pass, before anything
+	// is written, the annotation included.
+	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cmp.Or(cfg.Identity, cfg.ClientID))
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	want := map[string]string{AnnotationClientID: cfg.ClientID}
 	if cfg.TenantID != "" {
 		want[AnnotationTenantID] = cfg.TenantID
@@ -131,6 +138,17 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		// Recorded ahead: a credential put and never recorded would let the
 		// service account act as the identity after the Profile let it go.
 		_, err := req.Outside.EnsureAhead(ctx, System, c.key, desired, func(ctx context.Context) error {
+			if !allowance.Shared {
+				prefix := keyPrefix + strings.Join([]string{c.id.Subscription, c.id.ResourceGroup, c.id.Name}, "/") + "/"
+				holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return strings.HasPrefix(k, prefix) })
+				if err != nil {
+					return err
+				}
+				if holder != "" {
+					return plugins.Terminalf(plugins.ReasonConflict,
+						"identity %s already serves Profile %s; an identity serves one Profile unless the host's allowance marks it shared", c.id.Name, holder)
+				}
+			}
 			action, err := p.put(ctx, c, slices.Contains(made, c.key))
 			change.Action = action
 			return err

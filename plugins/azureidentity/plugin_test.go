@@ -32,6 +32,10 @@ const (
 	sub      = "00000000-0000-0000-0000-000000000000"
 	identity = "/subscriptions/" + sub + "/resourceGroups/kubeflow/providers/Microsoft.ManagedIdentity/userAssignedIdentities/team-a"
 	clientID = "11111111-1111-1111-1111-111111111111"
+	// allowed lets the Profiles of every test use the test identity (by
+	// resource ID, or by client ID where a Profile names no identity),
+	// shared: Profiles of earlier tests may still hold it.
+	allowed  = `"allowedIdentities":[{"identity":"` + identity + `","shared":true},{"identity":"` + clientID + `","shared":true}]`
 	tenantID = "22222222-2222-2222-2222-222222222222"
 	issuer   = "https://westeurope.oic.prod-aks.azure.com/" + tenantID + "/33333333-3333-3333-3333-333333333333/"
 )
@@ -59,7 +63,7 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 
 	h := testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{
 		reconcilers.WithResync(300 * time.Millisecond),
-		reconcilers.WithDefaults([]byte(`{"issuer":"` + issuer + `","tenantId":"` + tenantID + `"}`)),
+		allow(`,"issuer":"` + issuer + `","tenantId":"` + tenantID + `"`),
 	}})
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", map[string]string{"team.example.org/contact": "alice"})
@@ -102,7 +106,7 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 func TestMissingIssuerIsReported(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	creds := iammock.NewMockCredentials(ctrl) // no expectations: any call fails the test
-	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds)})
+	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{allow("")}})
 	name := "az-noissuer-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
@@ -110,4 +114,10 @@ func TestMissingIssuerIsReported(t *testing.T) {
 	// The annotation does not depend on the issuer.
 	testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(map[string]string{azureidentity.AnnotationClientID: clientID}))
 	ctrl.Finish()
+}
+
+// allow returns the host defaults that allow the test identity, with extra
+// (",\"key\":value...") after them.
+func allow(extra string) reconcilers.Option {
+	return reconcilers.WithDefaults([]byte("{" + allowed + extra + "}"))
 }

@@ -29,7 +29,7 @@ func TestSDKAzurePluginLifecycle(t *testing.T) {
 	name := "az-sdk-" + rand.String(5)
 	h := testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(c), Options: []reconcilers.Option{
 		reconcilers.WithResync(300 * time.Millisecond),
-		reconcilers.WithDefaults([]byte(`{"issuer":"` + issuer + `"}`)),
+		allow(`,"issuer":"` + issuer + `"`),
 		// Profiles of other tests in this control plane are not this host's.
 		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
 	}})

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 )
 
@@ -60,6 +61,12 @@ type Config struct {
 	// MaxPolicySize is the trust policy size limit of the account, in
 	// characters without white space. Default 2048, IAM's default quota.
 	MaxPolicySize int `json:"maxPolicySize,omitempty" profilekit:"hostonly"`
+	// AllowedIdentities are the role ARNs Profiles may name, such as
+	// arn:aws:iam::123456789012:role/kf-{{ .Namespace }}. A role no
+	// allowance gives the Profile is refused (IdentityNotAllowed), and so is
+	// every role while the list is empty; a role that already serves
+	// another Profile is a Conflict unless its allowance is shared.
+	AllowedIdentities identities.Policy `json:"allowedIdentities,omitempty" profilekit:"hostonly"`
 }
 
 // DefaultServiceAccount is the upstream controller's workload service account.
@@ -112,6 +119,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPolicySize < 0 {
 		errs = append(errs, fmt.Errorf("maxPolicySize %d: must not be negative", c.MaxPolicySize))
+	}
+	if err := c.AllowedIdentities.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -58,7 +58,7 @@ func hostile(t *testing.T, doc string, defaults string) *outage {
 	o := &outage{roles: &roles{docs: map[string]string{role: doc}}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(o.get).AnyTimes()
 	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(o.set).AnyTimes()
-	opts := []reconcilers.Option{reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"` + defaults + `}`))}
+	opts := []reconcilers.Option{allow(`,"oidcProvider":"` + provider + `"` + defaults)}
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: opts})
 	return o
 }
@@ -199,7 +199,7 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 	}{
 		{
 			reason:   "the trust policy would pass the size limit",
-			defaults: `{"maxPolicySize":400}`,
+			defaults: `,"maxPolicySize":400`,
 			policy:   func(context.Context, string) (string, error) { return startPolicy, nil },
 			want:     irsa.ReasonTrustPolicyTooLarge,
 		},
@@ -230,10 +230,7 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 				}
 				return store.set(ctx, name, doc)
 			}).AnyTimes()
-			var opts []reconcilers.Option
-			if tt.defaults != "" {
-				opts = append(opts, reconcilers.WithDefaults([]byte(tt.defaults)))
-			}
+			opts := []reconcilers.Option{allow(tt.defaults)}
 			testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: opts})
 			name := "irsa-order-" + rand.String(5)
 			testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
@@ -290,7 +287,7 @@ func TestProfilesSharingARoleKeepEveryStatement(t *testing.T) {
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(m.get).AnyTimes()
 	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).AnyTimes()
 	// An account with the raised quota, so that every statement fits.
-	opts := []reconcilers.Option{reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `","maxPolicySize":8192}`))}
+	opts := []reconcilers.Option{allow(`,"oidcProvider":"` + provider + `","maxPolicySize":8192`)}
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: opts})
 
 	q := "irsa-share-" + rand.String(5)
@@ -394,7 +391,7 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 	// The Profile's record cannot be written.
 	refuse := testhost.RefuseRecords(t, env.Client, p)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{
-		reconcilers.WithDefaults([]byte(`{"oidcProvider":"` + provider + `"}`))}})
+		allow(`,"oidcProvider":"` + provider + `"`)}})
 	testhost.WaitRecordRefused(t, env.Client, name, condType)
 	time.Sleep(time.Second) // retries meanwhile
 	sid := trustpolicy.StatementID(provider, name)

@@ -82,12 +82,20 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
 	}
+	// The platform's to hand out: checked on every pass, before anything
+	// is written.
+	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cfg.AwsIAMRole)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	annotation := map[string]string{AnnotationRoleARN: cfg.AwsIAMRole}
 	if cfg.AnnotateOnly {
 		return serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
 	}
 	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, annotation,
-		func(ctx context.Context) (plugins.Change, error) { return p.trust(ctx, req, cfg, role) },
+		func(ctx context.Context) (plugins.Change, error) {
+			return p.trust(ctx, req, cfg, role, allowance.Shared)
+		},
 		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role) })
 }
 
@@ -116,8 +124,10 @@ func (c *Config) edit(namespace string) trustpolicy.Edit {
 	return e
 }
 
-// trust makes the role trust the Profile's service accounts.
-func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, role string) (plugins.Change, error) {
+// trust makes the role trust the Profile's service accounts. A role that
+// another Profile's record holds as made is a Conflict unless shared (or
+// the subjects are the wildcard form, which serves every Profile).
+func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, role string, shared bool) (plugins.Change, error) {
 	change := plugins.Change{Kind: "IAMRoleTrustPolicy", Name: role, Action: plugins.Unchanged}
 	edit := cfg.edit(plugins.Namespace(req.Profile))
 	desired := struct {
@@ -127,6 +137,16 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 	// Recorded ahead: a statement made and never recorded would trust the
 	// Profile's service accounts after it stopped naming the role.
 	_, err := req.Outside.EnsureAhead(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
+		if !shared && !edit.Wildcard {
+			holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return k == keyPrefix+role })
+			if err != nil {
+				return err
+			}
+			if holder != "" {
+				return plugins.Terminalf(plugins.ReasonConflict,
+					"awsIamRole %q already serves Profile %s; a role serves one Profile unless the host's allowance marks it shared", cfg.AwsIAMRole, holder)
+			}
+		}
 		defer lockRole(role)()
 		doc, err := p.iam.TrustPolicy(ctx, role)
 		if errors.Is(err, ErrNoRole) {

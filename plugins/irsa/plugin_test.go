@@ -37,7 +37,11 @@ const (
 	provider = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC123"
 	issuer   = "oidc.eks.eu-west-1.amazonaws.com/id/ABC123"
 	roleARN  = "arn:aws:iam::111122223333:role/kubeflow/team-role"
-	role     = "team-role"
+	// allowed lets the Profiles of every test use the test roles, shared:
+	// Profiles of earlier tests may still hold them.
+	allowed = `"allowedIdentities":[{"identity":"` + roleARN + `","shared":true},` +
+		`{"identity":"arn:aws:iam::111122223333:role/kubeflow/other-role","shared":true}]`
+	role = "team-role"
 )
 
 // startPolicy has a statement for EC2 and one for the provider with a
@@ -101,7 +105,7 @@ func TestTrustLifecycle(t *testing.T) {
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).Times(1)
 	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).Times(1)
 
-	h := testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{reconcilers.WithResync(300 * time.Millisecond)}})
+	h := testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{allow(""), reconcilers.WithResync(300 * time.Millisecond)}})
 	name := "irsa-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
 
@@ -166,7 +170,7 @@ func TestPolicyPastTheSizeLimitIsReported(t *testing.T) {
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).MinTimes(1)
 
-	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{reconcilers.WithDefaults([]byte(`{"maxPolicySize":400}`))}})
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{allow(`,"maxPolicySize":400`)}})
 	name := "irsa-big-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`"}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
@@ -191,7 +195,7 @@ func TestAnnotateOnlyCallsNoIAM(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl) // no expectations: any call fails the test
 
-	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam)})
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{allow("")}})
 	name := "irsa-annot-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"awsIamRole":"`+roleARN+`","annotateOnly":true}`))
 	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
@@ -203,7 +207,7 @@ func TestAnnotateOnlyCallsNoIAM(t *testing.T) {
 func TestBadRoleIsReportedAndOthersAreServed(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam)})
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{allow("")}})
 	bad, good := "irsa-bad-"+rand.String(5), "irsa-good-"+rand.String(5)
 	testhost.NewProfile(t, env.Client, bad, nil, entry(`{"awsIamRole":"team-role"}`))
 	testhost.NewProfile(t, env.Client, good, nil, entry(`{"awsIamRole":"`+roleARN+`","annotateOnly":true}`))
@@ -217,4 +221,10 @@ func TestBadRoleIsReportedAndOthersAreServed(t *testing.T) {
 		t.Errorf("service account of the bad Profile has annotations %v, want only keep", keys)
 	}
 	ctrl.Finish()
+}
+
+// allow returns the host defaults that allow the test roles, with extra
+// (",\"key\":value...") after them.
+func allow(extra string) reconcilers.Option {
+	return reconcilers.WithDefaults([]byte("{" + allowed + extra + "}"))
 }

@@ -29,7 +29,7 @@ func TestSDKAWSPluginLifecycle(t *testing.T) {
 
 	name := "irsa-sdk-" + rand.String(5)
 	h := testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(c), Options: []reconcilers.Option{
-		reconcilers.WithResync(300 * time.Millisecond),
+		allow(""), reconcilers.WithResync(300 * time.Millisecond),
 		// Profiles of other tests in this control plane are not this host's.
 		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
 	}})

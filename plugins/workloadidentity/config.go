@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
 )
 
 // Kind is the plugin's name in spec.plugins, the upstream controller's.
@@ -36,6 +37,12 @@ type Config struct {
 	// <project of the Google service account>.svc.id.goog, right when the
 	// cluster is in that project.
 	WorkloadPool string `json:"workloadPool,omitempty" profilekit:"hostonly"`
+	// AllowedIdentities are the Google service accounts Profiles may act
+	// as, such as {{ .Namespace }}@ml-prod.iam.gserviceaccount.com. One no
+	// allowance gives the Profile is refused (IdentityNotAllowed), and so is
+	// every one while the list is empty; one that already serves another
+	// Profile is a Conflict unless its allowance is shared.
+	AllowedIdentities identities.Policy `json:"allowedIdentities,omitempty" profilekit:"hostonly"`
 }
 
 // NewConfig returns a Config holding the built-in defaults.
@@ -84,6 +91,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WorkloadPool != "" && !pool.MatchString(c.WorkloadPool) {
 		errs = append(errs, fmt.Errorf("workloadPool %q: want <project>.svc.id.goog", c.WorkloadPool))
+	}
+	if err := c.AllowedIdentities.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

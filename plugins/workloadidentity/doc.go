@@ -75,6 +75,17 @@
 //	    gcpServiceAccount: kubeflow-user@my-project.iam.gserviceaccount.com
 //	    serviceAccounts: [default-editor]
 //	    workloadPool: my-project.svc.id.goog
+//	    allowedIdentities:
+//	    - identity: kubeflow-user@my-project.iam.gserviceaccount.com
+//	      shared: true
+//
+// An account is the platform's to hand out: a Profile may act only as an
+// account an allowance of allowedIdentities gives it ("{{ .Namespace
+// }}@my-project.iam.gserviceaccount.com" gives each Profile its own;
+// IdentityNotAllowed otherwise, and for every account while the list is
+// empty), checked before anything is written; an account on which another
+// Profile's record holds a grant is a Conflict naming that Profile unless
+// its allowance is shared.
 //
 // The host calls IAM with application default credentials (on GKE, its own
 // workload identity); it needs iam.serviceAccounts.getIamPolicy and

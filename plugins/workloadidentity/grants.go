@@ -52,8 +52,9 @@ var errForeignGone = errors.New("a member granted by someone else before the plu
 // grant makes each member hold the role on gsa (only when that is not what
 // was last made true). A member that already holds it, unrecorded, was
 // granted by someone else: it is recorded as foreign and never removed. It
-// returns the keys of the record that stay.
-func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, members []string) ([]string, plugins.Change, error) {
+// returns the keys of the record that stay. An account another Profile's
+// record holds a grant on is a Conflict, unless shared.
+func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, members []string, shared bool) ([]string, plugins.Change, error) {
 	change := plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Unchanged}
 	recorded, err := req.Outside.Recorded(ctx)
 	if err != nil {
@@ -83,6 +84,16 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, memb
 		}
 		present := false
 		called, err := req.Outside.Ensure(ctx, System, gk, want, func(ctx context.Context) error {
+			if !shared {
+				holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return strings.HasPrefix(k, grantPrefix+gsa+"/") })
+				if err != nil {
+					return err
+				}
+				if holder != "" {
+					return plugins.Terminalf(plugins.ReasonConflict,
+						"gcpServiceAccount %q already serves Profile %s; an account serves one Profile unless the host's allowance marks it shared", gsa, holder)
+				}
+			}
 			var intendErr error
 			changed, err := p.update(ctx, gsa, func(pol *iam.Policy) bool {
 				present = HasMembers(pol, RoleWorkloadIdentityUser, []string{m})

@@ -23,6 +23,7 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 	"github.com/profilekit/profilekit/plugins/workloadidentity/iammock"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // outage stands between the plugin and the account: while down, every call
@@ -56,7 +57,7 @@ func hostile(t *testing.T, acct *account) *outage {
 	o := &outage{acct: acct}
 	api.EXPECT().Policy(gomock.Any(), resource).DoAndReturn(o.get).AnyTimes()
 	api.EXPECT().SetPolicy(gomock.Any(), resource, gomock.Any()).DoAndReturn(o.set).AnyTimes()
-	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api)})
+	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api), Options: []reconcilers.Option{allow("")}})
 	return o
 }
 

@@ -55,10 +55,16 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
 	}
+	// The platform's to hand out: checked on every pass, before anything
+	// is written.
+	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cfg.GCPServiceAccount)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	var keep []string
 	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount},
 		func(ctx context.Context) (c plugins.Change, err error) {
-			keep, c, err = p.grant(ctx, req, cfg.GCPServiceAccount, members)
+			keep, c, err = p.grant(ctx, req, cfg.GCPServiceAccount, members, allowance.Shared)
 			return c, err
 		},
 		func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, keep) })

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
 const (
 	condType = "WorkloadIdentityReady"
 	gsa      = "kf-user@proj-123.iam.gserviceaccount.com"
+	// allowed lets the Profiles of every test act as the test account,
+	// shared: Profiles of earlier tests may still hold it.
+	allowed  = `"allowedIdentities":[{"identity":"` + gsa + `","shared":true}]`
 	resource = "projects/proj-123/serviceAccounts/" + gsa
 	admin    = "user:admin@example.org"
 )
@@ -108,7 +111,7 @@ func TestWorkloadIdentityLifecycle(t *testing.T) {
 	}).Times(2)
 	api.EXPECT().SetPolicy(gomock.Any(), resource, gomock.Any()).DoAndReturn(acct.set).Times(2)
 
-	h := testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api), Options: []reconcilers.Option{reconcilers.WithResync(300 * time.Millisecond)}})
+	h := testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api), Options: []reconcilers.Option{allow(""), reconcilers.WithResync(300 * time.Millisecond)}})
 	name := "wi-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "ServiceAccount "+name+"/default-editor does not exist yet")
@@ -164,7 +167,7 @@ func TestWorkloadIdentityLifecycle(t *testing.T) {
 func TestMalformedAccountIsAConditionNotAPanic(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	api := iammock.NewMockIAM(ctrl) // no expectations: any call fails the test
-	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api)})
+	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api), Options: []reconcilers.Option{allow("")}})
 	for _, value := range []string{"x", "alice@example.org", ".iam.gserviceaccount.com"} {
 		name := "wi-bad-" + rand.String(5)
 		testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+value+`"}`))
@@ -187,7 +190,7 @@ func TestHostDefaultForEveryProfile(t *testing.T) {
 	name := "wi-default-" + rand.String(5)
 	// The selector keeps the other tests' Profiles out of this host.
 	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api), Options: []reconcilers.Option{
-		reconcilers.WithDefaults([]byte(`{"gcpServiceAccount":"` + gsa + `"}`)),
+		allow(`,"gcpServiceAccount":"` + gsa + `"`),
 		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{"test": name})),
 	}})
 	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name})
@@ -198,4 +201,10 @@ func TestHostDefaultForEveryProfile(t *testing.T) {
 		t.Errorf("bindings %+v lack the Profile's member", acct.bindings())
 	}
 	ctrl.Finish()
+}
+
+// allow returns the host defaults that allow the test account, with extra
+// (",\"key\":value...") after them.
+func allow(extra string) reconcilers.Option {
+	return reconcilers.WithDefaults([]byte("{" + allowed + extra + "}"))
 }
