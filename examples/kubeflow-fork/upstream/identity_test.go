@@ -96,7 +96,9 @@ func TestForkDrivesCloudIdentity(t *testing.T) {
 	r := &upstream.ProfileReconciler{
 		Client: c, Scheme: scheme, Log: testr.New(t),
 		AWSIAM: aws, GCPIAM: gcp, AzureCredentials: azure,
-		AzureDefaults: []byte(`{"issuer":"` + issuer + `"}`),
+		AWSDefaults:   []byte(`{"allowedIdentities":[{"identity":"` + roleARN + `"}]}`),
+		GCPDefaults:   []byte(`{"allowedIdentities":[{"identity":"` + gsa + `"}]}`),
+		AzureDefaults: []byte(`{"issuer":"` + issuer + `","allowedIdentities":[{"identity":"` + identity + `"}]}`),
 	}
 	if r.Profilekit, err = r.NewProfilekit(); err != nil {
 		t.Fatal(err)

@@ -62,11 +62,14 @@ type ProfileReconciler struct {
 	Profilekit *Profilekit
 
 	// The cloud IAM clients of the identity plugins, such as
-	// irsa.DefaultIAM(), and the Azure plugin's host defaults (the
-	// cluster's OIDC issuer) (fork); tests put mocks here.
+	// irsa.DefaultIAM(), and their host defaults: the identities the
+	// platform allows Profiles (allowedIdentities), and the Azure plugin's
+	// OIDC issuer (fork); tests put mocks here.
 	AWSIAM           irsa.IAM
 	GCPIAM           workloadidentity.IAM
 	AzureCredentials azureidentity.Credentials
+	AWSDefaults      []byte
+	GCPDefaults      []byte
 	AzureDefaults    []byte
 }
 
@@ -82,18 +85,27 @@ func (r *ProfileReconciler) NewProfilekit() (*Profilekit, error) {
 		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](quotas.Definition(), reconcilers.AdapterDefaults([]byte(`{"hard":{"limits.cpu":"16"}}`))),
 		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](limitrange.Definition()),
 		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](workloadidentity.Definition(r.GCPIAM), reconcilers.AdapterDefaults(r.workloadIdentityDefaults())),
-		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](irsa.Definition(r.AWSIAM)),
+		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](irsa.Definition(r.AWSIAM), reconcilers.AdapterDefaults(r.AWSDefaults)),
 		reconcilers.NewAdapter[*ProfileReconciler, *profilev1.Profile](azureidentity.Definition(r.AzureCredentials), reconcilers.AdapterDefaults(r.AzureDefaults)),
 	)
 }
 
 // workloadIdentityDefaults turns upstream's -workload-identity flag into
-// the host default of profilekit's WorkloadIdentity plugin (fork).
+// host defaults of profilekit's WorkloadIdentity plugin, beside
+// GCPDefaults: the account every Profile acts as, which the platform's flag
+// allows them all to share (fork).
 func (r *ProfileReconciler) workloadIdentityDefaults() []byte {
 	if r.WorkloadIdentity == "" {
-		return nil
+		return r.GCPDefaults
 	}
-	data, _ := json.Marshal(map[string]string{"gcpServiceAccount": r.WorkloadIdentity})
+	defaults := map[string]any{}
+	if len(r.GCPDefaults) > 0 {
+		_ = json.Unmarshal(r.GCPDefaults, &defaults)
+	}
+	allowed, _ := defaults["allowedIdentities"].([]any)
+	defaults["gcpServiceAccount"] = r.WorkloadIdentity
+	defaults["allowedIdentities"] = append(allowed, map[string]any{"identity": r.WorkloadIdentity, "shared": true})
+	data, _ := json.Marshal(defaults)
 	return data
 }
 
