@@ -24,22 +24,34 @@ import (
 // It returns once a write is refused.
 func RefuseRecords(t *testing.T, c client.Client, p *kubeflowv1.Profile) (lift func()) {
 	t.Helper()
-	ctx := context.Background()
 	namespace, uid := plugins.DefaultRecordsNamespace, string(p.UID)
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + uid, Namespace: namespace}}
+	return Refuse(t, c, "refuse-records-"+p.Name, "configmaps",
+		"object.metadata.namespace != '"+namespace+"' || !object.metadata.name.endsWith('"+uid+"')", probe)
+}
+
+// Refuse makes the API server refuse the writes (ops; creates and updates
+// when none are given) of resource (a core kind's, such as "configmaps")
+// for which expression (CEL, over object) is false, through a validating
+// admission policy named name, and returns what lifts it. It returns once
+// the create of probe, an object the policy refuses, is refused.
+func Refuse(t *testing.T, c client.Client, name, resource, expression string, probe client.Object, ops ...admissionregistrationv1.OperationType) (lift func()) {
+	t.Helper()
+	if len(ops) == 0 {
+		ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	}
+	ctx := context.Background()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-records-" + p.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+					Operations: ops,
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
 				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.metadata.namespace != '" + namespace + "' || !object.metadata.name.endsWith('" + uid + "')",
-				Message:    "the Profile's records are refused (test)",
-			}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: "refused by " + name + " (test)"}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -62,13 +74,12 @@ func RefuseRecords(t *testing.T, c client.Client, p *kubeflowv1.Profile) (lift f
 		}
 	}
 	t.Cleanup(lift)
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + uid, Namespace: namespace}}
 	Eventually(t, 20*time.Second, func() (bool, string) {
-		err := c.Create(ctx, probe.DeepCopy())
+		err := c.Create(ctx, probe.DeepCopyObject().(client.Object))
 		if err == nil {
 			_ = c.Delete(ctx, probe)
 		}
-		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("a ConfigMap write was answered %v", err)
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("the probe's create was answered %v", err)
 	})
 	return lift
 }

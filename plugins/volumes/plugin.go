@@ -267,8 +267,48 @@ func (p Plugin) release(ctx context.Context, req plugins.Request, cfg *Config, p
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	var res plugins.Result
+	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == "" && ref.Namespace == plugins.Namespace(req.Profile) {
+		changed, err := unreserve(ctx, req.Client, pv, req.Profile.UID)
+		res.Merge(changed)
+		if err != nil {
+			return res, err
+		}
+	}
 	state := State(Kind, req.Profile, t, Reclaim(req.Retention, sc), time.Time{}).Released(pv, p.now())
-	return applyState(ctx, req.Client, pv, state)
+	marked, err := applyState(ctx, req.Client, pv, state)
+	res.Merge(marked)
+	return res, err
+}
+
+// unreserve takes back a reservation that Apply made (a claimRef without a
+// uid, which lets only a claim of that name in that namespace bind the
+// volume) from a Profile that goes before its claim bound: otherwise the
+// binder would later bind the volume to a claim of that name in the next
+// namespace of that name, whoever owns it, and hand them the data. The
+// claimRef gets the Profile's uid, which no claim has, so that Kubernetes
+// takes the volume as released (never bound again on its own) until the
+// owner's next Profile reserves it anew. The patch carries the
+// resourceVersion pv was read at, so a volume a claim bound meanwhile is
+// not touched.
+func unreserve(ctx context.Context, w client.Writer, pv *corev1.PersistentVolume, uid types.UID) (plugins.Result, error) {
+	var res plugins.Result
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pv.UID, "resourceVersion": pv.ResourceVersion},
+		"spec":     map[string]any{"claimRef": map[string]any{"uid": uid}},
+	})
+	if err != nil {
+		return res, err
+	}
+	target := &corev1.PersistentVolume{}
+	target.Name = pv.Name
+	if err := w.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(plugins.FieldManagerFor(Kind))); err != nil {
+		return res, fmt.Errorf("take back the reservation of persistent volume %s: %w", pv.Name, err)
+	}
+	log.FromContext(ctx).Info("reservation taken back: the Profile went before its claim bound", "volume", pv.Name)
+	target.DeepCopyInto(pv)
+	res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})
+	return res, nil
 }
 
 // ownedByUID reports whether o has an owner reference to the Profile with uid.

@@ -1,0 +1,70 @@
+package volumes_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/internal/testhost"
+)
+
+// TestReservationDoesNotOutliveItsProfile: an owner's Profile comes back,
+// the plugin reserves her retained volume for its claim, and the Profile
+// goes again before the claim was ever made (here: refused). The next
+// Profile of the name, of another owner, then makes a claim of that name:
+// it must not be bound to her volume. Revoke takes the reservation back, so
+// Kubernetes' binder keeps the volume released.
+func TestReservationDoesNotOutliveItsProfile(t *testing.T) {
+	run := "reserve-" + rand.String(4)
+	name := "reserve-" + rand.String(5)
+	startHost(t, run, hostConfig(storageClass(t, true)))
+	first := newProfile(t, name, run, "alice@example.org", nil)
+	pv := provision(t, name, "workspace")
+	waitBound(t, name, "workspace")
+	waitVolume(t, pv.Name, 20*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		return pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain, string(pv.Spec.PersistentVolumeReclaimPolicy)
+	})
+	deleteProfile(t, first)
+	waitVolume(t, pv.Name, 30*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		return pv.Status.Phase == corev1.VolumeReleased, string(pv.Status.Phase)
+	})
+
+	// Her claim cannot be made when she comes back.
+	probe := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe-" + rand.String(6)},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	lift := testhost.Refuse(t, env.Client, "refuse-claim-"+name, "persistentvolumeclaims",
+		fmt.Sprintf("!((object.metadata.namespace == '%s' && object.metadata.name == 'workspace') || object.metadata.name == '%s')", name, probe.Name),
+		probe, admissionregistrationv1.Create)
+	again := newProfile(t, name, run, "alice@example.org", nil)
+	waitVolume(t, pv.Name, 30*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		ref := pv.Spec.ClaimRef
+		return ref != nil && ref.Namespace == name && ref.Name == "workspace" && ref.UID == "", fmt.Sprintf("claimRef %+v", ref)
+	})
+	deleteProfile(t, again)
+	lift()
+
+	newProfile(t, name, run, "bob@example.org", nil)
+	var claim corev1.PersistentVolumeClaim
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "workspace"}, &claim)
+		return err == nil, fmt.Sprintf("the next owner's claim: %v", err)
+	})
+	time.Sleep(5 * time.Second) // the binder's turn
+	got := waitVolume(t, pv.Name, time.Second, func(*corev1.PersistentVolume) (bool, string) { return true, "" })
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(&claim), &claim); err != nil {
+		t.Fatal(err)
+	}
+	if claim.Spec.VolumeName == pv.Name || got.Status.Phase == corev1.VolumeBound {
+		t.Errorf("the next owner's claim (volumeName %q, %s) was given her volume %s (%s, claimRef %+v)",
+			claim.Spec.VolumeName, claim.Status.Phase, pv.Name, got.Status.Phase, got.Spec.ClaimRef)
+	}
+	t.Logf("her volume after the next owner's claim: %s, claimRef uid %q; the claim: %s", got.Status.Phase, got.Spec.ClaimRef.UID, claim.Status.Phase)
+}
