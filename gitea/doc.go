@@ -31,11 +31,13 @@
 //     it, and nothing is written or dropped, unless the instance sets
 //     database.adopt, which takes over such a role and database (never one
 //     with SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION, nor a member of
-//     other roles), gives the role the Secret's password and marks both. A
+//     other roles, nor what carries profilekit's proof for another
+//     Profile), gives the role the Secret's password and marks both. A
 //     Profile deleted and created again under the same name is another
 //     Profile: what the first left (retention Retain) is a Conflict for the
-//     second until an administrator comments it with the second's proof, or
-//     adoption is on;
+//     second, adoption or not, until an administrator comments it with the
+//     second's proof or removes the first's comment (and adoption is on).
+//     The Conflict's message never quotes another Profile's proof;
 //   - the Secret gitea-<instance>-db in the Profile's namespace, with PGHOST,
 //     PGPORT, PGDATABASE, PGUSER, PGPASSWORD and PGSSLMODE. The password is
 //     generated once, written to the Secret before the role, and sent to

@@ -14,8 +14,20 @@ import (
 // adopts or drops them. It holds the Profile's UID, so that a later Profile
 // of the same name does not inherit what an earlier one left.
 func Proof(instance string, p *kubeflowv1.Profile) string {
-	return fmt.Sprintf("profilekit: made by plugin %s, instance %s, for profile %s (uid %s)", Kind, instance, p.Name, p.UID)
+	return fmt.Sprintf("%s instance %s, for profile %s (uid %s)", proofPrefix, instance, p.Name, p.UID)
 }
+
+// proofPrefix starts every proof the plugin writes.
+const proofPrefix = "profilekit: made by plugin " + Kind + ","
+
+// someonesProof reports whether comment is a proof the plugin wrote for
+// some Profile: when it is not this Profile's, it is an earlier Profile's
+// of the same name (or another instance's). Adoption never takes such an
+// object, and messages never quote it: its UID is another tenant's.
+func someonesProof(comment string) bool { return strings.HasPrefix(comment, proofPrefix) }
+
+// otherProof is what a message says of another Profile's proof.
+const otherProof = "it carries profilekit's proof for another Profile, such as an earlier Profile of this name; an administrator who hands it to this Profile removes that comment first"
 
 // RoleState is what PostgreSQL's catalog says of a role.
 type RoleState struct {
@@ -79,6 +91,8 @@ func roleVerdict(r *RoleState, spec DatabaseSpec, c claim) (ours, needLogin bool
 		return true, false, ""
 	case len(r.Privileged) > 0:
 		return false, false, "it holds " + strings.Join(r.Privileged, ", ")
+	case someonesProof(r.Comment):
+		return false, false, otherProof
 	case r.Comment != "":
 		return false, false, fmt.Sprintf("its comment is %q", r.Comment)
 	case !c.password || c.setPassword:
@@ -122,7 +136,7 @@ func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
 			roleOurs = true
 			p.alterPassword = c.setPassword
 			p.markRole = r.Comment != spec.Proof
-		case spec.Adopt && len(r.Privileged) == 0 && r.MemberOf == 0:
+		case spec.Adopt && len(r.Privileged) == 0 && r.MemberOf == 0 && !someonesProof(r.Comment):
 			roleOurs = true
 			p.alterPassword, p.markRole = true, true
 		default:
@@ -137,7 +151,7 @@ func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
 		p.createDatabase, p.markDatabase = true, true
 	case databaseOurs(d, cat.Role, roleOurs, spec):
 		p.markDatabase = d.Comment != spec.Proof
-	case spec.Adopt && roleOurs:
+	case spec.Adopt && roleOurs && !someonesProof(d.Comment):
 		p.ownDatabase = d.Owner != spec.Role
 		p.markDatabase = true
 	default:
@@ -193,8 +207,11 @@ func conflict(what, name, profile, why string) error {
 }
 
 func describeDatabase(d *DatabaseState) string {
-	if d.Comment == "" {
+	switch {
+	case d.Comment == "":
 		return fmt.Sprintf("owner %s, no profilekit comment", d.Owner)
+	case someonesProof(d.Comment):
+		return fmt.Sprintf("owner %s; %s", d.Owner, otherProof)
 	}
 	return fmt.Sprintf("owner %s, comment %q", d.Owner, d.Comment)
 }

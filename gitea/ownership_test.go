@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -15,6 +18,7 @@ func TestPlanEnsure(t *testing.T) {
 	adopt.Adopt = true
 	ours := &RoleState{Comment: spec.Proof}
 	unmarked := &RoleState{}
+	earlier := Proof("unclassified", &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "0ld-team-a-uid"}})
 	tests := []struct {
 		reason   string
 		cat      Catalog
@@ -51,6 +55,12 @@ func TestPlanEnsure(t *testing.T) {
 		{reason: "another Profile's proof is a conflict",
 			cat: Catalog{Role: &RoleState{Comment: "proof of an earlier team-a"}}, claim: claim{password: true},
 			conflict: `(its comment is "proof of an earlier team-a")`},
+		{reason: "an earlier Profile's proof of the name is a conflict that shows nothing of it",
+			cat: Catalog{Role: &RoleState{Comment: earlier}}, claim: claim{password: true},
+			conflict: "role gitea_team-a exists and was not made by profilekit for profile team-a (" + otherProof + "); left untouched"},
+		{reason: "adoption never takes what profilekit made for an earlier Profile of the name",
+			cat: Catalog{Role: &RoleState{Comment: earlier}, Database: &DatabaseState{Owner: spec.Role, Comment: earlier}}, spec: adopt, claim: claim{password: true},
+			conflict: "database gitea_team-a exists and was not made by profilekit for profile team-a (owner gitea_team-a; " + otherProof + ")"},
 		{reason: "a SUPERUSER role is a conflict without trying to log in",
 			cat: Catalog{Role: &RoleState{Privileged: []string{"SUPERUSER"}}}, claim: claim{password: true},
 			conflict: "role gitea_team-a exists and was not made by profilekit for profile team-a (it holds SUPERUSER); left untouched"},
@@ -78,6 +88,9 @@ func TestPlanEnsure(t *testing.T) {
 			}
 			got, err := planEnsure(tc.cat, s, tc.claim)
 			checkConflict(t, err, tc.conflict)
+			if err != nil && strings.Contains(err.Error(), "0ld-team-a-uid") {
+				t.Errorf("the message shows an earlier Profile's UID: %v", err)
+			}
 			if d := cmp.Diff(tc.want, got, cmp.AllowUnexported(ensurePlan{})); d != "" {
 				t.Errorf("plan (-want +got):\n%s", d)
 			}
