@@ -414,3 +414,34 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 	stopListing(t, name) // while this host runs, so that no later test's meets the Profile
 	ctrl.Finish()
 }
+
+// TestRevokeFailsClosedWithoutARecord: the record of what the plugin made
+// is lost (an administrator's mistake, a restore, a record moved from an
+// earlier version's that the tenant had edited) and the Profile is
+// deleted. Revoke still removes the Profile's statement from the role it
+// names, found by its Sid: a grant is never left behind for the next
+// Profile of the name to inherit.
+func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
+	o := hostile(t, startPolicy, "")
+	name := "irsa-lost-" + rand.String(5)
+	trusted(t, name)
+	sid := trustpolicy.StatementID(provider, name)
+	if !strings.Contains(o.roles.doc(role), sid) {
+		t.Fatalf("the role does not trust the Profile:\n%s", o.roles.doc(role))
+	}
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	key := testhost.RecordKey(irsa.Kind, &p)
+	if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), &p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	if strings.Contains(o.roles.doc(role), sid) {
+		t.Errorf("the role still trusts the Profile after the revoke:\n%s", o.roles.doc(role))
+	}
+}

@@ -96,18 +96,44 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		func(ctx context.Context) (plugins.Change, error) {
 			return p.trust(ctx, req, cfg, role, allowance.Shared)
 		},
-		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role) })
+		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role, nil) })
 }
 
 // Revoke removes our annotation and our subjects from every role we added
-// them to.
+// them to and, failing closed, from the role a Profile being deleted names,
+// whether or not the record holds it (a record lost, or moved from an
+// earlier version's that the tenant could edit): the statement is found by
+// its Sid, which only this Profile's namespace has.
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	// The role the Profile names: known when it is being deleted (its spec
+	// still decodes), not when it stopped listing the plugin.
+	var named []string
+	if cfg.AwsIAMRole != "" && !cfg.AnnotateOnly {
+		named = append(named, cfg.AwsIAMRole)
+	}
 	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
-		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, "") },
+		func(ctx context.Context) (plugins.Result, error) {
+			swept := map[string]bool{}
+			res, err := p.untrustAll(ctx, req, cfg, "", swept)
+			errs := []error{err}
+			for _, arn := range named {
+				role, rerr := RoleName(arn)
+				if rerr != nil || swept[role] {
+					continue
+				}
+				swept[role] = true
+				c, uerr := p.untrust(ctx, req, cfg, role)
+				if uerr == nil && c.Action != "" {
+					res.Add(c)
+				}
+				errs = append(errs, uerr)
+			}
+			return res, errors.Join(errs...)
+		},
 		AnnotationRoleARN)
 }
 
@@ -181,13 +207,17 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 }
 
 // untrustAll removes the Profile's subjects from each role recorded as made
-// true, except keep, and forgets it.
-func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config, keep string) (plugins.Result, error) {
+// true, except keep, and forgets it. Each role it tries is set in swept
+// (when not nil).
+func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config, keep string, swept map[string]bool) (plugins.Result, error) {
 	var res plugins.Result
 	err := req.Outside.Sweep(ctx, func(k string) (string, bool) {
 		role, ok := strings.CutPrefix(k, keyPrefix)
 		return role, ok && role != keep
 	}, func(ctx context.Context, role string, _ []string) error {
+		if swept != nil {
+			swept[role] = true
+		}
 		c, err := p.untrust(ctx, req, cfg, role)
 		if err == nil && c.Action != "" {
 			res.Add(c)
