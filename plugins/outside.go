@@ -224,6 +224,9 @@ func (o *Outside) Intend(ctx context.Context, key string) error {
 	if o.offline {
 		return nil
 	}
+	if err := o.load(ctx, false); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	_, held := o.entries[key]
 	if !held {

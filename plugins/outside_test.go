@@ -500,3 +500,28 @@ func TestOutsideEnsureAheadRecordsBeforeTheCall(t *testing.T) {
 		}
 	})
 }
+
+// Intend may be the first thing a pass asks of its Outside (a revoke that
+// records, failing closed, what a Profile being deleted names): it reads
+// the record first and keeps what it holds.
+func TestOutsideIntendAsTheFirstCall(t *testing.T) {
+	ctx := context.Background()
+	c := outsideClient(t)
+	p := newProfile(nil)
+	pass(t, plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}), calls{}, map[string]any{"role/a": 1})
+	if err := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{}).Intend(ctx, "role/b"); err != nil {
+		t.Fatal(err)
+	}
+	o := plugins.NewOutside(c, "iam", p, plugins.OutsideOptions{})
+	rec, err := o.Recorded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := o.Made(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"role/a", "role/b"}, {"role/a"}}, [][]string{rec, made}); diff != "" {
+		t.Errorf("Recorded and Made after Intend (-want +got):\n%s", diff)
+	}
+}

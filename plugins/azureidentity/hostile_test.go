@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -257,5 +259,37 @@ func TestCredentialIsRecordedBeforeItIsPut(t *testing.T) {
 	stopListing(t, name)
 	if got := m.held(); len(got) != 0 {
 		t.Errorf("credentials after the Profile let the plugin go: %v", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// TestRevokeFailsClosedWithoutARecord: the record of what the plugin put is
+// lost and the Profile is deleted. Revoke still deletes the credentials of
+// the identity it names that are exactly what the plugin puts for its
+// namespace, so that no service account of the next Profile of the name
+// acts as the identity; a credential of another cluster's issuer under our
+// name stays.
+func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	hostile(t, m, "default-editor", "runner")
+	name := "az-lost-" + rand.String(5)
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.CreateServiceAccount(t, env.Client, name, "runner", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	runner := azureidentity.CredentialName(name, "runner")
+	other := azureidentity.Credential{Issuer: "https://oidc.example.org/other-cluster/", Subject: "system:serviceaccount:" + name + ":runner", Audiences: []string{azureidentity.DefaultAudience}}
+	m.mu.Lock()
+	m.creds[runner] = other
+	m.mu.Unlock()
+	key := testhost.RecordKey(azureidentity.Kind, p)
+	if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	if diff := cmp.Diff(map[string]azureidentity.Credential{runner: other}, m.held()); diff != "" {
+		t.Errorf("credentials after the deletion (-want +got):\n%s", diff)
 	}
 }

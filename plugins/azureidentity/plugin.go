@@ -197,7 +197,24 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		return plugins.Result{}, err
 	}
 	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
-		func(ctx context.Context) (plugins.Result, error) { return p.deleteAll(ctx, req, nil) },
+		func(ctx context.Context) (plugins.Result, error) {
+			// Failing closed: the credentials a Profile being deleted names
+			// (its spec still decodes) are swept whether or not the record
+			// holds them (a record lost, or moved from an earlier version's
+			// that the tenant could edit); recorded as intended, so that one
+			// of our name is deleted only when it is exactly what the plugin
+			// puts for this namespace.
+			if cfg.Identity != "" && cfg.Issuer != "" && !cfg.AnnotateOnly {
+				if creds, err := cfg.credentials(plugins.Namespace(req.Profile)); err == nil {
+					for _, c := range creds {
+						if err := req.Outside.Intend(ctx, c.key); err != nil {
+							return plugins.Result{}, err
+						}
+					}
+				}
+			}
+			return p.deleteAll(ctx, req, nil)
+		},
 		AnnotationClientID, AnnotationTenantID)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
@@ -247,4 +248,32 @@ func membersOf(bs []*iam.Binding) string {
 		out = append(out, b.Role+" "+strings.Join(b.Members, ","))
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestRevokeFailsClosedWithoutARecord: the record of what the plugin
+// granted is lost and the Profile is deleted. Revoke still removes the
+// members of its namespace from the account it names: a grant is never left
+// behind for the next Profile of the name to inherit.
+func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
+	acct := &account{policy: &iam.Policy{Etag: "e"}}
+	hostile(t, acct)
+	name, member := profileWithGrant(t, "wi-lost-")
+	if !slices.ContainsFunc(acct.bindings(), func(b *iam.Binding) bool { return slices.Contains(b.Members, member) }) {
+		t.Fatalf("the account does not hold the Profile's member: %s", membersOf(acct.bindings()))
+	}
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	key := testhost.RecordKey(workloadidentity.Kind, &p)
+	if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), &p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	if got := acct.bindings(); slices.ContainsFunc(got, func(b *iam.Binding) bool { return slices.Contains(b.Members, member) }) {
+		t.Errorf("the Profile's member keeps the role after the deletion: %s", membersOf(got))
+	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	iam "google.golang.org/api/iam/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
@@ -71,15 +73,66 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 }
 
 // Revoke removes our annotation and our members from every Google service
-// account we granted.
+// account we granted and, failing closed, the members of a Profile being
+// deleted from the account it names when the record says nothing of them (a
+// record lost, or moved from an earlier version's that the tenant could
+// edit). A member the record holds as granted by someone else is left and
+// logged as dangling trust.
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
 		return plugins.Result{}, err
 	}
 	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
-		func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, nil) },
+		func(ctx context.Context) (plugins.Result, error) {
+			recorded, err := req.Outside.Recorded(ctx)
+			if err != nil {
+				return plugins.Result{}, err
+			}
+			res, err := p.revokeAll(ctx, req, cfg, nil)
+			return res, errors.Join(err, p.revokeUnrecorded(ctx, req, cfg, recorded, &res))
+		},
 		AnnotationGSA)
+}
+
+// revokeUnrecorded removes from the account the Profile names the members of
+// its service accounts that the record holds neither as granted nor as
+// someone else's, and logs the ones held as someone else's as dangling.
+func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *Config, recorded []string, res *plugins.Result) error {
+	gsa := cfg.GCPServiceAccount
+	if gsa == "" {
+		return nil
+	}
+	members, err := cfg.members(req, gsa)
+	if err != nil {
+		return nil // not an account we could have granted
+	}
+	var unrecorded []string
+	for _, m := range members {
+		switch {
+		case slices.Contains(recorded, foreignKey(gsa, m)):
+			log.FromContext(ctx).Info("dangling trust: a member of the Profile's namespace that someone else granted keeps the role",
+				"account", gsa, "member", m, "role", RoleWorkloadIdentityUser)
+		case !slices.Contains(recorded, grantKey(gsa, m)) && !slices.Contains(recorded, legacyPrefix+gsa):
+			unrecorded = append(unrecorded, m)
+		}
+	}
+	if len(unrecorded) == 0 {
+		return nil
+	}
+	changed := false
+	err = req.Outside.Call(ctx, System, func(ctx context.Context) error {
+		var err error
+		changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, unrecorded) })
+		return err
+	})
+	if plugins.IsTerminal(err) {
+		return nil
+	}
+	if err == nil && changed {
+		res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
+	}
+	return err
 }
 
 // members returns the IAM members of the Profile's service accounts in the
