@@ -21,7 +21,8 @@ import (
 
 // run starts the grants sources of the host's config and enqueues the
 // Profiles whose grants change, and every Profile once a source takes its
-// first snapshot (until then each reports GrantsNotSynced).
+// first snapshot (until then each reports GrantsNotSynced, with why; see
+// tellUntilSynced).
 func (p Plugin) run(ctx context.Context, rt plugins.Runtime) error {
 	cfg, ok := rt.Config.(*Config)
 	if !ok {
@@ -39,18 +40,38 @@ func (p Plugin) run(ctx context.Context, rt plugins.Runtime) error {
 		wg.Go(func() {
 			_ = src.Run(ctx, func(ns []string) { rt.Enqueue(ns...) })
 		})
-		wg.Go(func() {
-			select {
-			case <-src.Synced():
-				if rt.EnqueueAll != nil {
-					rt.EnqueueAll()
-				}
-			case <-ctx.Done():
-			}
-		})
+		if rt.EnqueueAll != nil {
+			wg.Go(func() { tellUntilSynced(ctx, src, rt.EnqueueAll, time.Second) })
+		}
 	}
 	wg.Wait()
 	return nil
+}
+
+// tellUntilSynced enqueues every Profile once the source takes its first
+// snapshot and, until then, each time the reason it has none changes (its
+// first refresh failed, or now fails otherwise), checked every period. A
+// source that hangs or fails from the start is thus named on every
+// Profile's condition within its timeout, instead of "it has not answered
+// yet" for as long as it is down.
+func tellUntilSynced(ctx context.Context, src opa.Source, all func(), period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-src.Synced():
+			all()
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := src.State().Err; err != nil && err.Error() != last {
+				last = err.Error()
+				all()
+			}
+		}
+	}
 }
 
 // newSources makes the config's grants sources. Each compares its first
