@@ -177,6 +177,18 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			errs = append(errs, fmt.Errorf("volume %s: waiting for the previous PersistentVolume and claim to be deleted", v.Claim))
 			continue
 		}
+		if pv != nil {
+			patched, err := rebind(ctx, req, pv, pvc)
+			if err != nil {
+				// The pair stays as it is: every volume the Profile
+				// wants is kept from removal below.
+				errs = append(errs, err)
+				continue
+			}
+			if patched {
+				res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})
+			}
+		}
 		desired = append(desired, BuildPV(cfg, ns, v), BuildPVC(cfg, ns, v))
 	}
 	applied, err := req.Objects.Apply(ctx, desired...)

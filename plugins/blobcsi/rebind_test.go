@@ -1,0 +1,59 @@
+package blobcsi_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// waitClaimBound waits until claim ns/name is Bound to volume and returns it.
+func waitClaimBound(t *testing.T, ns, name, volume string) corev1.PersistentVolumeClaim {
+	t.Helper()
+	var c corev1.PersistentVolumeClaim
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+			return false, err.Error()
+		}
+		return c.Status.Phase == corev1.ClaimBound && c.Spec.VolumeName == volume && c.DeletionTimestamp == nil,
+			fmt.Sprintf("claim %s/%s is %s (volumeName %q)", ns, name, c.Status.Phase, c.Spec.VolumeName)
+	})
+	return c
+}
+
+// TestClaimDeletedByItsTenantBindsAgain: a tenant, with Kubeflow's rights in
+// its namespace, deletes its own claim. The plugin makes it again and it
+// binds to the same volume (the deleted claim's uid no longer holds the
+// volume), and the condition says True only then.
+func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
+	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	a := unique("team-a")
+	h.profile(t, a, blobPlugin("standard"))
+	volume := a + "-standard"
+	before := waitClaimBound(t, a, "standard", volume)
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+
+	tenant := testhost.Tenant(t, env, a)
+	if err := tenant.Delete(t.Context(), &before); err != nil {
+		t.Fatalf("the tenant deletes its claim: %v", err)
+	}
+	after := waitClaimBound(t, a, "standard", volume)
+	if after.UID == before.UID {
+		t.Fatalf("the claim was not deleted: uid %s", after.UID)
+	}
+	v, err := pv(t, volume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID != after.UID || v.Status.Phase != corev1.VolumeBound {
+		t.Errorf("volume %s: %s, claimRef %+v; want Bound to the new claim %s", volume, v.Status.Phase, v.Spec.ClaimRef, after.UID)
+	}
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
