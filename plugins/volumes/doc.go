@@ -37,7 +37,12 @@
 // reclaim policy Delete so that its provisioner also deletes the storage.
 // It decides on each volume from the API server's copy, read right before,
 // and writes with that copy's resourceVersion as a precondition: a volume a
-// returning Profile takes back meanwhile is left (SweepReport.Spared).
+// returning Profile takes back meanwhile is left (SweepReport.Spared), and
+// so is one whose owner has a Profile again, as the API server lists them
+// (made while the host was down, its pass has not taken the volume back
+// yet). A Profile that goes before its claim bound a reserved volume gives
+// the reservation back: the volume is not left for a claim of that name in
+// the next namespace of that name.
 // The deletions are counted in a ConfigMap (sweepRecord, by default
 // profilekit-volumes-sweeps in the host's namespace), so that a host that
 // restarts, and sweeps at once, does not start counting from zero. Retention

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -126,6 +127,23 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	if rep.DryRun {
 		return rep, nil
 	}
+	if len(expired) > 0 {
+		// An owner whose Profile came back (while the host was down, say)
+		// gets the volume from the Profile's pass: the API server, not a
+		// cache, says whose Profiles exist now.
+		owners, err := s.owners(ctx)
+		if err != nil {
+			return rep, err
+		}
+		expired = slices.DeleteFunc(expired, func(e aged) bool {
+			back := owners[e.pv.Annotations[AnnotationOwner]]
+			if back {
+				rep.Spared = append(rep.Spared, e.pv.Name)
+				logger.Info("released volume past retention left: its owner has a Profile again", "volume", e.pv.Name)
+			}
+			return back
+		})
+	}
 	allowed := 0
 	if len(expired) > 0 {
 		// The cap counts what the record holds, not this process's memory.
@@ -158,6 +176,21 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			"profile", e.pv.Labels[plugins.LabelProfile], "template", e.pv.Labels[LabelTemplate])
 	}
 	return rep, errors.Join(errs...)
+}
+
+// owners returns the owners of the Profiles the API server holds.
+func (s Sweeper) owners(ctx context.Context) (map[string]bool, error) {
+	var list kubeflowv1.ProfileList
+	if err := s.reader().List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list Profiles: %w", err)
+	}
+	out := make(map[string]bool, len(list.Items))
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() && p.Spec.Owner.Name != "" {
+			out[p.Spec.Owner.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // expiredBy reports whether pv is a volume of ours, Released, not being

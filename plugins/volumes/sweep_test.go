@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/volumes"
@@ -26,6 +28,12 @@ import (
 // way the plugin leaves one: Retain, marked, its claim gone. reserved makes
 // its claimRef name a returning claim, without a uid.
 func releasedVolume(t *testing.T, name string, releasedAt time.Time, reserved bool) {
+	t.Helper()
+	releasedVolumeOf(t, name, "alice@example.org", releasedAt, reserved)
+}
+
+// releasedVolumeOf is releasedVolume for a volume of owner.
+func releasedVolumeOf(t *testing.T, name, owner string, releasedAt time.Time, reserved bool) {
 	t.Helper()
 	ctx := context.Background()
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "gone-" + name, Name: "workspace", UID: types.UID("0000-" + name)}
@@ -37,10 +45,10 @@ func releasedVolume(t *testing.T, name string, releasedAt time.Time, reserved bo
 			Name: name,
 			Labels: map[string]string{
 				plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: volumes.Kind, plugins.LabelProfile: "gone",
-				volumes.LabelTemplate: "home", volumes.LabelOwner: volumes.OwnerHash("alice@example.org"),
+				volumes.LabelTemplate: "home", volumes.LabelOwner: volumes.OwnerHash(owner),
 				volumes.LabelReleasedAt: strconv.FormatInt(releasedAt.Unix(), 10),
 			},
-			Annotations: map[string]string{volumes.AnnotationOwner: "alice@example.org"},
+			Annotations: map[string]string{volumes.AnnotationOwner: owner},
 		},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
@@ -174,5 +182,40 @@ func TestSweepDeletesExpiredVolumes(t *testing.T) {
 	})
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: fresh}, &corev1.PersistentVolume{}); err != nil {
 		t.Errorf("fresh volume %s: %v", fresh, err)
+	}
+}
+
+// TestSweepLeavesTheVolumeOfAnOwnerWhoCameBack: an expired volume whose
+// owner has a Profile again (made while the host was down, say, so that
+// its pass has not taken the volume back yet) is not deleted: the sweep
+// asks the API server whose Profiles exist. Once that Profile is gone too,
+// the volume goes.
+func TestSweepLeavesTheVolumeOfAnOwnerWhoCameBack(t *testing.T) {
+	ctx := t.Context()
+	id := rand.String(5)
+	name, owner := "back-"+id, "carol-"+id+"@example.org"
+	releasedVolumeOf(t, name, owner, time.Now().Add(-72*time.Hour), false)
+	back := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "back-" + id},
+		Spec: kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: owner}}}
+	if err := env.Client.Create(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	s := sweeper(sweepConfig(id))
+	rep, err := s.Sweep(ctx)
+	if err != nil || slices.Contains(rep.Deleted, name) || !slices.Contains(rep.Spared, name) {
+		t.Fatalf("Sweep with the owner's Profile back = deleted %v, spared %v, %v; want the volume spared", rep.Deleted, rep.Spared, err)
+	}
+	stillThere(t, name)
+
+	if err := env.Client.Delete(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(back), &kubeflowv1.Profile{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("Profile: %v", err)
+	})
+	rep, err = s.Sweep(ctx)
+	if err != nil || !slices.Contains(rep.Deleted, name) {
+		t.Errorf("Sweep once the owner's Profile is gone = deleted %v, %v; want the volume deleted", rep.Deleted, err)
 	}
 }
