@@ -125,7 +125,9 @@
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and
 // [DefaultOutsideTimeout]; [WithClock];
-// [Outside.Sweep]; [MigrateRecords]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
+// [Outside.Sweep]; [MigrateRecords]; [Outside.HeldElsewhere];
+// [Outside.ReportDangling] and [Outside.CheckDangling] with [DanglingName],
+// [RoleDanglingTrust] and [ReasonDanglingTrust]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
 // [Replaceable] and [ReasonImmutableField]; the bounds of messages

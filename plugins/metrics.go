@@ -21,8 +21,12 @@ var (
 		Help:    "Duration of calls to systems outside the cluster, by plugin kind and system.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
 	}, []string{"plugin", "system"})
+	danglingTrust = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "profilekit_dangling_trust_total",
+		Help: "Grants that name a deleted Profile's namespace and that profilekit did not make, found when the Profile went, by plugin kind.",
+	}, []string{"plugin"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(outsideCalls, outsideUnchanged, outsideSeconds)
+	metrics.Registry.MustRegister(outsideCalls, outsideUnchanged, outsideSeconds, danglingTrust)
 }

@@ -292,4 +292,26 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if diff := cmp.Diff(map[string]azureidentity.Credential{runner: other}, m.held()); diff != "" {
 		t.Errorf("credentials after the deletion (-want +got):\n%s", diff)
 	}
+	// The credential left trusts the namespace: dangling trust, which holds
+	// the next Profile of the name.
+	var dangling corev1.ConfigMap
+	key = client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(azureidentity.Kind, name)}
+	if err := env.Client.Get(t.Context(), key, &dangling); err != nil || !strings.Contains(dangling.Data["grants"], runner) {
+		t.Fatalf("dangling-trust record: %v, %v; want it to name %s", dangling.Data, err, runner)
+	}
+	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{entry(spec)}}}
+	if err := env.Client.Create(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonDanglingTrust)
+	if got := m.held(); len(got) != 1 {
+		t.Errorf("credentials put for the next Profile of the name: %v", got)
+	}
+	if err := env.Client.Delete(t.Context(), &dangling); err != nil {
+		t.Fatal(err)
+	}
+	stopListing(t, name)
+	if err := env.Client.Delete(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -93,6 +93,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	if err := req.Outside.CheckDangling(ctx); err != nil {
+		return plugins.Result{}, err
+	}
 	want := map[string]string{AnnotationClientID: cfg.ClientID}
 	if cfg.TenantID != "" {
 		want[AnnotationTenantID] = cfg.TenantID
@@ -119,7 +122,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	}
 	// Credentials no longer wanted go first: Azure takes one credential per
 	// issuer and subject, and one of an older name may hold ours.
-	stale, err := p.deleteAll(ctx, req, keep)
+	stale, err := p.deleteAll(ctx, req, keep, nil)
 	res.Merge(stale)
 	errs = append(errs, err)
 	// The credentials the record proves we made; one recorded ahead of its
@@ -213,7 +216,18 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 					}
 				}
 			}
-			return p.deleteAll(ctx, req, nil)
+			if req.Profile.DeletionTimestamp.IsZero() {
+				return p.deleteAll(ctx, req, nil, nil)
+			}
+			// A Profile being deleted also reports the credentials of our
+			// names, of someone else's, that trust its namespace: they
+			// outlive it.
+			var others []string
+			res, err := p.deleteAll(ctx, req, nil, &others)
+			if err != nil {
+				return res, err
+			}
+			return res, req.Outside.ReportDangling(ctx, others)
 		},
 		AnnotationClientID, AnnotationTenantID)
 }
@@ -222,8 +236,10 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 // forgets it. One that someone replaced with a credential of another
 // subject is left as it is, and forgotten. One recorded ahead of its put
 // and never recorded as made may be someone else's of the same name: it
-// is deleted only when it is exactly what the plugin puts.
-func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []string) (plugins.Result, error) {
+// is deleted only when it is exactly what the plugin puts. When others is
+// not nil, a credential left that trusts a service account of the
+// Profile's namespace is described there.
+func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []string, others *[]string) (plugins.Result, error) {
 	var res plugins.Result
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
@@ -251,6 +267,9 @@ func (p Plugin) deleteAll(ctx context.Context, req plugins.Request, keep []strin
 			case !ownedBy(name, live, ns),
 				!slices.Contains(made, k) && !live.equal(Credential{Issuer: cfg.Issuer, Subject: live.Subject, Audiences: []string{cfg.Audience}}):
 				action = plugins.Skipped
+				if others != nil && strings.HasPrefix(live.Subject, serviceaccounts.Subject(ns, "")) {
+					*others = append(*others, fmt.Sprintf("federated credential %s of identity %s (issuer %s) trusts %s", name, id.Name, live.Issuer, live.Subject))
+				}
 				return nil
 			}
 			return p.creds.Delete(ctx, id, name)

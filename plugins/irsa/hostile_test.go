@@ -445,3 +445,49 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 		t.Errorf("the role still trusts the Profile after the revoke:\n%s", o.roles.doc(role))
 	}
 }
+
+// TestDanglingTrustHoldsTheNextProfileOfTheName: a statement someone else
+// wrote trusts the namespace's service account. When the Profile is
+// deleted, it stays (it is not the plugin's) and is reported as dangling
+// trust; the next Profile of the name is refused the role while it is
+// recorded, with a condition naming it.
+func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
+	name := "irsa-dangle-" + rand.String(5)
+	doc := `{"Version":"2012-10-17","Statement":[` + legacy(name) + `]}`
+	o := hostile(t, doc, "")
+	trusted(t, name)
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), &p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	if got := o.roles.doc(role); got != doc {
+		t.Errorf("someone else's statement was changed: %s", got)
+	}
+	key := client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(irsa.Kind, name)}
+	var dangling corev1.ConfigMap
+	if err := env.Client.Get(t.Context(), key, &dangling); err != nil {
+		t.Fatalf("no dangling-trust record after the deletion: %v", err)
+	}
+	t.Logf("dangling trust recorded: %v", dangling.Data)
+
+	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{
+		Plugins: []kubeflowv1.Plugin{entry(`{"awsIamRole":"` + roleARN + `"}`)}}}
+	if err := env.Client.Create(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonDanglingTrust)
+	if !strings.Contains(cond.Message, "system:serviceaccount:"+name+":default-editor") {
+		t.Errorf("condition %q does not name the grant", cond.Message)
+	}
+	if err := env.Client.Delete(t.Context(), &dangling); err != nil {
+		t.Fatal(err)
+	}
+	stopListing(t, name)
+	if err := env.Client.Delete(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+}

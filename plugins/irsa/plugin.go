@@ -88,6 +88,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	if err := req.Outside.CheckDangling(ctx); err != nil {
+		return plugins.Result{}, err
+	}
 	annotation := map[string]string{AnnotationRoleARN: cfg.AwsIAMRole}
 	if cfg.AnnotateOnly {
 		return serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
@@ -96,7 +99,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		func(ctx context.Context) (plugins.Change, error) {
 			return p.trust(ctx, req, cfg, role, allowance.Shared)
 		},
-		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role, nil) })
+		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role, nil, nil) })
 }
 
 // Revoke removes our annotation and our subjects from every role we added
@@ -117,8 +120,14 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	}
 	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
 		func(ctx context.Context) (plugins.Result, error) {
+			// A Profile being deleted also reports the statements of
+			// someone else's that trust its namespace: they outlive it.
+			var others *[]string
+			if !req.Profile.DeletionTimestamp.IsZero() {
+				others = &[]string{}
+			}
 			swept := map[string]bool{}
-			res, err := p.untrustAll(ctx, req, cfg, "", swept)
+			res, err := p.untrustAll(ctx, req, cfg, "", swept, others)
 			errs := []error{err}
 			for _, arn := range named {
 				role, rerr := RoleName(arn)
@@ -126,11 +135,14 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 					continue
 				}
 				swept[role] = true
-				c, uerr := p.untrust(ctx, req, cfg, role)
+				c, uerr := p.untrust(ctx, req, cfg, role, others)
 				if uerr == nil && c.Action != "" {
 					res.Add(c)
 				}
 				errs = append(errs, uerr)
+			}
+			if others != nil && errors.Join(errs...) == nil {
+				errs = append(errs, req.Outside.ReportDangling(ctx, *others))
 			}
 			return res, errors.Join(errs...)
 		},
@@ -208,8 +220,8 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 
 // untrustAll removes the Profile's subjects from each role recorded as made
 // true, except keep, and forgets it. Each role it tries is set in swept
-// (when not nil).
-func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config, keep string, swept map[string]bool) (plugins.Result, error) {
+// (when not nil), and others gathers what untrust finds (when not nil).
+func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config, keep string, swept map[string]bool, others *[]string) (plugins.Result, error) {
 	var res plugins.Result
 	err := req.Outside.Sweep(ctx, func(k string) (string, bool) {
 		role, ok := strings.CutPrefix(k, keyPrefix)
@@ -218,7 +230,7 @@ func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config
 		if swept != nil {
 			swept[role] = true
 		}
-		c, err := p.untrust(ctx, req, cfg, role)
+		c, err := p.untrust(ctx, req, cfg, role, others)
 		if err == nil && c.Action != "" {
 			res.Add(c)
 		}
@@ -230,7 +242,9 @@ func (p Plugin) untrustAll(ctx context.Context, req plugins.Request, cfg *Config
 // untrust removes the Profile's statement, found by its Sid, from the role's
 // trust policy; no other statement is touched. The wildcard form's statement
 // serves every Profile and stays.
-func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, role string) (plugins.Change, error) {
+// When others is not nil, the statements of someone else's that still trust
+// the Profile's service accounts are added to it (see trustpolicy.Others).
+func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, role string, others *[]string) (plugins.Change, error) {
 	change := plugins.Change{Kind: "IAMRoleTrustPolicy", Name: role}
 	edit := cfg.edit(plugins.Namespace(req.Profile))
 	if edit.Wildcard {
@@ -249,6 +263,15 @@ func (p Plugin) untrust(ctx context.Context, req plugins.Request, cfg *Config, r
 			if edit.Provider, err = trustpolicy.ProviderFromPolicy(doc); err != nil {
 				// No provider statement, so none of our subjects either.
 				return nil
+			}
+		}
+		if others != nil {
+			found, err := trustpolicy.Others(doc, edit)
+			if err != nil {
+				return fmt.Errorf("role %s: %w", role, err)
+			}
+			for _, f := range found {
+				*others = append(*others, "role "+role+": "+f)
 			}
 		}
 		out, changed, err := trustpolicy.RemoveStatement(doc, edit)

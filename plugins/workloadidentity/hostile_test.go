@@ -3,6 +3,7 @@ package workloadidentity_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -276,4 +278,71 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if got := acct.bindings(); slices.ContainsFunc(got, func(b *iam.Binding) bool { return slices.Contains(b.Members, member) }) {
 		t.Errorf("the Profile's member keeps the role after the deletion: %s", membersOf(got))
 	}
+}
+
+// TestDanglingTrustHoldsTheNextProfileOfTheName: someone else granted the
+// namespace's service account the role before the plugin did. When the
+// Profile is deleted, that grant stays (it is not the plugin's), and is
+// reported as dangling trust; the next Profile of the name gets no account
+// while it is recorded, with a condition naming it, until an administrator
+// removes the grant and the record.
+func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
+	name := "wi-dangle-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member}}}}}
+	hostile(t, acct)
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if err := env.Client.Delete(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	key := client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(workloadidentity.Kind, name)}
+	var dangling corev1.ConfigMap
+	if err := env.Client.Get(t.Context(), key, &dangling); err != nil {
+		t.Fatalf("no dangling-trust record after the deletion: %v", err)
+	}
+	t.Logf("dangling trust recorded: %v", dangling.Data)
+	if !holdsMember(acct, member) {
+		t.Fatalf("the grant someone else made was removed: %s", membersOf(acct.bindings()))
+	}
+
+	// The next Profile of the name (its namespace and service account are
+	// still there: nothing here deletes namespaces).
+	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{
+		Owner:   rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "someone-else@example.org"},
+		Plugins: []kubeflowv1.Plugin{entry(`{"gcpServiceAccount":"` + gsa + `"}`)}}}
+	if err := env.Client.Create(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) })
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonDanglingTrust)
+	if !strings.Contains(cond.Message, member) || !strings.Contains(cond.Message, key.Name) {
+		t.Errorf("condition %q does not name the grant and the record", cond.Message)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := testhost.Events(t, env.Client, name)
+		return slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, plugins.ReasonDanglingTrust) }), fmt.Sprintf("events %v", got)
+	})
+
+	// The administrator removes the grant, then the record.
+	acct.mu.Lock()
+	acct.policy.Bindings = nil
+	acct.mu.Unlock()
+	if err := env.Client.Delete(t.Context(), &dangling); err != nil {
+		t.Fatal(err)
+	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationReverify: "cleared"}
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if !holdsMember(acct, member) {
+		t.Errorf("the next Profile's member does not hold the role once the record is gone: %s", membersOf(acct.bindings()))
+	}
+	stopListing(t, next.Name)
+}
+
+func holdsMember(acct *account, member string) bool {
+	return slices.ContainsFunc(acct.bindings(), func(b *iam.Binding) bool { return slices.Contains(b.Members, member) })
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	iam "google.golang.org/api/iam/v1"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
@@ -63,6 +62,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	if err := req.Outside.CheckDangling(ctx); err != nil {
+		return plugins.Result{}, err
+	}
 	var keep []string
 	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount},
 		func(ctx context.Context) (c plugins.Change, err error) {
@@ -97,7 +99,8 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 
 // revokeUnrecorded removes from the account the Profile names the members of
 // its service accounts that the record holds neither as granted nor as
-// someone else's, and logs the ones held as someone else's as dangling.
+// someone else's, and reports the ones held as someone else's, when the
+// Profile is being deleted, as dangling trust (Outside.ReportDangling).
 func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *Config, recorded []string, res *plugins.Result) error {
 	gsa := cfg.GCPServiceAccount
 	if gsa == "" {
@@ -107,14 +110,18 @@ func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *
 	if err != nil {
 		return nil // not an account we could have granted
 	}
-	var unrecorded []string
+	var unrecorded, dangling []string
 	for _, m := range members {
 		switch {
 		case slices.Contains(recorded, foreignKey(gsa, m)):
-			log.FromContext(ctx).Info("dangling trust: a member of the Profile's namespace that someone else granted keeps the role",
-				"account", gsa, "member", m, "role", RoleWorkloadIdentityUser)
+			dangling = append(dangling, fmt.Sprintf("%s holds %s on %s, granted by someone else", m, RoleWorkloadIdentityUser, gsa))
 		case !slices.Contains(recorded, grantKey(gsa, m)) && !slices.Contains(recorded, legacyPrefix+gsa):
 			unrecorded = append(unrecorded, m)
+		}
+	}
+	if !req.Profile.DeletionTimestamp.IsZero() {
+		if err := req.Outside.ReportDangling(ctx, dangling); err != nil {
+			return err
 		}
 	}
 	if len(unrecorded) == 0 {

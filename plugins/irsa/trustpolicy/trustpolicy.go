@@ -268,3 +268,39 @@ func dedupe(values []string) []string {
 	}
 	return out
 }
+
+// Others describes each statement of doc other than e's (its Sid is not
+// e's ID) that lets one of e's subjects assume the role through e's
+// provider by StringEquals: once the plugin's own statement is gone, these
+// still give the namespace's service accounts the role. Each description
+// names the statement (by Sid, or by position when it has none) and the
+// subject. A wildcard edit names no namespace, and finds none.
+func Others(doc string, e Edit) ([]string, error) {
+	if e.Wildcard {
+		return nil, nil
+	}
+	p, err := parsePolicy(doc)
+	if err != nil {
+		return nil, err
+	}
+	key, err := subKey(e.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, s := range p.statements {
+		if s.str("Sid") == e.ID() || !s.forProvider(e.Provider) {
+			continue
+		}
+		name := s.str("Sid")
+		if name == "" {
+			name = fmt.Sprintf("#%d", i+1)
+		}
+		for _, sub := range s.values(opEquals, key) {
+			if slices.Contains(e.Subjects, sub) {
+				out = append(out, fmt.Sprintf("statement %s trusts %s", name, sub))
+			}
+		}
+	}
+	return out, nil
+}

@@ -307,3 +307,34 @@ func TestProviderFromPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestOthers(t *testing.T) {
+	edit := Edit{Provider: provider, Audience: DefaultAudience, Subjects: []string{subB}, Namespace: "team-b"}
+	ownB := strings.ReplaceAll(strings.ReplaceAll(ownA, sidA, StatementID(provider, "team-b")), subA, subB)
+	tests := []struct {
+		reason string
+		doc    string
+		edit   Edit
+		want   []string
+	}{
+		{reason: "eksctl's statement without a Sid trusts the subject", doc: eksctlPolicy, edit: edit,
+			want: []string{"statement #1 trusts " + subB}},
+		{reason: "our own statement is not someone else's",
+			doc: `{"Version":"2012-10-17","Statement":[` + ownB + `]}`, edit: edit},
+		{reason: "another namespace's statement does not name this one's subject",
+			doc: `{"Version":"2012-10-17","Statement":[` + ownA + `]}`, edit: edit},
+		{reason: "a wildcard edit names no namespace", doc: eksctlPolicy,
+			edit: Edit{Provider: provider, Subjects: []string{"system:serviceaccount:*:default-editor"}, Wildcard: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			got, err := Others(tt.doc, tt.edit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Others (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
