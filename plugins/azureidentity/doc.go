@@ -24,8 +24,12 @@
 // api://AzureADTokenExchange. Azure is called only when what the plugin wants
 // changed since it last made it true (or on the host's re-verify period, or
 // the Profile's profilekit.dev/reverify annotation). Revoke removes our
-// annotations and deletes our credentials only; the identity's other
-// credentials stay. While Azure fails, the finalizer keeps a deleted Profile
+// annotations and deletes our credentials only (for a Profile being
+// deleted, also those of our names on the identity its spec names that are
+// exactly what the plugin puts, record or not); the identity's other
+// credentials stay, and those of our names that trust the namespace are
+// reported, when the Profile is deleted, as dangling trust, which holds
+// the next Profile of the name until an administrator clears it. While Azure fails, the finalizer keeps a deleted Profile
 // and the plugin tries again.
 //
 // # What is ours on an identity

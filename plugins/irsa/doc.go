@@ -38,8 +38,12 @@
 // byte, and the policy is written without JSON's HTML escaping (an escaped &
 // would count six characters against the size limit). A subject that a
 // statement someone else wrote already trusts is not added again, and that
-// statement is never changed: Revoke leaves it, and its owner decides.
-// Revoke drops the Profile's statement; when it is the policy's only one, it
+// statement is never changed: Revoke leaves it, and its owner decides; when
+// the Profile is deleted it is reported as dangling trust, and the next
+// Profile of the name gets no role until an administrator removes it and
+// deletes the record (plugins.Outside.ReportDangling). Revoke drops the
+// Profile's statement, from the roles the record holds and, for a Profile
+// being deleted, from the role its spec names, record or not; when it is the policy's only one, it
 // stays with an empty subject list, which matches no one, because IAM takes
 // no policy without statements. IAM replaces the whole document and takes
 // no precondition, so the plugin reads, edits and writes one role's policy

@@ -44,8 +44,11 @@
 // brackets and slashes cannot occur in names, so no two service accounts
 // share one. Revoke removes only members recorded as added, of this
 // Profile's namespace, from bindings without a condition, and drops a
-// binding left empty; a member recorded as foreign is never removed, and a
-// conditional binding is never changed. When a foreign member no longer holds
+// binding left empty; a member recorded as foreign is never removed (for a
+// Profile being deleted it is reported as dangling trust, which holds the
+// next Profile of the name until an administrator clears it), and a
+// conditional binding is never changed. A Profile being deleted also loses
+// its members of the account its spec names that no record holds. When a foreign member no longer holds
 // the role (its owner revoked it), the next verification forgets it and the
 // plugin grants it as its own. A grant is recorded after the policy read
 // shows the member is not there and before the policy is written, and the
