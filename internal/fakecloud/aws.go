@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +45,7 @@ type AWS struct {
 type awsRole struct {
 	account, path, id, doc string
 	created                time.Time
+	tags                   map[string]string
 }
 
 // NewAWS starts an AWS IAM server that holds no role; point the client at
@@ -63,6 +66,21 @@ func (a *AWS) AddRole(arn, doc string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.roles[name] = &awsRole{account: account, path: path, id: "AROA" + randomID(17), doc: doc, created: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// TagRole tags the named role, which AddRole added, with key=value; GetRole
+// returns its tags.
+func (a *AWS) TagRole(name, key, value string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.roles[name]
+	if !ok {
+		panic("fakecloud: no role " + name)
+	}
+	if r.tags == nil {
+		r.tags = map[string]string{}
+	}
+	r.tags[key] = value
 }
 
 // TrustPolicy returns the trust policy document the server holds for the
@@ -147,6 +165,9 @@ func (a *AWS) answer(call string, r *http.Request, body []byte) reply {
 }
 
 func (a *AWS) getRole(name string, role *awsRole) reply {
+	type tagXML struct {
+		Key, Value string
+	}
 	type roleXML struct {
 		Path                     string
 		AssumeRolePolicyDocument string
@@ -155,6 +176,11 @@ func (a *AWS) getRole(name string, role *awsRole) reply {
 		RoleName                 string
 		Arn                      string
 		CreateDate               string
+		Tags                     []tagXML `xml:"Tags>member,omitempty"`
+	}
+	var tags []tagXML
+	for _, k := range slices.Sorted(maps.Keys(role.tags)) {
+		tags = append(tags, tagXML{Key: k, Value: role.tags[k]})
 	}
 	return awsXML(struct {
 		XMLName xml.Name `xml:"GetRoleResponse"`
@@ -173,6 +199,7 @@ func (a *AWS) getRole(name string, role *awsRole) reply {
 			RoleName:                 name,
 			Arn:                      "arn:aws:iam::" + role.account + ":role" + role.path + name,
 			CreateDate:               role.created.Format(time.RFC3339),
+			Tags:                     tags,
 		}},
 		Metadata: newMetadata(),
 	})

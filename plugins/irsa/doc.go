@@ -102,13 +102,17 @@
 //	    - identity: arn:aws:iam::111122223333:role/ml-team
 //	      profileSelector: {matchLabels: {team: ml}}
 //	      shared: true
+//	    - tag: {key: profilekit.dev/namespace, value: "{{ .Namespace }}"}
 //
 // A role is the platform's to hand out: a Profile may name only a role an
 // allowance of allowedIdentities gives it (IdentityNotAllowed otherwise,
 // and for every role while the list is empty), checked before anything is
 // written, the annotation included; a role that another Profile's record
 // holds is a Conflict naming that Profile unless its allowance is shared
-// (the wildcard subject form serves every Profile and is not checked).
+// (the wildcard subject form serves every Profile and is not checked). An
+// allowance with a tag also asks IAM for the role's tags before the trust
+// policy is written (iam:GetRole returns them): with the tag alone it
+// allows any role the platform has tagged for the Profile.
 //
 // The host calls IAM with the AWS SDK's default credential chain
 // (environment, EKS pod identity, or IRSA for the host itself); it needs

@@ -24,6 +24,9 @@ type IAM interface {
 	TrustPolicy(ctx context.Context, role string) (string, error)
 	// SetTrustPolicy replaces the trust policy of the named role.
 	SetTrustPolicy(ctx context.Context, role, doc string) error
+	// RoleTags returns the tags of the named role. A role that does not
+	// exist is an error that wraps ErrNoRole.
+	RoleTags(ctx context.Context, role string) (map[string]string, error)
 }
 
 // ErrNoRole is a role that does not exist.
@@ -51,6 +54,22 @@ func (s sdkIAM) TrustPolicy(ctx context.Context, role string) (string, error) {
 		return "", fmt.Errorf("decode trust policy of role %s: %w", role, err)
 	}
 	return doc, nil
+}
+
+func (s sdkIAM) RoleTags(ctx context.Context, role string) (map[string]string, error) {
+	out, err := s.c.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(role)})
+	var nse *iamtypes.NoSuchEntityException
+	if errors.As(err, &nse) {
+		return nil, fmt.Errorf("role %s: %w", role, ErrNoRole)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tags := make(map[string]string, len(out.Role.Tags))
+	for _, t := range out.Role.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return tags, nil
 }
 
 func (s sdkIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
@@ -87,4 +106,12 @@ func (l lazyIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
 		return err
 	}
 	return c.SetTrustPolicy(ctx, role, doc)
+}
+
+func (l lazyIAM) RoleTags(ctx context.Context, role string) (map[string]string, error) {
+	c, err := l.c.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.RoleTags(ctx, role)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 )
@@ -97,7 +98,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	}
 	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, annotation,
 		func(ctx context.Context) (plugins.Change, error) {
-			return p.trust(ctx, req, cfg, role, allowance.Shared)
+			return p.trust(ctx, req, cfg, role, allowance)
 		},
 		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role, nil, nil) })
 }
@@ -165,7 +166,7 @@ func (c *Config) edit(namespace string) trustpolicy.Edit {
 // trust makes the role trust the Profile's service accounts. A role that
 // another Profile's record holds as made is a Conflict unless shared (or
 // the subjects are the wildcard form, which serves every Profile).
-func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, role string, shared bool) (plugins.Change, error) {
+func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, role string, allowance identities.Allowance) (plugins.Change, error) {
 	change := plugins.Change{Kind: "IAMRoleTrustPolicy", Name: role, Action: plugins.Unchanged}
 	edit := cfg.edit(plugins.Namespace(req.Profile))
 	desired := struct {
@@ -175,7 +176,19 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 	// Recorded ahead: a statement made and never recorded would trust the
 	// Profile's service accounts after it stopped naming the role.
 	_, err := req.Outside.EnsureAhead(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
-		if !shared && !edit.Wildcard {
+		if allowance.NeedsTag() {
+			tags, err := p.iam.RoleTags(ctx, role)
+			if errors.Is(err, ErrNoRole) {
+				return plugins.Terminalf(plugins.ReasonInvalidSpec, "awsIamRole %q: %v", cfg.AwsIAMRole, err)
+			}
+			if err != nil {
+				return err
+			}
+			if err := allowance.CheckTag(req.Profile, cfg.AwsIAMRole, tags); err != nil {
+				return err
+			}
+		}
+		if !allowance.Shared && !edit.Wildcard {
 			holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return k == keyPrefix+role })
 			if err != nil {
 				return err

@@ -84,3 +84,41 @@ func TestSDKAWSPluginLifecycle(t *testing.T) {
 		t.Errorf("request log: %v", err)
 	}
 }
+
+// TestSDKTaggedRoleIsAllowed: the host allows any role that IAM has tagged
+// for the Profile's namespace. Through the real SDK against the local IAM
+// server: a role tagged for the namespace is trusted; one tagged for
+// another namespace, or not at all, is refused before its trust policy is
+// written.
+func TestSDKTaggedRoleIsAllowed(t *testing.T) {
+	srv, c := startAWS(t, startPolicy)
+	other := strings.TrimSuffix(roleARN, role) + "untagged"
+	srv.AddRole(other, startPolicy)
+	name := "irsa-tag-" + rand.String(5)
+	srv.TagRole(role, "profilekit.dev/namespace", name)
+	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(c), Options: []reconcilers.Option{
+		reconcilers.WithDefaults([]byte(`{"allowedIdentities":[{"tag":{"key":"profilekit.dev/namespace","value":"{{ .Namespace }}"}}]}`)),
+		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+	}})
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"awsIamRole":"`+other+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "IdentityNotAllowed")
+	t.Logf("untagged role: %s", cond.Message)
+	if got, _ := srv.TrustPolicy("untagged"); got != startPolicy {
+		t.Errorf("the untagged role's trust policy was written: %s", got)
+	}
+
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins[0] = entry(`{"awsIamRole":"` + roleARN + `"}`) })
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if got, _ := srv.TrustPolicy(role); !strings.Contains(got, trustpolicy.StatementID(provider, name)) {
+		t.Errorf("the tagged role does not trust the Profile: %s", got)
+	}
+
+	// Tagged for another namespace: refused.
+	srv.TagRole(role, "profilekit.dev/namespace", "someone-else")
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationReverify: "retagged"}
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "does not carry the tag profilekit.dev/namespace="+name)
+	stopListing(t, name)
+}

@@ -30,7 +30,13 @@ type Allowance struct {
 	// email, a resource ID), with the placeholders {{ .Namespace }} and
 	// {{ .Profile }}: arn:aws:iam::123456789012:role/kf-{{ .Namespace }}
 	// gives each Profile its own role. Compared exactly, after expansion.
-	Identity string `json:"identity"`
+	// Empty with Tag: any identity that carries the tag.
+	Identity string `json:"identity,omitempty"`
+	// Tag, where the plugin's cloud has tags on identities (AWS IAM roles),
+	// also asks that the identity carry this tag, read from the cloud before
+	// any trust is written: the platform tags each identity with what it is
+	// for.
+	Tag *Tag `json:"tag,omitempty"`
 	// ProfileSelector narrows the allowance to the Profiles whose labels
 	// match. None: every Profile.
 	ProfileSelector *metav1.LabelSelector `json:"profileSelector,omitempty"`
@@ -38,6 +44,15 @@ type Allowance struct {
 	// role). Without it, an identity that already serves another Profile is
 	// a Conflict that names that Profile.
 	Shared bool `json:"shared,omitempty"`
+}
+
+// Tag is a tag an identity must carry.
+type Tag struct {
+	// Key is the tag's key, such as profilekit.dev/namespace.
+	Key string `json:"key"`
+	// Value is the tag's value, with the placeholders {{ .Namespace }} and
+	// {{ .Profile }}.
+	Value string `json:"value"`
 }
 
 // Policy is the host's list of allowances.
@@ -49,11 +64,19 @@ func (p Policy) Validate() error {
 	var errs []error
 	for i, a := range p {
 		switch {
-		case strings.TrimSpace(a.Identity) == "":
-			errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: required", i))
+		case strings.TrimSpace(a.Identity) == "" && a.Tag == nil:
+			errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: required unless tag is set", i))
 		default:
 			if err := plugins.CheckPlaceholders(a.Identity, plugins.PlaceholderNamespace, plugins.PlaceholderProfile); err != nil {
 				errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: %w", i, err))
+			}
+		}
+		if a.Tag != nil {
+			if strings.TrimSpace(a.Tag.Key) == "" {
+				errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag.key: required", i))
+			}
+			if err := plugins.CheckPlaceholders(a.Tag.Value, plugins.PlaceholderNamespace, plugins.PlaceholderProfile); err != nil {
+				errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag.value: %w", i, err))
 			}
 		}
 		if _, err := metav1.LabelSelectorAsSelector(a.ProfileSelector); err != nil {
@@ -71,7 +94,7 @@ func (p Policy) Allow(profile *kubeflowv1.Profile, identity string) (Allowance, 
 		if !selects(a.ProfileSelector, profile) {
 			continue
 		}
-		if plugins.Expand(a.Identity, values) == identity {
+		if a.Identity == "" && a.Tag != nil || plugins.Expand(a.Identity, values) == identity {
 			return a, nil
 		}
 	}
@@ -91,3 +114,22 @@ func selects(sel *metav1.LabelSelector, p *kubeflowv1.Profile) bool {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	return err == nil && s.Matches(labels.Set(p.Labels))
 }
+
+// CheckTag returns nil when the allowance asks for no tag, or when tags (the
+// identity's, as the cloud has them) hold it for profile; otherwise a
+// terminal error with ReasonNotAllowed.
+func (a Allowance) CheckTag(profile *kubeflowv1.Profile, identity string, tags map[string]string) error {
+	if a.Tag == nil {
+		return nil
+	}
+	want := plugins.Expand(a.Tag.Value, plugins.ValuesOf(profile))
+	got, ok := tags[a.Tag.Key]
+	if ok && got == want {
+		return nil
+	}
+	return plugins.Terminalf(ReasonNotAllowed,
+		"identity %q does not carry the tag %s=%s that the host's allowance asks of it; nothing was granted", identity, a.Tag.Key, want)
+}
+
+// NeedsTag reports whether the allowance asks the identity for a tag.
+func (a Allowance) NeedsTag() bool { return a.Tag != nil }

@@ -71,3 +71,30 @@ func TestValidate(t *testing.T) {
 		t.Errorf("a valid policy: %v", err)
 	}
 }
+
+func TestCheckTag(t *testing.T) {
+	tagged := identities.Policy{{Tag: &identities.Tag{Key: "profilekit.dev/namespace", Value: "{{ .Namespace }}"}}}
+	alice := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "alice"}}
+	const role = "arn:aws:iam::111122223333:role/any"
+	a, err := tagged.Allow(alice, role)
+	if err != nil || !a.NeedsTag() {
+		t.Fatalf("Allow with a tag allowance = %+v, %v; want it, asking for the tag", a, err)
+	}
+	tests := []struct {
+		reason  string
+		tags    map[string]string
+		wantErr bool
+	}{
+		{reason: "tagged for the Profile's namespace", tags: map[string]string{"profilekit.dev/namespace": "alice"}},
+		{reason: "tagged for another namespace", tags: map[string]string{"profilekit.dev/namespace": "bob"}, wantErr: true},
+		{reason: "not tagged", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			err := a.CheckTag(alice, role, tt.tags)
+			if (err != nil) != tt.wantErr || err != nil && plugins.ReasonOf(err, "") != identities.ReasonNotAllowed {
+				t.Errorf("CheckTag(%v) = %v, want error %v with reason %s", tt.tags, err, tt.wantErr, identities.ReasonNotAllowed)
+			}
+		})
+	}
+}

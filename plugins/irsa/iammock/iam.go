@@ -40,6 +40,45 @@ func (m *MockIAM) EXPECT() *MockIAMMockRecorder {
 	return m.recorder
 }
 
+// RoleTags mocks base method.
+func (m *MockIAM) RoleTags(ctx context.Context, role string) (map[string]string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RoleTags", ctx, role)
+	ret0, _ := ret[0].(map[string]string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// RoleTags indicates an expected call of RoleTags.
+func (mr *MockIAMMockRecorder) RoleTags(ctx, role any) *MockIAMRoleTagsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RoleTags", reflect.TypeOf((*MockIAM)(nil).RoleTags), ctx, role)
+	return &MockIAMRoleTagsCall{Call: call}
+}
+
+// MockIAMRoleTagsCall wrap *gomock.Call
+type MockIAMRoleTagsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockIAMRoleTagsCall) Return(arg0 map[string]string, arg1 error) *MockIAMRoleTagsCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockIAMRoleTagsCall) Do(f func(context.Context, string) (map[string]string, error)) *MockIAMRoleTagsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockIAMRoleTagsCall) DoAndReturn(f func(context.Context, string) (map[string]string, error)) *MockIAMRoleTagsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // SetTrustPolicy mocks base method.
 func (m *MockIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
 	m.ctrl.T.Helper()
