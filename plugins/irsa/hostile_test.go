@@ -491,3 +491,29 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTenantCannotPointItsServiceAccountElsewhere: a tenant with Kubeflow's
+// rights in its namespace points default-editor at another team's role and
+// writes a record of the earlier place and form that names that role. The
+// annotation is put back, and IAM is never asked about the other role (the
+// mock fails the test on any call for it), not even by the revoke.
+func TestTenantCannotPointItsServiceAccountElsewhere(t *testing.T) {
+	hostile(t, startPolicy, "")
+	name := "irsa-tenant-" + rand.String(5)
+	trusted(t, name)
+	otherARN := strings.TrimSuffix(roleARN, role) + "other-team"
+	tenant := testhost.Tenant(t, env, name)
+	var sa corev1.ServiceAccount
+	if err := tenant.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "default-editor"}, &sa); err != nil {
+		t.Fatal(err)
+	}
+	sa.Annotations[irsa.AnnotationRoleARN] = otherARN
+	if err := tenant.Update(t.Context(), &sa); err != nil {
+		t.Fatalf("the tenant edits its service account: %v", err)
+	}
+	testhost.ForgeRecord(t, tenant, irsa.Kind, name, `{"role/other-team":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
+	testhost.WaitServiceAccount(t, env.Client, name, "default-editor", func(sa *corev1.ServiceAccount) (bool, string) {
+		return sa.Annotations[irsa.AnnotationRoleARN] == roleARN, "annotation " + sa.Annotations[irsa.AnnotationRoleARN]
+	})
+	stopListing(t, name)
+}
