@@ -3,6 +3,8 @@ package testhost
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,5 +43,16 @@ func ForgeRecord(t *testing.T, tenant client.Client, kind, profile, state string
 		WithData(map[string]string{"state.json": state})
 	if err := tenant.Apply(t.Context(), ac, client.FieldOwner(plugins.FieldManagerFor(kind)), client.ForceOwnership); err != nil {
 		t.Fatalf("the tenant of %s writes a record: %v", profile, err)
+	}
+}
+
+// LoseRecord deletes plugin kind's outside-state record of p, as an
+// administrator's mistake or a restore without it would.
+func LoseRecord(t *testing.T, c client.Client, kind string, p *kubeflowv1.Profile) {
+	t.Helper()
+	key := RecordKey(kind, p)
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := c.Delete(t.Context(), record); err != nil {
+		t.Fatalf("delete the record of %s: %v", p.Name, err)
 	}
 }

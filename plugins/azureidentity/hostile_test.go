@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -22,8 +21,6 @@ import (
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
-	"github.com/profilekit/profilekit/plugins/azureidentity/iammock"
-	"github.com/profilekit/profilekit/reconcilers"
 )
 
 var ref = azureidentity.IdentityRef{Subscription: sub, ResourceGroup: "kubeflow", Name: "team-a"}
@@ -77,16 +74,10 @@ func (m *msi) held() map[string]azureidentity.Credential {
 // hostile starts a host whose Azure is m, serving the given service accounts.
 func hostile(t *testing.T, m *msi, serviceAccounts ...string) {
 	t.Helper()
-	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
-	creds := iammock.NewMockCredentials(ctrl)
-	creds.EXPECT().Get(gomock.Any(), ref, gomock.Any()).DoAndReturn(m.get).AnyTimes()
-	creds.EXPECT().Put(gomock.Any(), ref, gomock.Any(), gomock.Any()).DoAndReturn(m.put).AnyTimes()
-	creds.EXPECT().Delete(gomock.Any(), ref, gomock.Any()).DoAndReturn(m.del).AnyTimes()
 	if len(serviceAccounts) == 0 {
 		serviceAccounts = []string{"default-editor"}
 	}
-	defaults := `,"issuer":"` + issuer + `","serviceAccounts":["` + strings.Join(serviceAccounts, `","`) + `"]`
-	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{allow(defaults)}})
+	identityHost(t, m, `{`+allowed+`,"issuer":"`+issuer+`","serviceAccounts":["`+strings.Join(serviceAccounts, `","`)+`"]}`)
 }
 
 const spec = `{"identity":"` + identity + `","clientId":"` + clientID + `"}`
@@ -281,10 +272,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	m.mu.Lock()
 	m.creds[runner] = other
 	m.mu.Unlock()
-	key := testhost.RecordKey(azureidentity.Kind, p)
-	if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
-		t.Fatal(err)
-	}
+	testhost.LoseRecord(t, env.Client, azureidentity.Kind, p)
 	if err := env.Client.Delete(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +283,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	// The credential left trusts the namespace: dangling trust, which holds
 	// the next Profile of the name.
 	var dangling corev1.ConfigMap
-	key = client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(azureidentity.Kind, name)}
+	key := client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(azureidentity.Kind, name)}
 	if err := env.Client.Get(t.Context(), key, &dangling); err != nil || !strings.Contains(dangling.Data["grants"], runner) {
 		t.Fatalf("dangling-trust record: %v, %v; want it to name %s", dangling.Data, err, runner)
 	}

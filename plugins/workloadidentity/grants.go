@@ -183,25 +183,31 @@ func (p Plugin) revokeAll(ctx context.Context, req plugins.Request, cfg *Config,
 			_, m, _ := ours(k)
 			members = append(members, m...)
 		}
-		if len(members) == 0 {
-			return nil
-		}
-		changed := false
-		err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
-			var err error
-			changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, members) })
-			return err
-		})
-		if plugins.IsTerminal(err) {
-			// Not an account we could have granted: nothing to undo.
-			return nil
-		}
-		if err == nil && changed {
-			res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
-		}
-		return err
+		return p.removeMembers(ctx, req, gsa, members, &res)
 	})
 	return res, err
+}
+
+// removeMembers takes members off the role on gsa in one policy write, and
+// adds the change to res. An account the plugin could not have granted
+// (a terminal error) has nothing to undo.
+func (p Plugin) removeMembers(ctx context.Context, req plugins.Request, gsa string, members []string, res *plugins.Result) error {
+	if len(members) == 0 {
+		return nil
+	}
+	changed := false
+	err := req.Outside.Call(ctx, System, func(ctx context.Context) error {
+		var err error
+		changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, members) })
+		return err
+	})
+	if plugins.IsTerminal(err) {
+		return nil
+	}
+	if err == nil && changed {
+		res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
+	}
+	return err
 }
 
 // inNamespace reports whether member is a Kubernetes service account of

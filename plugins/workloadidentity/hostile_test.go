@@ -267,10 +267,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 		t.Fatal(err)
 	}
-	key := testhost.RecordKey(workloadidentity.Kind, &p)
-	if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
-		t.Fatal(err)
-	}
+	testhost.LoseRecord(t, env.Client, workloadidentity.Kind, &p)
 	if err := env.Client.Delete(t.Context(), &p); err != nil {
 		t.Fatal(err)
 	}

@@ -124,22 +124,7 @@ func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *
 			return err
 		}
 	}
-	if len(unrecorded) == 0 {
-		return nil
-	}
-	changed := false
-	err = req.Outside.Call(ctx, System, func(ctx context.Context) error {
-		var err error
-		changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, unrecorded) })
-		return err
-	})
-	if plugins.IsTerminal(err) {
-		return nil
-	}
-	if err == nil && changed {
-		res.Add(plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Deleted})
-	}
-	return err
+	return p.removeMembers(ctx, req, gsa, unrecorded, res)
 }
 
 // members returns the IAM members of the Profile's service accounts in the
