@@ -303,3 +303,40 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTenantCannotPointItsServiceAccountElsewhere: a tenant with Kubeflow's
+// rights in its namespace points default-editor at another identity's
+// client ID and writes a record of the earlier place and form that names a
+// credential of another identity. The annotation is put back, and nothing
+// the forgery names is deleted when the plugin goes.
+func TestTenantCannotPointItsServiceAccountElsewhere(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	hostile(t, m)
+	name := "az-tenant-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	victim := "profilekit-victim_default-editor"
+	m.mu.Lock()
+	m.creds[victim] = ours("victim", "default-editor")
+	m.mu.Unlock()
+
+	tenant := testhost.Tenant(t, env, name)
+	var sa corev1.ServiceAccount
+	if err := tenant.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "default-editor"}, &sa); err != nil {
+		t.Fatal(err)
+	}
+	sa.Annotations[azureidentity.AnnotationClientID] = "22222222-2222-2222-2222-222222222222"
+	if err := tenant.Update(t.Context(), &sa); err != nil {
+		t.Fatalf("the tenant edits its service account: %v", err)
+	}
+	testhost.ForgeRecord(t, tenant, azureidentity.Kind, name,
+		`{"credential/`+sub+`/kubeflow/team-a/`+victim+`":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
+	testhost.WaitServiceAccount(t, env.Client, name, "default-editor", func(sa *corev1.ServiceAccount) (bool, string) {
+		return sa.Annotations[azureidentity.AnnotationClientID] == clientID, "annotation " + sa.Annotations[azureidentity.AnnotationClientID]
+	})
+	stopListing(t, name)
+	if _, ok := m.held()[victim]; !ok {
+		t.Errorf("the credential the forged record names was deleted: %v", m.held())
+	}
+}
