@@ -42,7 +42,8 @@
 // (made while the host was down, its pass has not taken the volume back
 // yet). A Profile that goes before its claim bound a reserved volume gives
 // the reservation back: the volume is not left for a claim of that name in
-// the next namespace of that name.
+// the next namespace of that name; the sweeper takes back one an earlier
+// version left, once no Profile of its owner exists.
 // The deletions are counted in a ConfigMap (sweepRecord, by default
 // profilekit-volumes-sweeps in the host's namespace), so that a host that
 // restarts, and sweeps at once, does not start counting from zero. Retention

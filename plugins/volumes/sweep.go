@@ -76,6 +76,11 @@ type SweepReport struct {
 	// Spared are volumes the list showed expired that, read again from the
 	// API server, were not (taken back, changed or gone): left as they are.
 	Spared []string
+	// Unreserved are released volumes whose reservation for a returning
+	// claim outlived every Profile of their owner (an earlier version's
+	// Revoke left it): taken back, so that no claim of that name in the
+	// next namespace of that name binds them.
+	Unreserved []string
 	// DryRun says that nothing was deleted because the config asks for a
 	// report only.
 	DryRun bool
@@ -111,11 +116,15 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		at int64
 	}
 	var expired []aged
+	var reserved []*corev1.PersistentVolume
 	cutoff := now.Add(-s.Config.RetainFor.Duration).Unix()
 	for i := range list.Items {
 		pv := &list.Items[i]
 		if at, ok := expiredBy(pv, cutoff); ok {
 			expired = append(expired, aged{pv: pv, at: at})
+		}
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == "" && pv.DeletionTimestamp.IsZero() && pv.Labels[plugins.LabelPlugin] == Kind {
+			reserved = append(reserved, pv)
 		}
 	}
 	slices.SortFunc(expired, func(a, b aged) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.pv.Name, b.pv.Name)) })
@@ -127,13 +136,25 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	if rep.DryRun {
 		return rep, nil
 	}
-	if len(expired) > 0 {
+	var errs []error
+	if len(expired)+len(reserved) > 0 {
 		// An owner whose Profile came back (while the host was down, say)
 		// gets the volume from the Profile's pass: the API server, not a
 		// cache, says whose Profiles exist now.
 		owners, err := s.owners(ctx)
 		if err != nil {
 			return rep, err
+		}
+		for _, pv := range reserved {
+			if owners[pv.Annotations[AnnotationOwner]] {
+				continue
+			}
+			// The volume's own uid is one no claim has.
+			if _, err := unreserve(ctx, s.Client, pv, pv.UID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rep.Unreserved = append(rep.Unreserved, pv.Name)
 		}
 		expired = slices.DeleteFunc(expired, func(e aged) bool {
 			back := owners[e.pv.Annotations[AnnotationOwner]]
@@ -155,7 +176,6 @@ func (s Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			return rep, fmt.Errorf("count deletions: %w", err)
 		}
 	}
-	var errs []error
 	for i, e := range expired {
 		if i >= allowed {
 			rep.Deferred = append(rep.Deferred, e.pv.Name)

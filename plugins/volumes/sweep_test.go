@@ -97,7 +97,15 @@ func TestSweepDeletesExpiredVolumes(t *testing.T) {
 	releasedVolume(t, older, now.Add(-48*time.Hour), false)
 	releasedVolume(t, old, now.Add(-2*time.Hour), false)
 	releasedVolume(t, fresh, now.Add(-10*time.Minute), false)
-	releasedVolume(t, reserved, now.Add(-72*time.Hour), true)
+	// The reserved one's owner has a Profile again, whose claim it waits for.
+	returning := "frank-" + id + "@example.org"
+	releasedVolumeOf(t, reserved, returning, now.Add(-72*time.Hour), true)
+	back := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "frank-" + id},
+		Spec: kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: returning}}}
+	if err := env.Client.Create(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), back) })
 	ours := []string{oldest, older, old, fresh, reserved}
 
 	cfg := volumes.NewConfig()
@@ -217,5 +225,47 @@ func TestSweepLeavesTheVolumeOfAnOwnerWhoCameBack(t *testing.T) {
 	rep, err = s.Sweep(ctx)
 	if err != nil || !slices.Contains(rep.Deleted, name) {
 		t.Errorf("Sweep once the owner's Profile is gone = deleted %v, %v; want the volume deleted", rep.Deleted, err)
+	}
+}
+
+// TestSweepTakesBackAReservationNoProfileWaitsFor: a released volume still
+// reserved for a claim (an earlier version's Revoke left the reservation
+// when its Profile went before the claim bound) is taken back by the sweep
+// once no Profile of its owner exists, so that no claim of that name in the
+// next namespace of that name binds it; one whose owner has a Profile is
+// left for that Profile's pass.
+func TestSweepTakesBackAReservationNoProfileWaitsFor(t *testing.T) {
+	ctx := t.Context()
+	id := rand.String(5)
+	left, waited := "left-"+id, "waited-"+id
+	leftOwner, waitedOwner := "dave-"+id+"@example.org", "erin-"+id+"@example.org"
+	releasedVolumeOf(t, left, leftOwner, time.Now().Add(-10*time.Minute), true)
+	releasedVolumeOf(t, waited, waitedOwner, time.Now().Add(-10*time.Minute), true)
+	back := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "erin-" + id},
+		Spec: kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: waitedOwner}}}
+	if err := env.Client.Create(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), back) })
+
+	rep, err := sweeper(sweepConfig(id)).Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{left}, only(rep.Unreserved, []string{left, waited})); diff != "" {
+		t.Errorf("reservations taken back (-want +got):\n%s", diff)
+	}
+	var pv corev1.PersistentVolume
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: left}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != pv.UID {
+		t.Errorf("the reservation left behind: claimRef %+v, want the volume's own uid %s", ref, pv.UID)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: waited}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != "" {
+		t.Errorf("the reservation of an owner with a Profile was changed: claimRef %+v", ref)
 	}
 }
