@@ -126,7 +126,7 @@
 // [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and
 // [DefaultOutsideTimeout]; [WithClock];
 // [Outside.Sweep]; [MigrateRecords]; [Outside.HeldElsewhere];
-// [Outside.ReportDangling] and [Outside.CheckDangling] with [DanglingName],
+// [Outside.ReportDangling], [Outside.Dangled] and [Outside.CheckDangling] with [DanglingName],
 // [RoleDanglingTrust] and [ReasonDanglingTrust]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
 // [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];

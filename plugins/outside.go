@@ -97,6 +97,8 @@ type Outside struct {
 	entries map[string]outsideEntry
 	dirty   bool
 	skipped []string
+	// dangled are the grants ReportDangling reported in this pass.
+	dangled []string
 }
 
 type outsideEntry struct {

@@ -57,7 +57,18 @@ func (o *Outside) ReportDangling(ctx context.Context, grants []string) error {
 	if err := o.writer.Apply(ctx, cm, client.FieldOwner(FieldManagerFor(o.kind)), client.ForceOwnership); err != nil {
 		return fmt.Errorf("plugin %s: record dangling trust of namespace %s: %w", o.kind, ns, err)
 	}
+	o.mu.Lock()
+	o.dangled = append(o.dangled, grants...)
+	o.mu.Unlock()
 	return nil
+}
+
+// Dangled returns the grants ReportDangling reported in this pass, for the
+// host's Warning Event on the Profile.
+func (o *Outside) Dangled() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.dangled)
 }
 
 // CheckDangling returns a terminal error with ReasonDanglingTrust when

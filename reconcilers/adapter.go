@@ -166,7 +166,7 @@ func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) er
 	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
 		return a.revokeWaits(obj, p, err, why)
 	}
-	a.revoked(obj, p, res)
+	a.revoked(obj, p, res, req.Outside.Dangled())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package reconcilers
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,14 +65,19 @@ func (a *Adapter[R, P]) revokeWaits(obj P, p *kubeflowv1.Profile, err error, wha
 	return err
 }
 
-// revoked reports a finished Revoke: an Event, and the plugin's condition
-// removed, so that the next pass knows there is nothing left to revoke.
-func (a *Adapter[R, P]) revoked(obj P, p *kubeflowv1.Profile, res plugins.Result) {
+// revoked reports a finished Revoke: an Event (and a Warning for the
+// grants it found dangling), and the plugin's condition removed, so that
+// the next pass knows there is nothing left to revoke.
+func (a *Adapter[R, P]) revoked(obj P, p *kubeflowv1.Profile, res plugins.Result, dangled []string) {
 	observeResult(a.def.Kind(), res)
 	if a.env == nil {
 		return
 	}
 	a.env.recorder.Eventf(obj, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", a.def.Kind(), plugins.BoundMessage(res.Summary()))
+	if len(dangled) > 0 {
+		a.env.recorder.Eventf(obj, nil, corev1.EventTypeWarning, plugins.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
+			a.def.Kind(), plugins.BoundMessage(strings.Join(dangled, "; ")))
+	}
 	a.setCondition(p, nil)
 }
 

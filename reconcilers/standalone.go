@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -476,5 +477,9 @@ func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg a
 		return err
 	}
 	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
+	if d := req.Outside.Dangled(); len(d) > 0 {
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
+			r.def.Kind(), plugins.BoundMessage(strings.Join(d, "; ")))
+	}
 	return nil
 }

@@ -301,6 +301,12 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 		t.Fatalf("no dangling-trust record after the deletion: %v", err)
 	}
 	t.Logf("dangling trust recorded: %v", dangling.Data)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := testhost.Events(t, env.Client, name)
+		return slices.ContainsFunc(got, func(e string) bool {
+			return strings.Contains(e, "Warning "+plugins.ReasonDanglingTrust) && strings.Contains(e, "outlive the Profile") && strings.Contains(e, member)
+		}), fmt.Sprintf("events %v", got)
+	})
 	if !holdsMember(acct, member) {
 		t.Fatalf("the grant someone else made was removed: %s", membersOf(acct.bindings()))
 	}
