@@ -68,3 +68,31 @@ func TestReservationDoesNotOutliveItsProfile(t *testing.T) {
 	}
 	t.Logf("her volume after the next owner's claim: %s, claimRef uid %q; the claim: %s", got.Status.Phase, got.Spec.ClaimRef.UID, claim.Status.Phase)
 }
+
+// TestClaimDeletedByItsTenantGetsItsVolumeBack: a tenant, with Kubeflow's
+// rights in its namespace, deletes its own bound claim. The volume is
+// retained, the plugin makes the claim again, and it binds the same volume:
+// the data stays the tenant's.
+func TestClaimDeletedByItsTenantGetsItsVolumeBack(t *testing.T) {
+	run := "tenant-" + rand.String(4)
+	name := "tenant-" + rand.String(5)
+	startHost(t, run, hostConfig(storageClass(t, true)))
+	newProfile(t, name, run, "alice@example.org", nil)
+	pv := provision(t, name, "workspace")
+	before, _ := waitBound(t, name, "workspace")
+	waitVolume(t, pv.Name, 20*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		return pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain, string(pv.Spec.PersistentVolumeReclaimPolicy)
+	})
+	tenant := testhost.Tenant(t, env, name)
+	if err := tenant.Delete(t.Context(), before); err != nil {
+		t.Fatalf("the tenant deletes its claim: %v", err)
+	}
+	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
+		var c corev1.PersistentVolumeClaim
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "workspace"}, &c); err != nil {
+			return false, err.Error()
+		}
+		return c.UID != before.UID && c.Status.Phase == corev1.ClaimBound && c.Spec.VolumeName == pv.Name,
+			fmt.Sprintf("claim %s (uid %s, volume %q)", c.Status.Phase, c.UID, c.Spec.VolumeName)
+	})
+}
