@@ -38,9 +38,9 @@ func TestRenderStorageOffline(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"PersistentVolume /census-team-protected-b ReadWriteMany",
-		"PersistentVolume /census-team-standard ReadWriteMany",
-		"PersistentVolume /census-team-standard-ro ReadOnlyMany",
+		"PersistentVolume /census-team.protected-b ReadWriteMany",
+		"PersistentVolume /census-team.standard ReadWriteMany",
+		"PersistentVolume /census-team.standard-ro ReadOnlyMany",
 		"PersistentVolumeClaim census-team/protected-b ReadWriteMany",
 		"PersistentVolumeClaim census-team/standard ReadWriteMany",
 		"PersistentVolumeClaim census-team/standard-ro ReadOnlyMany",
@@ -96,7 +96,7 @@ func TestRenderStorageServicePrincipal(t *testing.T) {
 		want       csi
 	}{{
 		reason: "a bucket whose grant names the Protected B principal",
-		pv:     "census-team-census-pb",
+		pv:     "census-team.census-pb",
 		want: csi{
 			VolumeAttributes: map[string]string{
 				"AzureStorageAuthType": "spn", "AzureStorageSPNClientID": "00000000-0000-0000-0000-00000000000b",
@@ -106,11 +106,11 @@ func TestRenderStorageServicePrincipal(t *testing.T) {
 		},
 	}, {
 		reason: "a bucket whose grant names no principal keeps the account key",
-		pv:     "census-team-scratch-pb",
+		pv:     "census-team.scratch-pb",
 		want:   accountKey("aawdevcc00samgprotb"),
 	}, {
 		reason: "the Profile's own volume keeps the account key",
-		pv:     "census-team-standard",
+		pv:     "census-team.standard",
 		want:   accountKey("aawdevcc00samgpremium"),
 	}}
 	spnKeys := []string{"AzureStorageAuthType", "AzureStorageSPNClientID", "AzureStorageSPNTenantID", "AzureStorageAADEndpoint"}

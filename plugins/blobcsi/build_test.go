@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/opa"
@@ -121,31 +122,31 @@ func TestDesired(t *testing.T) {
 	}{{
 		reason:  "default instances only, without grants",
 		profile: "team-c",
-		want:    []vol{{Name: "standard", Container: "team-c", PV: "team-c-standard", Claim: "standard"}},
+		want:    []vol{{Name: "standard", Container: "team-c", PV: "team-c.standard", Claim: "standard"}},
 	}, {
 		reason:    "the Profile's choice; a read-only instance gives a read-only volume",
 		profile:   "team-c",
 		instances: []string{"standard-ro", "protected-b"},
 		want: []vol{
-			{Name: "protected-b", Container: "team-c", PV: "team-c-protected-b", Claim: "protected-b"},
-			{Name: "standard-ro", Container: "team-c", PV: "team-c-standard-ro", Claim: "standard-ro", ReadOnly: true},
+			{Name: "protected-b", Container: "team-c", PV: "team-c.protected-b", Claim: "protected-b"},
+			{Name: "standard-ro", Container: "team-c", PV: "team-c.standard-ro", Claim: "standard-ro", ReadOnly: true},
 		},
 	}, {
 		reason:  "a reader gets a read-only volume, a writer that also reads a read-write one",
 		profile: "team-a",
 		grants:  map[string]opa.Grants{"unclassified": mustGrants(t, grants)},
 		want: []vol{
-			{Name: "census", Container: "census", PV: "team-a-census", Claim: "census", Source: "unclassified", ReadOnly: true},
-			{Name: "labour-2026", Container: "labour", Subfolder: "2026", PV: "team-a-labour-2026", Claim: "labour-2026", Source: "unclassified"},
-			{Name: "standard", Container: "team-a", PV: "team-a-standard", Claim: "standard"},
+			{Name: "census", Container: "census", PV: "team-a.census", Claim: "census", Source: "unclassified", ReadOnly: true},
+			{Name: "labour-2026", Container: "labour", Subfolder: "2026", PV: "team-a.labour-2026", Claim: "labour-2026", Source: "unclassified"},
+			{Name: "standard", Container: "team-a", PV: "team-a.standard", Claim: "standard"},
 		},
 	}, {
 		reason:  "a writer gets a read-write volume",
 		profile: "team-b",
 		grants:  map[string]opa.Grants{"unclassified": mustGrants(t, grants)},
 		want: []vol{
-			{Name: "census", Container: "census", PV: "team-b-census", Claim: "census", Source: "unclassified"},
-			{Name: "standard", Container: "team-b", PV: "team-b-standard", Claim: "standard"},
+			{Name: "census", Container: "census", PV: "team-b.census", Claim: "census", Source: "unclassified"},
+			{Name: "standard", Container: "team-b", PV: "team-b.standard", Claim: "standard"},
 		},
 	}, {
 		reason:  "a bucket whose volume name is an instance's is an error",
@@ -201,33 +202,33 @@ func TestBuildPVAndPVC(t *testing.T) {
 	}{{
 		reason: "a read-only instance: ReadOnlyMany, -o ro, csi readOnly, default capacity",
 		vol:    "standard-ro",
-		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a-standard-ro","labels":{"blobcsi.profilekit.dev/instance":"standard-ro","data.profilekit.dev/classification":"unclassified"}},
-		"spec":{"capacity":{"storage":"1Ti"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#team-a#team-a-standard-ro","readOnly":true,
+		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a.standard-ro","labels":{"blobcsi.profilekit.dev/instance":"standard-ro","data.profilekit.dev/classification":"unclassified"}},
+		"spec":{"capacity":{"storage":"1Ti"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#team-a#team-a.standard-ro","readOnly":true,
 		"volumeAttributes":{"containerName":"team-a","protocol":"fuse2","storageAccount":"acctstd"},"nodeStageSecretRef":{"name":"std","namespace":"sys"}},
 		"accessModes":["ReadOnlyMany"],"claimRef":{"kind":"PersistentVolumeClaim","namespace":"team-a","name":"standard-ro","apiVersion":"v1"},
 		"persistentVolumeReclaimPolicy":"Retain","storageClassName":"","mountOptions":["-o allow_other","-o ro"]}}`,
 		pvc: `{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"standard-ro","namespace":"team-a","labels":{"automount.example.org/blob":"true","blobcsi.profilekit.dev/instance":"standard-ro","data.profilekit.dev/classification":"unclassified"}},
-		"spec":{"accessModes":["ReadOnlyMany"],"resources":{"requests":{"storage":"1Ti"}},"volumeName":"team-a-standard-ro","storageClassName":""}}`,
+		"spec":{"accessModes":["ReadOnlyMany"],"resources":{"requests":{"storage":"1Ti"}},"volumeName":"team-a.standard-ro","storageClassName":""}}`,
 	}, {
 		reason: "a read-write instance with a resource group and protocol",
 		vol:    "protected-b",
-		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a-protected-b","labels":{"blobcsi.profilekit.dev/instance":"protected-b","data.profilekit.dev/classification":"protected-b"}},
-		"spec":{"capacity":{"storage":"1Ti"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"rg#acctprob#team-a#team-a-protected-b",
+		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a.protected-b","labels":{"blobcsi.profilekit.dev/instance":"protected-b","data.profilekit.dev/classification":"protected-b"}},
+		"spec":{"capacity":{"storage":"1Ti"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"rg#acctprob#team-a#team-a.protected-b",
 		"volumeAttributes":{"containerName":"team-a","protocol":"fuse","resourceGroup":"rg","storageAccount":"acctprob"},"nodeStageSecretRef":{"name":"prob","namespace":"sys"}},
 		"accessModes":["ReadWriteMany"],"claimRef":{"kind":"PersistentVolumeClaim","namespace":"team-a","name":"protected-b","apiVersion":"v1"},
 		"persistentVolumeReclaimPolicy":"Retain","storageClassName":""}}`,
 		pvc: `{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"protected-b","namespace":"team-a","labels":{"automount.example.org/blob":"true","blobcsi.profilekit.dev/instance":"protected-b","data.profilekit.dev/classification":"protected-b"}},
-		"spec":{"accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1Ti"}},"volumeName":"team-a-protected-b","storageClassName":""}}`,
+		"spec":{"accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1Ti"}},"volumeName":"team-a.protected-b","storageClassName":""}}`,
 	}, {
 		reason: "a shared bucket read by the namespace: the source label, the subfolder, the instance's capacity",
 		vol:    "census",
-		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a-census","labels":{"blobcsi.profilekit.dev/instance":"standard","blobcsi.profilekit.dev/source":"unclassified","data.profilekit.dev/classification":"unclassified"}},
-		"spec":{"capacity":{"storage":"10Gi"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#census#team-a-census","readOnly":true,
+		pv: `{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"team-a.census","labels":{"blobcsi.profilekit.dev/instance":"standard","blobcsi.profilekit.dev/source":"unclassified","data.profilekit.dev/classification":"unclassified"}},
+		"spec":{"capacity":{"storage":"10Gi"},"csi":{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#census#team-a.census","readOnly":true,
 		"volumeAttributes":{"containerName":"census","protocol":"fuse2","storageAccount":"acctstd"},"nodeStageSecretRef":{"name":"std","namespace":"sys"}},
 		"accessModes":["ReadOnlyMany"],"claimRef":{"kind":"PersistentVolumeClaim","namespace":"team-a","name":"census","apiVersion":"v1"},
 		"persistentVolumeReclaimPolicy":"Retain","storageClassName":"","mountOptions":["--subdirectory=x/y","-o ro"]}}`,
 		pvc: `{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"census","namespace":"team-a","labels":{"automount.example.org/blob":"true","blobcsi.profilekit.dev/instance":"standard","blobcsi.profilekit.dev/source":"unclassified","data.profilekit.dev/classification":"unclassified"}},
-		"spec":{"accessModes":["ReadOnlyMany"],"resources":{"requests":{"storage":"10Gi"}},"volumeName":"team-a-census","storageClassName":""}}`,
+		"spec":{"accessModes":["ReadOnlyMany"],"resources":{"requests":{"storage":"10Gi"}},"volumeName":"team-a.census","storageClassName":""}}`,
 	}}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
@@ -282,4 +283,31 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDefaultPVNameIsInjective: no two (namespace, volume) pairs share a
+// PersistentVolume name under the default template: a namespace holds no
+// dot, so the first dot splits the name back. Under the earlier template,
+// namespace q's volume lab-census met q-lab's census.
+func FuzzDefaultPVNameIsInjective(f *testing.F) {
+	f.Add("q", "lab-census", "q-lab", "census")
+	f.Add("team-a", "standard", "team", "a-standard")
+	f.Fuzz(func(t *testing.T, ns1, vol1, ns2, vol2 string) {
+		if ns1 == ns2 && vol1 == vol2 {
+			return
+		}
+		for _, ns := range []string{ns1, ns2} {
+			if len(validation.IsDNS1123Label(ns)) > 0 {
+				return
+			}
+		}
+		a, err1 := render(DefaultPVName, ns1, vol1)
+		b, err2 := render(DefaultPVName, ns2, vol2)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if a == b {
+			t.Errorf("%s/%s and %s/%s share the PersistentVolume name %q", ns1, vol1, ns2, vol2, a)
+		}
+	})
 }

@@ -135,7 +135,11 @@ type Names struct {
 	// made valid (see ContainerName).
 	Container string `json:"container,omitempty"`
 	// PersistentVolume names PersistentVolumes, cluster-wide. Default
-	// {{ .Namespace }}-{{ .Volume }}.
+	// {{ .Namespace }}.{{ .Volume }} (DefaultPVName): a namespace holds no
+	// dot, so no two namespaces' volumes ever meet under one name. A
+	// template that joins them with a character namespaces may hold (such
+	// as -) lets namespace q's volume lab-census meet q-lab's census: a
+	// Conflict, by which one tenant can deny another a bucket.
 	PersistentVolume string `json:"persistentVolume,omitempty"`
 	// Claim names PersistentVolumeClaims in the Profile's namespace.
 	// Default {{ .Volume }}.
@@ -147,6 +151,10 @@ type Names struct {
 
 // Defaults.
 const (
+	// DefaultPVName is the default PersistentVolume name template. Volumes
+	// that versions before it bound under {{ .Namespace }}-{{ .Volume }}
+	// keep their names (see keepBoundNames).
+	DefaultPVName           = "{{ .Namespace }}.{{ .Volume }}"
 	DefaultMaxVolumeDeletes = 20
 	DefaultDeleteWindow     = 10 * time.Minute
 	DefaultDeleteRecord     = "profilekit-blobcsi-deletes"
@@ -157,7 +165,7 @@ func NewConfig() *Config {
 	return &Config{
 		Names: Names{
 			Container:           "{{ .Namespace }}",
-			PersistentVolume:    "{{ .Namespace }}-{{ .Volume }}",
+			PersistentVolume:    DefaultPVName,
 			Claim:               "{{ .Volume }}",
 			ClassificationLabel: "data.profilekit.dev/classification",
 		},

@@ -53,7 +53,7 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 	})
 
 	t.Run("the PV and claim of a read-only instance", func(t *testing.T) {
-		v, err := pv(t, a+"-standard-ro")
+		v, err := pv(t, a+".standard-ro")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,14 +98,14 @@ func TestBuildPVServicePrincipal(t *testing.T) {
 	}{{
 		reason: "a bucket whose grant names a principal: the driver's spn attributes and the principal's Secret",
 		vol:    "census",
-		want: `{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#census#team-a-census","readOnly":true,
+		want: `{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#census#team-a.census","readOnly":true,
 		"volumeAttributes":{"containerName":"census","protocol":"fuse2","storageAccount":"acctstd","AzureStorageAuthType":"spn",
 		"AzureStorageSPNClientID":"11111111-1111-1111-1111-111111111111","AzureStorageSPNTenantID":"tenant-a","AzureStorageAADEndpoint":"https://login.microsoftonline.com/"},
 		"nodeStageSecretRef":{"name":"sp-census","namespace":"sys"}}`,
 	}, {
 		reason: "a bucket whose grant names none: the instance's account key, no spn attributes",
 		vol:    "open",
-		want: `{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#open#team-a-open",
+		want: `{"driver":"blob.csi.azure.com","volumeHandle":"#acctstd#open#team-a.open",
 		"volumeAttributes":{"containerName":"open","protocol":"fuse2","storageAccount":"acctstd"},"nodeStageSecretRef":{"name":"std","namespace":"sys"}}`,
 	}}
 	for _, c := range cases {

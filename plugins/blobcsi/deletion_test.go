@@ -84,7 +84,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 		t.Errorf("pod after the grant was withdrawn: %v, deletion %v; want it untouched", err, got.DeletionTimestamp)
 	}
 	// The PV waits for its claim.
-	if v, err := pv(t, a+"-census-shared"); err != nil || v.DeletionTimestamp != nil {
+	if v, err := pv(t, a+".census-shared"); err != nil || v.DeletionTimestamp != nil {
 		t.Errorf("PV: %v, deletion %v; want it kept while its claim is held", err, v.DeletionTimestamp)
 	}
 	// A few seconds later the pod is still there and the claim still held.
@@ -100,7 +100,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	}
 	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
 		_, cerr := claims(t, a)["census-shared"]
-		_, perr := pv(t, a+"-census-shared")
+		_, perr := pv(t, a+".census-shared")
 		return !cerr && apierrors.IsNotFound(perr), fmt.Sprintf("claim present %v, PV: %v", cerr, perr)
 	})
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
@@ -112,7 +112,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 // volume's own binding names the claim.
 func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 	h, a, doc := censusReader(t)
-	before, err := pv(t, a+"-census-shared")
+	before, err := pv(t, a+".census-shared")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 	t.Logf("while mounted, the claim unseen: %s", cond.Message)
 	keep := func() {
 		t.Helper()
-		now, err := pv(t, a+"-census-shared")
+		now, err := pv(t, a+".census-shared")
 		if err != nil || now.UID != before.UID || now.DeletionTimestamp != nil {
 			t.Fatalf("the mounted volume was touched: %v, uid %s (was %s), deletion %v", err, now.UID, before.UID, now.DeletionTimestamp)
 		}

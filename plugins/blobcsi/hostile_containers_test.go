@@ -116,7 +116,7 @@ func TestForeignContainerIsAConflict(t *testing.T) {
 		if got := liveClaims(t, a); len(got) != 0 {
 			t.Errorf("claims = %v, want none: the foreign container must not be mounted", got)
 		}
-		if _, err := pv(t, a+"-standard"); !apierrors.IsNotFound(err) {
+		if _, err := pv(t, a+".standard"); !apierrors.IsNotFound(err) {
 			t.Errorf("PV %s-standard: %v, want none", a, err)
 		}
 		if md := metadataOf(t, a); !cmp.Equal(md, map[string]string{"owner": "etl-pipeline"}) {
@@ -175,7 +175,7 @@ func TestCraftedContainerNamesGetTheirOwnContainers(t *testing.T) {
 	}
 	names := map[string]string{}
 	for _, n := range []string{short, crafted} {
-		v, err := pv(t, n+"-standard")
+		v, err := pv(t, n+".standard")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,9 +84,9 @@ func keptFor(t *testing.T, d time.Duration, ns string, want map[string]string) {
 }
 
 func sharedVolumes(ns string, buckets ...string) map[string]string {
-	out := map[string]string{"standard": ns + "-standard"}
+	out := map[string]string{"standard": ns + ".standard"}
 	for _, b := range buckets {
-		out[b] = ns + "-" + b
+		out[b] = ns + "." + b
 	}
 	return out
 }
@@ -518,7 +518,7 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
 
 	h.applies.holdVolumes(t)
-	taken, err := pv(t, a+"-census-1")
+	taken, err := pv(t, a+".census-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v, err := pv(t, a+"-census-2"); err != nil || v.DeletionTimestamp != nil {
+	if v, err := pv(t, a+".census-2"); err != nil || v.DeletionTimestamp != nil {
 		t.Errorf("the granted volume census-2: %v; want it kept", err)
 	}
 }

@@ -111,6 +111,11 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	}
 	var res plugins.Result
 	errs := []error{gerr}
+	live, err := p.live(ctx, req)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	keepBoundNames(cfg, plugins.Namespace(req.Profile), vols, live)
 
 	// Containers first: a volume is written only once its container exists.
 	azure := containers{reader: req.LiveReader(), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
@@ -159,10 +164,6 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		ready = append(ready, v)
 	}
 
-	live, err := p.live(ctx, req)
-	if err != nil {
-		return res, errors.Join(append(errs, err)...)
-	}
 	ns := plugins.Namespace(req.Profile)
 	var desired []runtime.ApplyConfiguration
 	var replace []pair

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -36,7 +38,7 @@ func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
 	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
 	a := unique("team-a")
 	h.profile(t, a, blobPlugin("standard"))
-	volume := a + "-standard"
+	volume := a + ".standard"
 	before := waitClaimBound(t, a, "standard", volume)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 
@@ -56,4 +58,33 @@ func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
 		t.Errorf("volume %s: %s, claimRef %+v; want Bound to the new claim %s", volume, v.Status.Phase, v.Spec.ClaimRef, after.UID)
 	}
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
+
+// TestVolumeBoundUnderTheEarlierNameKeepsIt: a volume that versions before
+// the injective default name bound as <namespace>-<volume> keeps its name
+// and its claim: a host with the new default does not replace it under
+// its pods for a rename.
+func TestVolumeBoundUnderTheEarlierNameKeepsIt(t *testing.T) {
+	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	a := unique("team-a")
+	shard := newShard()
+	testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard"))
+	earlier := a + "-standard"
+	var before corev1.PersistentVolumeClaim
+	t.Run("an earlier version", func(t *testing.T) {
+		startShard(t, shard, hostConfig("storage", map[string]any{"names": map[string]any{"persistentVolume": "{{ .Namespace }}-{{ .Volume }}"}}), reconcilers.WithResync(time.Hour))
+		before = waitClaimBound(t, a, "standard", earlier)
+	})
+	t.Run("this version", func(t *testing.T) {
+		h := startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(300*time.Millisecond))
+		h.host.ResyncWrites(t, 3, blobcsi.Kind)
+		after := waitClaimBound(t, a, "standard", earlier)
+		if after.UID != before.UID {
+			t.Errorf("the claim was replaced: uid %s, was %s", after.UID, before.UID)
+		}
+		if _, err := pv(t, a+".standard"); !apierrors.IsNotFound(err) {
+			t.Errorf("a volume of the new name was made beside the bound one: %v", err)
+		}
+		testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	})
 }

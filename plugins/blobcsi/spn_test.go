@@ -183,7 +183,7 @@ func TestServicePrincipalCreatesContainers(t *testing.T) {
 		t.Logf("sent: %s", r)
 	}
 
-	v, err := pv(t, name+"-fdi")
+	v, err := pv(t, name+".fdi")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestWorkloadIdentityCreatesContainers(t *testing.T) {
 	for _, r := range reqs {
 		t.Logf("token endpoint: %s", r)
 	}
-	if v, err := pv(t, name+"-fdi"); err != nil || v.Spec.CSI.VolumeAttributes[blobcsi.AttrSPNClientID] != "sp-mount-client" {
+	if v, err := pv(t, name+".fdi"); err != nil || v.Spec.CSI.VolumeAttributes[blobcsi.AttrSPNClientID] != "sp-mount-client" {
 		t.Errorf("PV %s-fdi: %v, want it mounted by principal sp-mount", name, err)
 	}
 }
@@ -332,7 +332,7 @@ func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
 		t.Errorf("the condition blames a volume whose principal is known: %s", cond.Message)
 	}
 	keptFor(t, 2*time.Second, a, want)
-	v, err := pv(t, a+"-census-x")
+	v, err := pv(t, a+".census-x")
 	if err != nil {
 		t.Fatal(err)
 	}
