@@ -254,13 +254,18 @@ func TestProfileDeletionLeavesNothingBehind(t *testing.T) {
 	}
 }
 
+// TestLostSecretIsReportedNotRotated: the tenant, with Kubeflow's rights in
+// its namespace, deletes the Secret with its database's password. The
+// role's password is not changed on its word (that is the administrator's
+// rotateLostPassword), nothing is deleted, and the condition says why.
 func TestLostSecretIsReportedNotRotated(t *testing.T) {
 	start(t, opts{})
 	name := newName("gitea-lost")
 	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
-	if err := env.Client.Delete(t.Context(), mustSecret(t, name)); err != nil {
-		t.Fatal(err)
+	tenant := testhost.Tenant(t, env, name)
+	if err := tenant.Delete(t.Context(), mustSecret(t, name)); err != nil {
+		t.Fatalf("the tenant deletes the Secret: %v", err)
 	}
 	c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, gitea.ReasonPasswordLost)
 	t.Logf("after the Secret was deleted: %s", c.Message)
