@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/rand"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/examples/host/builtin"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/workloadidentity"
+)
+
+// TestHostMovesEarlierRecordsAtStart: a host with a plugin that keeps
+// outside state, whose namespace does not exist yet, makes the namespace
+// and moves the record an earlier version kept in a Profile's namespace
+// into it, keyed by the Profile's UID, as intended and not made; the copy
+// in the Profile's namespace is gone.
+func TestHostMovesEarlierRecordsAtStart(t *testing.T) {
+	ctx := context.Background()
+	hostNS := "host-" + rand.String(5)
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := hostconfig.Parse("records.yaml", []byte(`
+leaderElection: {id: records-`+hostNS+`, namespace: `+hostNS+`}
+shardSelector: {matchLabels: {records-test: `+hostNS+`}}
+plugins:
+  WorkloadIdentity:
+    enabled: listed
+    defaults:
+      allowedIdentities: [{identity: "{{ .Namespace }}@proj-123.iam.gserviceaccount.com"}]
+`), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "records-" + rand.String(5)
+	p := testhost.NewProfile(t, env.Client, name, map[string]string{"records-test": hostNS})
+	labels := plugins.OwnershipLabels(workloadidentity.Kind, name)
+	labels[plugins.LabelRole] = plugins.RoleOutsideState
+	old := corev1ac.ConfigMap(plugins.StateName(workloadidentity.Kind), name).WithLabels(labels).
+		WithData(map[string]string{"state.json": `{"grant/x@proj-123.iam.gserviceaccount.com/m":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`})
+	if err := env.Client.Apply(ctx, old, client.FieldOwner(plugins.FieldManagerFor(workloadidentity.Kind)), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+
+	startHost(t, "records", env.Config, cfg, reg, false)
+	var record corev1.ConfigMap
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: plugins.RecordName(workloadidentity.Kind, p.UID)}, &record)
+		return err == nil, fmt.Sprintf("the moved record: %v", err)
+	})
+	if !strings.Contains(record.Data["state.json"], `"grant/x@proj-123.iam.gserviceaccount.com/m":{"hash":""`) {
+		t.Errorf("moved record %s: want the key as intended, not made", record.Data["state.json"])
+	}
+	err = env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: plugins.StateName(workloadidentity.Kind)}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the copy in the Profile's namespace: %v, want it gone", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: plugins.RecordsMigratedName}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("no mark that the move is done: %v", err)
+	}
+}
