@@ -162,5 +162,7 @@
 // [Mount], [BuildPV], [BuildPVC] and [ContainerName] as Go functions (run
 // the plugin through its [Definition], and use these for tests and
 // previews); [Plugin], [NewConfig], [DefaultMaxVolumeDeletes],
-// [DefaultDeleteWindow], [DefaultDeleteRecord] and [DefaultAADEndpoint].
+// [DefaultDeleteWindow], [DefaultDeleteRecord], [DefaultAADEndpoint] and
+// [DefaultPVName] (the value of names.persistentVolume by default is the
+// stable part).
 package blobcsi
