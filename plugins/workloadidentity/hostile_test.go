@@ -349,3 +349,51 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 func holdsMember(acct *account, member string) bool {
 	return slices.ContainsFunc(acct.bindings(), func(b *iam.Binding) bool { return slices.Contains(b.Members, member) })
 }
+
+// TestRevokeOfADeletedProfileRunTwiceKeepsForeignMembers: the revoke of a
+// Profile being deleted may run again before the Profile is gone (its
+// finalizer's removal failed, or an event brought it back). The second run
+// must still know the member someone else granted is not the plugin's: it
+// stays, and is reported as dangling both times.
+func TestRevokeOfADeletedProfileRunTwiceKeepsForeignMembers(t *testing.T) {
+	ctx := t.Context()
+	name := "wi-twice-" + rand.String(5)
+	member := "serviceAccount:proj-123.svc.id.goog[" + name + "/default-editor]"
+	acct := &account{policy: &iam.Policy{Etag: "e", Bindings: []*iam.Binding{{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member}}}}}
+	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
+	api := iammock.NewMockIAM(ctrl)
+	api.EXPECT().Policy(gomock.Any(), resource).DoAndReturn(acct.get).AnyTimes()
+	api.EXPECT().SetPolicy(gomock.Any(), resource, gomock.Any()).DoAndReturn(acct.set).AnyTimes()
+	def := workloadidentity.Definition(api)
+	p := testhost.NewProfile(t, env.Client, name, nil, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	pass := func(p *kubeflowv1.Profile, revoke bool) {
+		t.Helper()
+		cfg, err := def.Decode([]byte(`{`+allowed+`}`), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := plugins.Request{Profile: p, Config: cfg, Client: env.Client,
+			Objects: plugins.NewApplier(env.Client, def.Kind(), p, def.Owns, def.ApplierOptions()...),
+			Outside: plugins.NewOutside(env.Client, def.Kind(), p, plugins.OutsideOptions{})}
+		run := def.Plugin.Apply
+		if revoke {
+			run = def.Plugin.Revoke
+		}
+		if _, err := run(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if err := req.Outside.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass(p, false)
+	deleting := p.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for i := range 2 {
+		pass(deleting, true)
+		if !holdsMember(acct, member) {
+			t.Fatalf("after revoke %d of the deleted Profile, the member someone else granted is gone: %s", i+1, membersOf(acct.bindings()))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	iam "google.golang.org/api/iam/v1"
 
@@ -91,7 +92,15 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			if err != nil {
 				return plugins.Result{}, err
 			}
-			res, err := p.revokeAll(ctx, req, cfg, nil)
+			// A Profile being deleted keeps its foreign keys in the record
+			// (which goes with the Profile): a pass that runs again before
+			// the Profile is gone must still know those members are someone
+			// else's, or the fail-closed removal would take them.
+			var keep []string
+			if !req.Profile.DeletionTimestamp.IsZero() {
+				keep = slices.DeleteFunc(slices.Clone(recorded), func(k string) bool { return !strings.HasPrefix(k, foreignPrefix) })
+			}
+			res, err := p.revokeAll(ctx, req, cfg, keep)
 			return res, errors.Join(err, p.revokeUnrecorded(ctx, req, cfg, recorded, &res))
 		},
 		AnnotationGSA)
