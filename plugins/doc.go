@@ -125,7 +125,8 @@
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and
 // [DefaultOutsideTimeout]; [WithClock];
-// [Outside.Sweep]; [MigrateRecords]; [Outside.HeldElsewhere];
+// [Outside.Sweep]; [MigrateRecords]; [Outside.HeldElsewhere]; [Outside.Claim]
+// with [ClaimName], [ClaimGrace] and [RoleClaim];
 // [Outside.ReportDangling], [Outside.Dangled] and [Outside.CheckDangling] with [DanglingName],
 // [RoleDanglingTrust] and [ReasonDanglingTrust]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
 // with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],

@@ -96,6 +96,7 @@ type Outside struct {
 	uid     types.UID
 	entries map[string]outsideEntry
 	dirty   bool
+	forgot  bool // keys were forgotten: Flush lets their claims go
 	skipped []string
 	// dangled are the grants ReportDangling reported in this pass.
 	dangled []string
@@ -276,7 +277,7 @@ func (o *Outside) Forget(ctx context.Context, keys ...string) error {
 	for _, k := range keys {
 		if _, ok := o.entries[k]; ok {
 			delete(o.entries, k)
-			o.dirty = true
+			o.dirty, o.forgot = true, true
 		}
 	}
 	return nil

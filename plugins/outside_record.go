@@ -148,7 +148,7 @@ func (o *Outside) Flush(ctx context.Context) error {
 		}
 		o.records.wrote(ref, "")
 		o.exists, o.dirty = false, false
-		return nil
+		return o.release(ctx)
 	}
 	data, err := json.Marshal(o.entries)
 	if err != nil {
@@ -167,6 +167,19 @@ func (o *Outside) Flush(ctx context.Context) error {
 	}
 	o.records.wrote(ref, ptr.Deref(cm.ResourceVersion, ""))
 	o.exists, o.dirty = true, false
+	return o.release(ctx)
+}
+
+// release lets the claims go whose pieces the record no longer holds, once
+// keys were forgotten. The caller holds o.mu.
+func (o *Outside) release(ctx context.Context) error {
+	if !o.forgot {
+		return nil
+	}
+	if err := o.releaseClaims(ctx); err != nil {
+		return err
+	}
+	o.forgot = false
 	return nil
 }
 
