@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -43,7 +44,9 @@ type AzureCredential struct {
 //	PUT    /subscriptions/<s>/resourceGroups/<g>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<i>/federatedIdentityCredentials/<c>?api-version=...
 //	GET    (the same)
 //	DELETE (the same)
+//	GET    /subscriptions/<s>/resourceGroups/<g>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<i>?api-version=...
 //
+// The last answers the identity itself with its resource tags.
 // Like ARM, it matches the path's fixed segments and names without regard to
 // case, needs a known api-version (400 otherwise) and a bearer token (401),
 // answers 404 ResourceNotFound for an identity it does not hold and 404
@@ -56,12 +59,13 @@ type Azure struct {
 
 	mu         sync.Mutex
 	identities map[string]map[string]AzureCredential // by lower-case sub/group/identity, then lower-case name
+	tags       map[string]map[string]string          // by lower-case sub/group/identity
 }
 
 // NewAzure starts an Azure Resource Manager server that holds no identity.
 // Point the client at it with ClientOptions.
 func NewAzure(t testing.TB) *Azure {
-	a := &Azure{identities: map[string]map[string]AzureCredential{}}
+	a := &Azure{identities: map[string]map[string]AzureCredential{}, tags: map[string]map[string]string{}}
 	a.start(t, a, true)
 	return a
 }
@@ -89,6 +93,13 @@ func (a *Azure) AddIdentity(subscription, group, name string) {
 	a.identities[azureKey(subscription, group, name)] = map[string]AzureCredential{}
 }
 
+// TagIdentity sets the resource tags of an identity AddIdentity added.
+func (a *Azure) TagIdentity(subscription, group, name string, tags map[string]string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tags[azureKey(subscription, group, name)] = maps.Clone(tags)
+}
+
 // Credentials returns the credentials the server holds for the identity,
 // by name.
 func (a *Azure) Credentials(subscription, group, name string) map[string]AzureCredential {
@@ -107,10 +118,16 @@ func azureKey(parts ...string) string { return strings.ToLower(strings.Join(part
 // azurePath matches a federated identity credential's resource path.
 var azurePath = regexp.MustCompile(`(?i)^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.ManagedIdentity/userAssignedIdentities/([^/]+)/federatedIdentityCredentials/([^/]+)$`)
 
+// identityPath matches a user-assigned identity's resource path.
+var identityPath = regexp.MustCompile(`(?i)^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.ManagedIdentity/userAssignedIdentities/([^/]+)$`)
+
 // azureName is what Azure accepts as a credential's name.
 var azureName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{2,119}$`)
 
 func (a *Azure) call(r *http.Request, _ []byte) string {
+	if r.Method == http.MethodGet && identityPath.MatchString(r.URL.Path) {
+		return "UserAssignedIdentities_Get"
+	}
 	if !azurePath.MatchString(r.URL.Path) {
 		return ""
 	}
@@ -136,12 +153,24 @@ func (a *Azure) answer(call string, r *http.Request, body []byte) reply {
 		return azureError(http.StatusBadRequest, "InvalidApiVersionParameter", fmt.Sprintf("The api-version '%s' is invalid. The supported versions are '%s'.", v, strings.Join(azureAPIVersions, ",")))
 	}
 	m := azurePath.FindStringSubmatch(r.URL.Path)
+	if call == "UserAssignedIdentities_Get" {
+		m = append(identityPath.FindStringSubmatch(r.URL.Path), "")
+	}
 	sub, group, identity, name := m[1], m[2], m[3], m[4]
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	creds, ok := a.identities[azureKey(sub, group, identity)]
 	if !ok {
 		return azureError(http.StatusNotFound, "ResourceNotFound", fmt.Sprintf("The Resource 'Microsoft.ManagedIdentity/userAssignedIdentities/%s' under resource group '%s' was not found.", identity, group))
+	}
+	if call == "UserAssignedIdentities_Get" {
+		return azureJSON(http.StatusOK, map[string]any{
+			"id":       fmt.Sprintf("/subscriptions/%s/resourcegroups/%s/providers/Microsoft.ManagedIdentity/userAssignedIdentities/%s", sub, group, identity),
+			"name":     identity,
+			"type":     "Microsoft.ManagedIdentity/userAssignedIdentities",
+			"location": "westeurope",
+			"tags":     a.tags[azureKey(sub, group, identity)],
+		})
 	}
 	key := strings.ToLower(name)
 	resource := func(c AzureCredential) any {

@@ -113,10 +113,5 @@ func (c *Config) Validate() error {
 	if err := c.AllowedIdentities.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	for i, a := range c.AllowedIdentities {
-		if a.NeedsTag() {
-			errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag: the plugin reads no tags of its cloud's identities; list the identities instead", i))
-		}
-	}
 	return errors.Join(errs...)
 }

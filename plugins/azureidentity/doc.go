@@ -98,7 +98,7 @@
 // [Credentials] interface is stable for callers; implementations outside this
 // module (test doubles) may need a new method in a minor release.
 // Experimental, and free to change in a minor release: [ParseIdentity],
-// [IdentityRef], [Credential] and [CredentialPrefix], [Plugin], and the
+// [IdentityRef], [Credential] and [CredentialPrefix], [ErrNoIdentity], [Plugin], and the
 // constants of the defaults ([DefaultAudience], [DefaultServiceAccount]); run
 // the plugin through its [Definition], and use these for tests and previews.
 package azureidentity

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/mock/gomock"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
@@ -24,6 +25,10 @@ func identityHost(t *testing.T, m *msi, defaults string) {
 	creds.EXPECT().Get(gomock.Any(), ref, gomock.Any()).DoAndReturn(m.get).AnyTimes()
 	creds.EXPECT().Put(gomock.Any(), ref, gomock.Any(), gomock.Any()).DoAndReturn(m.put).AnyTimes()
 	creds.EXPECT().Delete(gomock.Any(), ref, gomock.Any()).DoAndReturn(m.del).AnyTimes()
+	// Every other identity does not exist, and so holds no credential:
+	// Revoke looks on every identity the host's allowances name.
+	creds.EXPECT().Get(gomock.Any(), gomock.Cond(func(id azureidentity.IdentityRef) bool { return id != ref }), gomock.Any()).
+		Return(azureidentity.Credential{}, false, nil).AnyTimes()
 	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(creds), Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(defaults))}})
 }
@@ -75,5 +80,48 @@ func TestIdentityIsThePlatformsToHandOut(t *testing.T) {
 		for _, n := range []string{second, outside, first} {
 			stopListing(t, n)
 		}
+	})
+}
+
+// What fails closed beyond a deletion: a Profile that stops listing the
+// plugin after its record was lost loses its credential on the identity the
+// host's allowance names for it; and a Profile the policy stops allowing
+// (it leaves the allowance's selector) loses its credential at once.
+func TestRevocationFailsClosedOnRemovalAndNarrowing(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	identityHost(t, m, `{"issuer":"`+issuer+`","allowedIdentities":[{"identity":"`+identity+`","shared":true,"profileSelector":{"matchLabels":{"cloud":"azure"}}}]}`)
+	held := func(name string) bool {
+		_, ok := m.held()[azureidentity.CredentialName(name, "default-editor")]
+		return ok
+	}
+	start := func(name string) *kubeflowv1.Profile {
+		p := testhost.NewProfile(t, env.Client, name, map[string]string{"cloud": "azure"}, entry(spec))
+		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+		if !held(name) {
+			t.Fatalf("no credential for %s: %v", name, m.held())
+		}
+		return p
+	}
+
+	t.Run("stop listing without a record", func(t *testing.T) {
+		name := "az-unlist-" + rand.String(5)
+		p := start(name)
+		testhost.LoseRecord(t, env.Client, azureidentity.Kind, p)
+		stopListing(t, name)
+		if held(name) {
+			t.Errorf("the credential outlives the plugin's removal: %v", m.held())
+		}
+	})
+
+	t.Run("a narrowed policy", func(t *testing.T) {
+		name := "az-narrow-" + rand.String(5)
+		start(name)
+		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { delete(p.Labels, "cloud") })
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "IdentityNotAllowed")
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			return !held(name), "the credential outlives the policy that allowed it"
+		})
+		stopListing(t, name)
 	})
 }

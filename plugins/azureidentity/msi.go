@@ -35,7 +35,13 @@ type Credentials interface {
 	Put(ctx context.Context, id IdentityRef, name string, c Credential) error
 	// Delete deletes the named credential; one that does not exist is done.
 	Delete(ctx context.Context, id IdentityRef, name string) error
+	// Tags returns the identity's resource tags, or ErrNoIdentity when it
+	// does not exist.
+	Tags(ctx context.Context, id IdentityRef) (map[string]string, error)
 }
+
+// ErrNoIdentity is a managed identity that does not exist.
+var ErrNoIdentity = errors.New("the managed identity does not exist")
 
 // NewCredentials returns the Credentials of the Azure SDK, authenticated by
 // cred (such as azidentity.NewDefaultAzureCredential, which takes workload
@@ -123,6 +129,25 @@ func (s *sdkCredentials) Delete(ctx context.Context, id IdentityRef, name string
 	return err
 }
 
+func (s *sdkCredentials) Tags(ctx context.Context, id IdentityRef) (map[string]string, error) {
+	c, err := armmsi.NewUserAssignedIdentitiesClient(id.Subscription, s.cred, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Get(ctx, id.ResourceGroup, id.Name, nil)
+	if notFound(err) {
+		return nil, fmt.Errorf("identity %s: %w", id.Name, ErrNoIdentity)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tags := make(map[string]string, len(resp.Tags))
+	for k, v := range resp.Tags {
+		tags[k] = deref(v)
+	}
+	return tags, nil
+}
+
 // DefaultCredentials returns the Credentials of the Azure SDK with the
 // default credential chain, made on first use so that a host that never
 // serves this plugin needs no Azure configuration.
@@ -160,6 +185,14 @@ func (l lazyCredentials) Delete(ctx context.Context, id IdentityRef, name string
 		return err
 	}
 	return c.Delete(ctx, id, name)
+}
+
+func (l lazyCredentials) Tags(ctx context.Context, id IdentityRef) (map[string]string, error) {
+	c, err := l.c.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Tags(ctx, id)
 }
 
 func deref(s *string) string {

@@ -91,7 +91,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	// is written, the annotation included.
 	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cmp.Or(cfg.Identity, cfg.ClientID))
 	if err != nil {
-		return plugins.Result{}, err
+		// A policy narrowed since an earlier pass: its credentials go too.
+		return serviceaccounts.Refuse(ctx, req, cfg.ServiceAccounts, err,
+			func(ctx context.Context) (plugins.Result, error) { return p.deleteAll(ctx, req, nil, nil) },
+			AnnotationClientID, AnnotationTenantID)
 	}
 	if err := req.Outside.CheckDangling(ctx); err != nil {
 		return plugins.Result{}, err
@@ -141,9 +144,21 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		// Recorded ahead: a credential put and never recorded would let the
 		// service account act as the identity after the Profile let it go.
 		_, err := req.Outside.EnsureAhead(ctx, System, c.key, desired, func(ctx context.Context) error {
+			if allowance.NeedsTag() {
+				tags, err := p.creds.Tags(ctx, c.id)
+				if errors.Is(err, ErrNoIdentity) {
+					return plugins.Terminalf(plugins.ReasonInvalidSpec, "identity %s: %v", c.id.Name, err)
+				}
+				if err != nil {
+					return fmt.Errorf("read the tags of identity %s: %w", c.id.Name, err)
+				}
+				if err := allowance.CheckTag(req.Profile, cfg.Identity, tags); err != nil {
+					return err
+				}
+			}
 			if !allowance.Shared {
 				prefix := keyPrefix + strings.Join([]string{c.id.Subscription, c.id.ResourceGroup, c.id.Name}, "/") + "/"
-				holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return strings.HasPrefix(k, prefix) })
+				holder, err := req.Outside.Claim(ctx, strings.TrimSuffix(prefix, "/"))
 				if err != nil {
 					return err
 				}
@@ -201,14 +216,21 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	}
 	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
 		func(ctx context.Context) (plugins.Result, error) {
-			// Failing closed: the credentials a Profile being deleted names
-			// (its spec still decodes) are swept whether or not the record
-			// holds them (a record lost, or moved from an earlier version's
-			// that the tenant could edit); recorded as intended, so that one
-			// of our name is deleted only when it is exactly what the plugin
-			// puts for this namespace.
-			if cfg.Identity != "" && cfg.Issuer != "" && !cfg.AnnotateOnly {
-				if creds, err := cfg.credentials(plugins.Namespace(req.Profile)); err == nil {
+			// Failing closed: the credentials on the identity a Profile
+			// being deleted names (its spec still decodes) and on the
+			// identities the host's allowances name for it are swept
+			// whether or not the record holds them (a record lost, or moved
+			// from an earlier version's that the tenant could edit);
+			// recorded as intended, so that one of our name is deleted only
+			// when it is exactly what the plugin puts for this namespace.
+			if cfg.Issuer != "" && !cfg.AnnotateOnly {
+				for _, identity := range slices.Compact(append([]string{cfg.Identity}, cfg.AllowedIdentities.Named(req.Profile)...)) {
+					named := *cfg
+					named.Identity = identity
+					creds, err := named.credentials(plugins.Namespace(req.Profile))
+					if err != nil {
+						continue // not an identity we could have put a credential on
+					}
 					for _, c := range creds {
 						if err := req.Outside.Intend(ctx, c.key); err != nil {
 							return plugins.Result{}, err

@@ -84,3 +84,39 @@ func TestSDKAzurePluginLifecycle(t *testing.T) {
 		t.Errorf("request log: %v", err)
 	}
 }
+
+// An allowance by tag: the plugin reads the identity's resource tags from
+// Azure Resource Manager before it puts any credential. An identity that
+// does not carry the tag for the Profile is refused with nothing put; once
+// the platform tags it for the Profile, the credential is put.
+func TestSDKTaggedIdentityIsAllowed(t *testing.T) {
+	srv, c := startAzure(t)
+	name := "az-tag-" + rand.String(5)
+	testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(c), Options: []reconcilers.Option{
+		reconcilers.WithResync(300 * time.Millisecond),
+		reconcilers.WithDefaults([]byte(`{"issuer":"` + issuer + `","allowedIdentities":[{"tag":{"key":"profilekit.dev/namespace","value":"{{ .Namespace }}"}}]}`)),
+		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+	}})
+	srv.TagIdentity(teamA.Subscription, teamA.ResourceGroup, teamA.Name, map[string]string{"profilekit.dev/namespace": "someone-else"})
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "IdentityNotAllowed")
+	t.Logf("condition: %s", cond.Message)
+	if got := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name); len(got) != 0 {
+		t.Errorf("credentials put for an identity tagged for another namespace: %v", got)
+	}
+	if calls := srv.Calls(); len(calls) == 0 || !strings.HasPrefix(calls[0], "UserAssignedIdentities_Get 200") {
+		t.Errorf("calls = %v; want the identity's tags read first", calls)
+	}
+
+	srv.TagIdentity(teamA.Subscription, teamA.ResourceGroup, teamA.Name, map[string]string{"profilekit.dev/namespace": name})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if _, ok := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name)[azureidentity.CredentialName(name, "default-editor")]; !ok {
+		t.Errorf("no credential for the Profile once the identity is tagged for it")
+	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		got := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name)
+		return len(got) == 0, "credentials left"
+	})
+}

@@ -87,7 +87,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	// is written.
 	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cfg.AwsIAMRole)
 	if err != nil {
-		return plugins.Result{}, err
+		// A policy narrowed since an earlier pass: its trust goes too.
+		return serviceaccounts.Refuse(ctx, req, cfg.ServiceAccounts, err,
+			func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, "", nil, nil) },
+			AnnotationRoleARN)
 	}
 	if err := req.Outside.CheckDangling(ctx); err != nil {
 		return plugins.Result{}, err
@@ -104,8 +107,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 }
 
 // Revoke removes our annotation and our subjects from every role we added
-// them to and, failing closed, from the role a Profile being deleted names,
-// whether or not the record holds it (a record lost, or moved from an
+// them to and, failing closed, from the role a Profile being deleted names
+// and the roles the host's allowances name for it, whether or not the
+// record holds them (a record lost, or moved from an
 // earlier version's that the tenant could edit): the statement is found by
 // its Sid, which only this Profile's namespace has.
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
@@ -113,11 +117,15 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	// The role the Profile names: known when it is being deleted (its spec
-	// still decodes), not when it stopped listing the plugin.
+	// The role the Profile names (known when it is being deleted: its spec
+	// still decodes), and the roles the host's templates give it (known
+	// when it stopped listing the plugin too).
 	var named []string
-	if cfg.AwsIAMRole != "" && !cfg.AnnotateOnly {
-		named = append(named, cfg.AwsIAMRole)
+	if !cfg.AnnotateOnly {
+		if cfg.AwsIAMRole != "" {
+			named = append(named, cfg.AwsIAMRole)
+		}
+		named = append(named, cfg.AllowedIdentities.Named(req.Profile)...)
 	}
 	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
 		func(ctx context.Context) (plugins.Result, error) {
@@ -189,7 +197,7 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 			}
 		}
 		if !allowance.Shared && !edit.Wildcard {
-			holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return k == keyPrefix+role })
+			holder, err := req.Outside.Claim(ctx, keyPrefix+role)
 			if err != nil {
 				return err
 			}

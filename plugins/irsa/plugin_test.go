@@ -101,6 +101,7 @@ func annotationsAre(want map[string]string) func(*corev1.ServiceAccount) (bool, 
 func TestTrustLifecycle(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
+	noOtherRoles(iam, role)
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).Times(1)
 	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).Times(1)
@@ -144,7 +145,10 @@ func TestTrustLifecycle(t *testing.T) {
 	})
 
 	t.Run("revoke removes our statement and our annotation only", func(t *testing.T) {
-		iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).Times(1)
+		// Read once for the record's key, and again by any further pass of
+		// the revoke: failing closed, it reads every role the host's
+		// allowances name for the Profile. Written once.
+		iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).MinTimes(1)
 		iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).Times(1)
 		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(handWritten))
@@ -167,6 +171,7 @@ func TestTrustLifecycle(t *testing.T) {
 func TestPolicyPastTheSizeLimitIsReported(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
+	noOtherRoles(iam, role)
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).MinTimes(1)
 
@@ -207,6 +212,7 @@ func TestAnnotateOnlyCallsNoIAM(t *testing.T) {
 func TestBadRoleIsReportedAndOthersAreServed(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
+	noOtherRoles(iam, role)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{allow("")}})
 	bad, good := "irsa-bad-"+rand.String(5), "irsa-good-"+rand.String(5)
 	testhost.NewProfile(t, env.Client, bad, nil, entry(`{"awsIamRole":"team-role"}`))
@@ -227,4 +233,12 @@ func TestBadRoleIsReportedAndOthersAreServed(t *testing.T) {
 // (",\"key\":value...") after them.
 func allow(extra string) reconcilers.Option {
 	return reconcilers.WithDefaults([]byte("{" + allowed + extra + "}"))
+}
+
+// noOtherRoles answers a read of any role but known as IAM answers for a
+// role that does not exist: Revoke reads every role the host's allowances
+// name for the Profile, failing closed.
+func noOtherRoles(iam *iammock.MockIAM, known ...string) {
+	iam.EXPECT().TrustPolicy(gomock.Any(), gomock.Cond(func(r string) bool { return !slices.Contains(known, r) })).
+		Return("", irsa.ErrNoRole).AnyTimes()
 }

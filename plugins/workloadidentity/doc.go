@@ -105,7 +105,7 @@
 // stable for callers; implementations outside this module (test doubles) may
 // need a new method in a minor release. Experimental, and free to change in a
 // minor release: [Project] and the policy helpers ([Member], [Resource],
-// [HasMembers], [Grant], [Revoke], [ErrConcurrentChange]), [Plugin] and
+// [HasMembers], [Grant], [Revoke], [ErrConcurrentChange], [ErrNoAccount]), [Plugin] and
 // [DefaultServiceAccount]; run the plugin through its [Definition], and use
 // these for tests and previews.
 package workloadidentity

@@ -85,7 +85,7 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, memb
 		present := false
 		called, err := req.Outside.Ensure(ctx, System, gk, want, func(ctx context.Context) error {
 			if !shared {
-				holder, err := req.Outside.HeldElsewhere(ctx, func(k string) bool { return strings.HasPrefix(k, grantPrefix+gsa+"/") })
+				holder, err := req.Outside.Claim(ctx, grantPrefix+gsa)
 				if err != nil {
 					return err
 				}
@@ -201,7 +201,9 @@ func (p Plugin) removeMembers(ctx context.Context, req plugins.Request, gsa stri
 		changed, err = p.update(ctx, gsa, func(pol *iam.Policy) bool { return Revoke(pol, RoleWorkloadIdentityUser, members) })
 		return err
 	})
-	if plugins.IsTerminal(err) {
+	if plugins.IsTerminal(err) || errors.Is(err, ErrNoAccount) {
+		// No account of that name (or none we could have granted): no
+		// member of ours on it.
 		return nil
 	}
 	if err == nil && changed {

@@ -22,12 +22,16 @@ import (
 type IAM interface {
 	// Policy returns the IAM policy of the named resource
 	// (projects/<project>/serviceAccounts/<email>).
+	// An account that does not exist is an error that wraps ErrNoAccount.
 	Policy(ctx context.Context, resource string) (*iam.Policy, error)
 	// SetPolicy replaces the policy, which carries the etag of the policy it
 	// was made from. A policy changed since that read is an error that
 	// wraps ErrConcurrentChange.
 	SetPolicy(ctx context.Context, resource string, p *iam.Policy) error
 }
+
+// ErrNoAccount is a Google service account that does not exist.
+var ErrNoAccount = errors.New("the Google service account does not exist")
 
 // ErrConcurrentChange is a policy that someone else changed between our read
 // and our write; read it again and redo the change.
@@ -43,9 +47,14 @@ type apiIAM struct{ s *iam.Service }
 func (a apiIAM) Policy(ctx context.Context, resource string) (*iam.Policy, error) {
 	// Version 3 returns conditional bindings as they are, so that a write
 	// keeps them.
-	return retryThrottled(ctx, func() (*iam.Policy, error) {
+	pol, err := retryThrottled(ctx, func() (*iam.Policy, error) {
 		return a.s.Projects.ServiceAccounts.GetIamPolicy(resource).OptionsRequestedPolicyVersion(3).Context(ctx).Do()
 	})
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && ge.Code == http.StatusNotFound {
+		return nil, fmt.Errorf("%s: %w: %w", resource, ErrNoAccount, err)
+	}
+	return pol, err
 }
 
 func (a apiIAM) SetPolicy(ctx context.Context, resource string, p *iam.Policy) error {

@@ -1,6 +1,8 @@
 package workloadidentity_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	iam "google.golang.org/api/iam/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
@@ -25,6 +28,10 @@ func identityHost(t *testing.T, acct *account, defaults string) {
 	api := iammock.NewMockIAM(ctrl)
 	api.EXPECT().Policy(gomock.Any(), resource).DoAndReturn(acct.get).AnyTimes()
 	api.EXPECT().SetPolicy(gomock.Any(), resource, gomock.Any()).DoAndReturn(acct.set).AnyTimes()
+	// Every other account does not exist, as Google IAM answers.
+	api.EXPECT().Policy(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, r string) (*iam.Policy, error) {
+		return nil, fmt.Errorf("%s: %w", r, workloadidentity.ErrNoAccount)
+	}).AnyTimes()
 	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(api), Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(defaults))}})
 }
@@ -79,4 +86,44 @@ func TestAccountOutsideTheTemplatesOrServingAnotherProfileIsRefused(t *testing.T
 	for _, n := range []string{second, outside, first} {
 		stopListing(t, n)
 	}
+}
+
+// What fails closed beyond a deletion: a Profile that stops listing the
+// plugin after its record was lost loses its member on the account the
+// host's allowance names for it; and a Profile the policy stops allowing
+// (it leaves the allowance's selector) loses its member at once.
+func TestRevocationFailsClosedOnRemovalAndNarrowing(t *testing.T) {
+	acct := &account{policy: &iam.Policy{Etag: "e"}}
+	identityHost(t, acct, `{"allowedIdentities":[{"identity":"`+gsa+`","shared":true,"profileSelector":{"matchLabels":{"cloud":"gcp"}}}]}`)
+	member := func(ns string) string { return "serviceAccount:proj-123.svc.id.goog[" + ns + "/default-editor]" }
+	start := func(name string) *kubeflowv1.Profile {
+		p := testhost.NewProfile(t, env.Client, name, map[string]string{"cloud": "gcp"}, entry(`{"gcpServiceAccount":"`+gsa+`"}`))
+		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+		if !holds(acct, member(name)) {
+			t.Fatalf("no member for %s: %s", name, membersOf(acct.bindings()))
+		}
+		return p
+	}
+
+	t.Run("stop listing without a record", func(t *testing.T) {
+		name := "wi-unlist-" + rand.String(5)
+		p := start(name)
+		testhost.LoseRecord(t, env.Client, workloadidentity.Kind, p)
+		stopListing(t, name)
+		if holds(acct, member(name)) {
+			t.Errorf("the member outlives the plugin's removal: %s", membersOf(acct.bindings()))
+		}
+	})
+
+	t.Run("a narrowed policy", func(t *testing.T) {
+		name := "wi-narrow-" + rand.String(5)
+		start(name)
+		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { delete(p.Labels, "cloud") })
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "IdentityNotAllowed")
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			return !holds(acct, member(name)), "the member outlives the policy that allowed it"
+		})
+		stopListing(t, name)
+	})
 }

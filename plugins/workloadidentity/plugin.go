@@ -9,6 +9,7 @@ import (
 
 	iam "google.golang.org/api/iam/v1"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 )
@@ -61,7 +62,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	// is written.
 	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cfg.GCPServiceAccount)
 	if err != nil {
-		return plugins.Result{}, err
+		// A policy narrowed since an earlier pass: its grants go too.
+		return serviceaccounts.Refuse(ctx, req, cfg.ServiceAccounts, err,
+			func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, nil) },
+			AnnotationGSA)
 	}
 	if err := req.Outside.CheckDangling(ctx); err != nil {
 		return plugins.Result{}, err
@@ -76,8 +80,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 }
 
 // Revoke removes our annotation and our members from every Google service
-// account we granted and, failing closed, the members of a Profile being
-// deleted from the account it names when the record says nothing of them (a
+// account we granted and, failing closed, the Profile's members from the
+// account it names and the accounts the host's allowances name for it when
+// the record says nothing of them (a
 // record lost, or moved from an earlier version's that the tenant could
 // edit). A member the record holds as granted by someone else is left and
 // logged as dangling trust.
@@ -92,29 +97,42 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			if err != nil {
 				return plugins.Result{}, err
 			}
-			// A Profile being deleted keeps its foreign keys in the record
-			// (which goes with the Profile): a pass that runs again before
-			// the Profile is gone must still know those members are someone
-			// else's, or the fail-closed removal would take them.
-			var keep []string
-			if !req.Profile.DeletionTimestamp.IsZero() {
-				keep = slices.DeleteFunc(slices.Clone(recorded), func(k string) bool { return !strings.HasPrefix(k, foreignPrefix) })
-			}
+			// The foreign keys stay in the record (which goes with the
+			// Profile): a pass that runs again must still know those
+			// members are someone else's, or the fail-closed removal would
+			// take them.
+			keep := slices.DeleteFunc(slices.Clone(recorded), func(k string) bool { return !strings.HasPrefix(k, foreignPrefix) })
 			res, err := p.revokeAll(ctx, req, cfg, keep)
-			return res, errors.Join(err, p.revokeUnrecorded(ctx, req, cfg, recorded, &res))
+			errs := []error{err}
+			for _, gsa := range cfg.named(req.Profile) {
+				errs = append(errs, p.revokeUnrecorded(ctx, req, cfg, gsa, recorded, &res))
+			}
+			return res, errors.Join(errs...)
 		},
 		AnnotationGSA)
 }
 
-// revokeUnrecorded removes from the account the Profile names the members of
+// named returns the accounts where the Profile's grants can be whatever the
+// record says: the one it names (or the host's default), and the ones the
+// host's allowances name for it.
+func (c *Config) named(p *kubeflowv1.Profile) []string {
+	var out []string
+	if c.GCPServiceAccount != "" {
+		out = append(out, c.GCPServiceAccount)
+	}
+	for _, gsa := range c.AllowedIdentities.Named(p) {
+		if !slices.Contains(out, gsa) {
+			out = append(out, gsa)
+		}
+	}
+	return out
+}
+
+// revokeUnrecorded removes from account gsa the members of
 // its service accounts that the record holds neither as granted nor as
 // someone else's, and reports the ones held as someone else's, when the
 // Profile is being deleted, as dangling trust (Outside.ReportDangling).
-func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *Config, recorded []string, res *plugins.Result) error {
-	gsa := cfg.GCPServiceAccount
-	if gsa == "" {
-		return nil
-	}
+func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *Config, gsa string, recorded []string, res *plugins.Result) error {
 	members, err := cfg.members(req, gsa)
 	if err != nil {
 		return nil // not an account we could have granted

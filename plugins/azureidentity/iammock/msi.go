@@ -156,3 +156,42 @@ func (c_2 *MockCredentialsPutCall) DoAndReturn(f func(context.Context, azureiden
 	c_2.Call = c_2.Call.DoAndReturn(f)
 	return c_2
 }
+
+// Tags mocks base method.
+func (m *MockCredentials) Tags(ctx context.Context, id azureidentity.IdentityRef) (map[string]string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "Tags", ctx, id)
+	ret0, _ := ret[0].(map[string]string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// Tags indicates an expected call of Tags.
+func (mr *MockCredentialsMockRecorder) Tags(ctx, id any) *MockCredentialsTagsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Tags", reflect.TypeOf((*MockCredentials)(nil).Tags), ctx, id)
+	return &MockCredentialsTagsCall{Call: call}
+}
+
+// MockCredentialsTagsCall wrap *gomock.Call
+type MockCredentialsTagsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockCredentialsTagsCall) Return(arg0 map[string]string, arg1 error) *MockCredentialsTagsCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockCredentialsTagsCall) Do(f func(context.Context, azureidentity.IdentityRef) (map[string]string, error)) *MockCredentialsTagsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockCredentialsTagsCall) DoAndReturn(f func(context.Context, azureidentity.IdentityRef) (map[string]string, error)) *MockCredentialsTagsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}

@@ -11,6 +11,7 @@ package identities
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,10 +33,10 @@ type Allowance struct {
 	// gives each Profile its own role. Compared exactly, after expansion.
 	// Empty with Tag: any identity that carries the tag.
 	Identity string `json:"identity,omitempty"`
-	// Tag, where the plugin's cloud has tags on identities (AWS IAM roles),
-	// also asks that the identity carry this tag, read from the cloud before
-	// any trust is written: the platform tags each identity with what it is
-	// for.
+	// Tag, where the plugin's cloud has tags on identities (AWS IAM roles,
+	// Azure managed identities; not Google service accounts), also asks
+	// that the identity carry this tag, read from the cloud before any
+	// trust is written: the platform tags each identity with what it is for.
 	Tag *Tag `json:"tag,omitempty"`
 	// ProfileSelector narrows the allowance to the Profiles whose labels
 	// match. None: every Profile.
@@ -133,3 +134,21 @@ func (a Allowance) CheckTag(profile *kubeflowv1.Profile, identity string, tags m
 
 // NeedsTag reports whether the allowance asks the identity for a tag.
 func (a Allowance) NeedsTag() bool { return a.Tag != nil }
+
+// Named returns the identities the policy's templates give profile, in the
+// policy's order, each once: where profilekit's grants for the Profile can
+// be, whatever its spec or record says, so that revocation fails closed.
+// Allowances by tag alone name none.
+func (p Policy) Named(profile *kubeflowv1.Profile) []string {
+	values := plugins.ValuesOf(profile)
+	var out []string
+	for _, a := range p {
+		if a.Identity == "" || !selects(a.ProfileSelector, profile) {
+			continue
+		}
+		if id := plugins.Expand(a.Identity, values); !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

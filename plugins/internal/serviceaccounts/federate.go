@@ -40,3 +40,12 @@ func Defederate(ctx context.Context, req plugins.Request, names []string, sweep 
 	res.Merge(removed)
 	return res, errors.Join(annErr, err)
 }
+
+// Refuse answers a pass refused the identity it names (refused, such as
+// the host's policy's IdentityNotAllowed): what earlier passes granted,
+// under a policy since narrowed, is taken back as Defederate takes it, and
+// refused is returned with any error of that.
+func Refuse(ctx context.Context, req plugins.Request, names []string, refused error, sweep func(context.Context) (plugins.Result, error), keys ...string) (plugins.Result, error) {
+	res, err := Defederate(ctx, req, names, sweep, keys...)
+	return res, errors.Join(refused, err)
+}
