@@ -266,6 +266,16 @@ func TestConfigValidate(t *testing.T) {
 		{"two instances of one name", func(c *Config) { c.Storage[1].Name = "standard" }, `name "standard" is used twice`},
 		{"an unknown protocol", func(c *Config) { c.Storage[0].Protocol = "smb" }, `protocol "smb"`},
 		{"a drop share above 1", func(c *Config) { c.GrantSources[0].MaxDropShare = 2 }, "maxDropShare 2"},
+		// PersistentVolume names are cluster-wide: a template under which
+		// two namespaces' volumes meet is refused, with the two named.
+		{"namespace and volume joined by a hyphen", func(c *Config) { c.Names.PersistentVolume = "{{ .Namespace }}-{{ .Volume }}" },
+			`namespace a's volume b-c and namespace a-b's volume c the same name "a-b-c"`},
+		{"namespace and volume joined by nothing", func(c *Config) { c.Names.PersistentVolume = "kf-{{ .Namespace }}{{ .Volume }}" }, `the same name "kf-abc"`},
+		{"volume first, joined by text a label may hold", func(c *Config) { c.Names.PersistentVolume = "{{ .Volume }}-of-{{ .Profile }}" }, `the same name "a-of-b-of-c"`},
+		{"no namespace", func(c *Config) { c.Names.PersistentVolume = "pv-{{ .Volume }}" }, `namespace a's volume v and namespace b's volume v`},
+		{"no volume", func(c *Config) { c.Names.PersistentVolume = "{{ .Namespace }}-pv" }, `namespace a's volume v and namespace a's volume w`},
+		{"joined by a dot, volume first", func(c *Config) { c.Names.PersistentVolume = "kf.{{ .Volume }}.{{ .Namespace }}" }, ""},
+		{"joined by a dot and more", func(c *Config) { c.Names.PersistentVolume = "{{ .Namespace }}-x.{{ .Volume }}" }, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
