@@ -3,9 +3,12 @@ package apps_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -65,4 +68,59 @@ func TestForeignApplicationOfTheWantedName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A tenant with Kubeflow's rights in its namespace reaches no Application:
+// it can neither read, write, pre-empt nor delete one in the Argo CD
+// namespace, so the Application made for its Profile is what the host
+// configured, and stays.
+func TestTenantReachesNoApplication(t *testing.T) {
+	twoApps(t)
+	team := "t" + rand.String(5)
+	testhost.NewProfile(t, env.Client, team, map[string]string{"apps.example.org/browser": "true"})
+	testhost.WaitCondition(t, env.Client, team, condType, plugins.ConditionTrue, "")
+	name := apps.ApplicationName(team, "browser")
+	ours, ok := getApplication(t, name)
+	if !ok {
+		t.Fatalf("no Application %s", name)
+	}
+	tenant := testhost.Tenant(t, env, team)
+
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(apps.ApplicationKind)
+	if err := tenant.Get(t.Context(), client.ObjectKeyFromObject(ours), got); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant reads its Application: %v, want Forbidden", err)
+	}
+	edited := ours.DeepCopy()
+	_ = unstructured.SetNestedField(edited.Object, "https://git.example.org/tenant.git", "spec", "source", "repoURL")
+	if err := tenant.Update(t.Context(), edited); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant updates its Application: %v, want Forbidden", err)
+	}
+	if err := tenant.Delete(t.Context(), ours.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant deletes its Application: %v, want Forbidden", err)
+	}
+	// An Application of the name a second app would take, made ahead.
+	ahead := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"project":     "default",
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "kube-system"},
+		"source":      map[string]any{"repoURL": "https://git.example.org/tenant.git", "path": ".", "targetRevision": "main"},
+	}}}
+	ahead.SetGroupVersionKind(apps.ApplicationKind)
+	ahead.SetNamespace(argocdNS)
+	ahead.SetName(apps.ApplicationName(team, "s3-browser"))
+	ahead.SetLabels(plugins.OwnershipLabels(apps.Kind, team))
+	if err := tenant.Create(t.Context(), ahead); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant creates an Application in %s: %v, want Forbidden", argocdNS, err)
+	}
+	after, ok := getApplication(t, name)
+	if !ok || after.GetResourceVersion() != ours.GetResourceVersion() {
+		t.Errorf("the Application changed while the tenant tried: present %v", ok)
+	}
+	testhost.UpdateProfile(t, env.Client, team, func(p *kubeflowv1.Profile) { p.Labels = nil })
+	// Deleted by the host (Argo CD's resources finalizer, which no Argo CD
+	// here removes, keeps it until then).
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		app, ok := getApplication(t, name)
+		return !ok || app.GetDeletionTimestamp() != nil, "the Application is still there after the Profile opted out"
+	})
 }
