@@ -71,6 +71,7 @@
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
 // its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]
 // with [DefaultMaxInFlight], [NewRESTMapper], [Precedence] with [NewPrecedence],
-// [WithPrecedence] and [DefaultPrecedenceWait], and the fork
+// [WithPrecedence] and [DefaultPrecedenceWait], [FirstPass] with
+// [NewFirstPass] and [WithFirstPass], and the fork
 // support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers

@@ -45,6 +45,7 @@ type Reconciler struct {
 	timeout       time.Duration
 	retention     plugins.Retention
 	concurrency   int
+	firstPass     *FirstPass
 
 	outside plugins.OutsideOptions
 	// records are the outside-state records written and not yet shown by
@@ -245,6 +246,7 @@ func (r *Reconciler) gone(profile string, err error) error {
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
+	defer r.firstPass.passed(req.Name)
 	var p kubeflowv1.Profile
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, r.gone(req.Name, err)

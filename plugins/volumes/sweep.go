@@ -39,6 +39,13 @@ type Sweeper struct {
 	// names one: the host's own namespace. With neither, nothing is
 	// deleted.
 	Namespace string
+	// Wait, when set, is called once before Start's first sweep, and the
+	// sweeps begin when it returns nil: hosts pass one that returns once the
+	// plugin's first pass over every Profile has ended
+	// (reconcilers.FirstPass), so that no sweep decides ahead of a Profile
+	// whose owner came back while the host was down. It returns an error
+	// only when ctx ends; an error ends Start.
+	Wait func(context.Context) error
 }
 
 // SweeperFieldManager is the field manager of the sweeper's one write to a
@@ -268,6 +275,14 @@ func (s Sweeper) delete(ctx context.Context, listed *corev1.PersistentVolume, cu
 func (s Sweeper) Start(ctx context.Context) error {
 	if s.Config.RetainFor.Duration <= 0 {
 		return nil
+	}
+	if s.Wait != nil {
+		if err := s.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("sweeper: wait for the first pass: %w", err)
+		}
 	}
 	t := time.NewTicker(s.Config.SweepInterval.Duration)
 	defer t.Stop()

@@ -131,6 +131,10 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 			return nil, err
 		}
 		opts := append(cfg.ReconcilerOptions(kind), reconcilers.WithStatusWriter(status), whole, precedence)
+		first := reconcilers.NewFirstPass()
+		if kind == volumes.Kind {
+			opts = append(opts, reconcilers.WithFirstPass(first))
+		}
 		r, err := reconcilers.New(mgr, def, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", kind, err)
@@ -139,7 +143,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 			return nil, fmt.Errorf("plugin %s: set up controller: %w", kind, err)
 		}
 		if kind == volumes.Kind {
-			if err := addSweeper(mgr, cfg, def); err != nil {
+			if err := addSweeper(mgr, cfg, def, first); err != nil {
 				return nil, err
 			}
 		}
