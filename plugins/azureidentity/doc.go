@@ -77,14 +77,21 @@
 // identity (by resource ID; by client ID for annotateOnly without one) an
 // allowance of allowedIdentities gives it (IdentityNotAllowed otherwise,
 // and for every identity while the list is empty), checked before anything
-// is written, the annotations included; an identity on which another
-// Profile's record holds a credential is a Conflict naming that Profile
-// unless its allowance is shared.
+// is written, the annotations included; an identity that another Profile
+// has claimed is a Conflict naming that Profile unless its allowance is
+// shared. An allowance with a tag also reads the identity's resource tags
+// before a credential is put (with the tag alone it allows any identity
+// the platform has tagged for the Profile). When a Profile goes, stops
+// listing the plugin or is no longer allowed the identity, its credentials
+// go from the identity it names and from every identity the allowances
+// name for it, record or not.
 //
 // The host calls Azure with the SDK's default credential chain (workload
 // identity, managed identity or the environment); it needs
 // Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials
-// read, write and delete on the identities Profiles name.
+// read, write and delete on the identities Profiles name, and
+// Microsoft.ManagedIdentity/userAssignedIdentities/read where an allowance
+// asks for a tag.
 //
 // # Stability
 //

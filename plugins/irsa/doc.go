@@ -112,7 +112,10 @@
 // (the wildcard subject form serves every Profile and is not checked). An
 // allowance with a tag also asks IAM for the role's tags before the trust
 // policy is written (iam:GetRole returns them): with the tag alone it
-// allows any role the platform has tagged for the Profile.
+// allows any role the platform has tagged for the Profile. When a Profile
+// goes, stops listing the plugin or is no longer allowed the role, its
+// statement goes from the role it names and from every role the
+// allowances name for it, record or not.
 //
 // The host calls IAM with the AWS SDK's default credential chain
 // (environment, EKS pod identity, or IRSA for the host itself); it needs

@@ -31,8 +31,10 @@
 //
 // Retention: Retain (the host's default for user data) keeps released volumes
 // until an administrator deletes them, or, with retainFor, until the
-// Sweeper deletes those released longer ago than that: it logs the volumes
-// past retention first (sweepDryRun: true stops there), deletes at most
+// Sweeper deletes those released longer ago than that (its first sweep,
+// in the host, waits for the plugin's first pass over every Profile): it
+// logs the volumes past retention first (sweepDryRun: true stops there),
+// deletes at most
 // maxDeletesPerSweep per sweepInterval, oldest first, after giving each the
 // reclaim policy Delete so that its provisioner also deletes the storage.
 // It decides on each volume from the API server's copy, read right before,

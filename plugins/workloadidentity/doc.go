@@ -88,7 +88,9 @@
 // IdentityNotAllowed otherwise, and for every account while the list is
 // empty), checked before anything is written; an account on which another
 // Profile's record holds a grant is a Conflict naming that Profile unless
-// its allowance is shared.
+// its allowance is shared. When a Profile goes, stops listing the plugin or
+// is no longer allowed the account, its members go from the account it
+// names and from every account the allowances name for it, record or not.
 //
 // The host calls IAM with application default credentials (on GKE, its own
 // workload identity); it needs iam.serviceAccounts.getIamPolicy and
