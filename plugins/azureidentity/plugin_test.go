@@ -3,6 +3,7 @@ package azureidentity_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,8 +89,20 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 	})
 
 	t.Run("revoke deletes our credential and our annotations only", func(t *testing.T) {
-		creds.EXPECT().Get(gomock.Any(), ref, credName).Return(want, true, nil).Times(1)
-		creds.EXPECT().Delete(gomock.Any(), ref, credName).Return(nil).Times(1)
+		// Read, deleted once; a further pass of the revoke, failing
+		// closed, looks again and finds it gone.
+		var deleted atomic.Bool
+		creds.EXPECT().Get(gomock.Any(), ref, credName).DoAndReturn(
+			func(context.Context, azureidentity.IdentityRef, string) (azureidentity.Credential, bool, error) {
+				if deleted.Load() {
+					return azureidentity.Credential{}, false, nil
+				}
+				return want, true, nil
+			}).MinTimes(1)
+		creds.EXPECT().Delete(gomock.Any(), ref, credName).DoAndReturn(func(context.Context, azureidentity.IdentityRef, string) error {
+			deleted.Store(true)
+			return nil
+		}).Times(1)
 		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(map[string]string{"team.example.org/contact": "alice"}))
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {

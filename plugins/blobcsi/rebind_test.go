@@ -72,6 +72,7 @@ func TestVolumeBoundUnderTheEarlierNameKeepsIt(t *testing.T) {
 	earlier := a + "-standard"
 	var before corev1.PersistentVolumeClaim
 	t.Run("an earlier version", func(t *testing.T) {
+		blobcsi.PlayEarlierVersion(t)
 		startShard(t, shard, hostConfig("storage", map[string]any{"names": map[string]any{"persistentVolume": "{{ .Namespace }}-{{ .Volume }}"}}), reconcilers.WithResync(time.Hour))
 		before = waitClaimBound(t, a, "standard", earlier)
 	})
