@@ -17,12 +17,17 @@ const (
 	ReasonApplyFailed    = "ApplyFailed"
 	ReasonRevokeFailed   = "RevokeFailed"
 	ReasonFinalizeFailed = "FinalizeFailed"
+	// ReasonWaiting is a pass that waits for something (Result.Wait).
+	ReasonWaiting = "Waiting"
+	// ReasonPaused is a plugin paused for the Profile (AnnotationPaused).
+	ReasonPaused = "Paused"
 )
 
 // TerminalError is input that cannot succeed until it changes: an invalid
 // spec or label, or an object of ours that someone else already holds. Hosts
 // report it in the plugin's condition and an Event, and do not retry it until
-// the Profile changes or the next resync.
+// the Profile changes or the next resync; the standalone host hands it to
+// controller-runtime as a reconcile.TerminalError, which counts it.
 type TerminalError struct {
 	// Reason is a CamelCase word such as InvalidSpec.
 	Reason string

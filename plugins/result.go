@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Action is what happened to one object.
@@ -47,13 +48,40 @@ func (c Change) String() string {
 type Result struct {
 	// Changes are in the order they were made.
 	Changes []Change
+	// Waiting, when not empty, says what the pass waits for (another
+	// controller's work, such as Argo CD removing what it deployed). The
+	// pass is not done, and is not failing either: hosts show Waiting on
+	// the plugin's condition (status Unknown, reason Waiting), record no
+	// Warning Event, keep a Revoke's finalizer, and look again after
+	// RequeueAfter. Set both with Wait.
+	Waiting string
+	// RequeueAfter is when to look again while Waiting.
+	RequeueAfter time.Duration
+}
+
+// DefaultWait is how long a pass that waits and names no duration waits.
+const DefaultWait = 5 * time.Second
+
+// Wait marks the pass as waiting for what (worded to complete "waiting
+// for"), to be looked at again after d (DefaultWait when d is not
+// positive).
+func (r *Result) Wait(d time.Duration, what string) {
+	if d <= 0 {
+		d = DefaultWait
+	}
+	r.Waiting, r.RequeueAfter = what, d
 }
 
 // Add appends a change.
 func (r *Result) Add(c Change) { r.Changes = append(r.Changes, c) }
 
-// Merge appends the changes of other.
-func (r *Result) Merge(other Result) { r.Changes = append(r.Changes, other.Changes...) }
+// Merge appends the changes of other, and takes its wait when r has none.
+func (r *Result) Merge(other Result) {
+	r.Changes = append(r.Changes, other.Changes...)
+	if r.Waiting == "" && other.Waiting != "" {
+		r.Waiting, r.RequeueAfter = other.Waiting, other.RequeueAfter
+	}
+}
 
 // Changed reports whether anything was written or deleted.
 func (r Result) Changed() bool {

@@ -136,7 +136,7 @@ func (a *Adapter[R, P]) RevokePlugin(r R, profile P) error {
 }
 
 func (a *Adapter[R, P]) apply(r R, obj P, p *kubeflowv1.Profile) error {
-	if !p.DeletionTimestamp.IsZero() {
+	if !p.DeletionTimestamp.IsZero() || plugins.Paused(p, a.def.Kind()) {
 		return nil
 	}
 	cfg, err := a.def.Decode(a.defaults, p)
@@ -147,6 +147,11 @@ func (a *Adapter[R, P]) apply(r R, obj P, p *kubeflowv1.Profile) error {
 	res, err := a.def.Plugin.Apply(a.ctx, req)
 	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
 		return a.failed(obj, p, err, plugins.ReasonApplyFailed)
+	}
+	if res.Waiting != "" {
+		// The upstream controller retries an error: the fork's way to look
+		// again.
+		return fmt.Errorf("plugin %s: waiting for %s", a.def.Kind(), res.Waiting)
 	}
 	a.applied(p, res)
 	return nil
@@ -165,6 +170,9 @@ func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) er
 	res, err := a.def.Plugin.Revoke(a.ctx, req)
 	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
 		return a.revokeWaits(obj, p, err, why)
+	}
+	if res.Waiting != "" {
+		return fmt.Errorf("plugin %s: revoke waits, %s: waiting for %s", a.def.Kind(), why, res.Waiting)
 	}
 	a.revoked(obj, p, res, req.Outside.Dangled())
 	return nil

@@ -7,7 +7,12 @@
 // the plugin applies to a Profile (listed in spec.plugins, or enabled for all
 // Profiles by the host), applies or revokes it, keeps its finalizer when it has
 // state outside the namespace, and reports a <Kind>Ready condition, Events and
-// metrics. [CacheOptions] builds a manager cache that holds only the objects
+// metrics. A pass that waits (plugins.Result.Wait) shows Waiting on the
+// condition and is looked at again, with no Warning Event; a terminal error
+// goes to controller-runtime as a reconcile.TerminalError, which counts it
+// and does not retry it; a Profile annotated profilekit.dev/paused
+// (plugins.AnnotationPaused) gets no writes from the plugins it pauses,
+// except the revoke of its deletion. [CacheOptions] builds a manager cache that holds only the objects
 // profilekit labels, so that memory does not grow with unrelated objects; a
 // Reconciler watches and reads the owned kinds that its plugin does not read
 // whole (Definition.Reads) as metadata only, so that their bodies never

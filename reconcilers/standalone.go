@@ -283,6 +283,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch {
 	case !p.DeletionTimestamp.IsZero():
 		return r.finalize(ctx, &p)
+	case plugins.Paused(&p, r.def.Kind()):
+		return r.pause(ctx, &p)
 	case !r.Applies(&p):
 		return r.revoke(ctx, &p)
 	default:
@@ -344,6 +346,9 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonApplyFailed)
 	}
+	if res.Waiting != "" {
+		return r.wait(ctx, p, res, "")
+	}
 	inSync := len(res.Changes) - res.Count(plugins.Deleted)
 	msg := plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d objects in sync", inSync))
 	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation}); err != nil {
@@ -390,14 +395,12 @@ func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err erro
 	if changed {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
 	}
-	if !plugins.IsTerminal(err) {
+	if !plugins.IsTerminal(err) || serr != nil {
 		return reconcile.Result{}, errors.Join(err, serr)
 	}
-	log.FromContext(ctx).Error(err, "plugin input cannot succeed until it changes", "plugin", r.def.Kind(), "reason", reason)
-	if serr != nil {
-		return reconcile.Result{}, serr
-	}
-	return reconcile.Result{}, nil
+	// Not retried until the Profile changes or the next resync;
+	// controller-runtime logs and counts it.
+	return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("plugin %s: input cannot succeed until it changes (%s): %w", r.def.Kind(), reason, err))
 }
 
 // leftOn reports whether p shows the plugin was there: its condition or its
@@ -419,8 +422,12 @@ func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconci
 		}
 		return reconcile.Result{}, nil
 	}
-	if err := r.runRevoke(ctx, p, r.hostConfig); err != nil {
+	res, err := r.runRevoke(ctx, p, r.hostConfig)
+	if err != nil {
 		return r.revokeWaits(ctx, p, err, "the plugin is no longer enabled for this Profile")
+	}
+	if res.Waiting != "" {
+		return r.wait(ctx, p, res, "revoke waits, the plugin is no longer enabled for this Profile: ")
 	}
 	if _, err := r.setCondition(ctx, p, nil); err != nil {
 		return reconcile.Result{}, err
@@ -444,8 +451,12 @@ func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (recon
 		// A spec that no longer decodes must not keep the Profile forever.
 		cfg = r.hostConfig
 	}
-	if err := r.runRevoke(ctx, p, cfg); err != nil {
+	res, err := r.runRevoke(ctx, p, cfg)
+	if err != nil {
 		return r.revokeWaits(ctx, p, err, "the Profile is being deleted and waits for finalizer "+fin)
+	}
+	if res.Waiting != "" {
+		return r.wait(ctx, p, res, "revoke waits, the Profile is being deleted and waits for finalizer "+fin+": ")
 	}
 	return reconcile.Result{}, r.patchFinalizer(ctx, p, fin, false)
 }
@@ -468,20 +479,22 @@ func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err
 	return reconcile.Result{}, errors.Join(fmt.Errorf("revoke %s: %w", r.def.Kind(), err), serr)
 }
 
-func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) error {
+// runRevoke runs the plugin's Revoke. A Revoke that waits is not done:
+// nothing is recorded as revoked.
+func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) (plugins.Result, error) {
 	start := time.Now()
 	req := r.request(p, cfg, r.own.pass())
 	res, err := r.def.Plugin.Revoke(ctx, req)
 	err = errors.Join(err, req.Outside.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
-	if err != nil {
-		return err
+	if err != nil || res.Waiting != "" {
+		return res, err
 	}
 	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
 	if d := req.Outside.Dangled(); len(d) > 0 {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
 			r.def.Kind(), plugins.BoundMessage(strings.Join(d, "; ")))
 	}
-	return nil
+	return res, nil
 }
