@@ -281,7 +281,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return res, err
 	}
-	return res, apps.WaitGone(ctx, req.Client, Kind, req.Profile.Name)
+	return res, apps.WaitGone(ctx, req.Client, Kind, req.Profile.Name, &res)
 }
 
 // lostSecret decides, for an instance whose Secret is gone (or was never

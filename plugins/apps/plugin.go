@@ -66,8 +66,9 @@ func (Plugin) Kind() string { return Kind }
 
 // Apply writes the Applications, routes and policies of the apps the
 // Profile wants and deletes ours of the apps it no longer wants (Argo CD
-// then removes what they deployed). An opt-in label whose value is not a
-// boolean leaves its app as it is and is reported.
+// then removes what they deployed, which the pass waits for). An opt-in
+// label whose value is not a boolean leaves its app as it is and is
+// reported.
 func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
@@ -86,6 +87,10 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 		return plugins.Result{}, err
 	}
 	res, err := req.Objects.Sync(ctx, d.Objects()...)
+	if err == nil {
+		// An app let go is done once Argo CD has removed what it deployed.
+		err = waitFor(ctx, req.Client, Kind, req.Profile.Name, true, &res)
+	}
 	return res, errors.Join(append([]error{err}, invalid...)...)
 }
 
@@ -146,21 +151,27 @@ func (d Desired) Objects() []runtime.ApplyConfiguration {
 }
 
 // Revoke deletes the Profile's Applications, routes and policies, and
-// reports an error, so that it runs again, until Argo CD has removed what
-// the Applications deployed and the Applications are gone: only then may the
-// Profile's finalizer go.
+// waits (plugins.Result.Wait), so that it runs again, until Argo CD has
+// removed what the Applications deployed and the Applications are gone:
+// only then may the Profile's finalizer go.
 func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	res, err := req.Objects.DeleteAll(ctx)
 	if err != nil {
 		return res, err
 	}
-	return res, WaitGone(ctx, req.Client, Kind, req.Profile.Name)
+	return res, WaitGone(ctx, req.Client, Kind, req.Profile.Name, &res)
 }
 
-// WaitGone returns a retried error while Applications that plugin kind
-// wrote for Profile profile still exist, such as ones Argo CD is still
-// finalizing.
-func WaitGone(ctx context.Context, r client.Reader, kind, profile string) error {
+// WaitGone marks res as waiting (plugins.Result.Wait) while Applications
+// that plugin kind wrote for Profile profile still exist, such as ones Argo
+// CD is still finalizing.
+func WaitGone(ctx context.Context, r client.Reader, kind, profile string, res *plugins.Result) error {
+	return waitFor(ctx, r, kind, profile, false, res)
+}
+
+// waitFor marks res as waiting while Applications that plugin kind wrote
+// for Profile profile exist (only those being deleted, when deleting).
+func waitFor(ctx context.Context, r client.Reader, kind, profile string, deleting bool, res *plugins.Result) error {
 	if r == nil {
 		return nil
 	}
@@ -171,11 +182,13 @@ func WaitGone(ctx context.Context, r client.Reader, kind, profile string) error 
 	}
 	var left []string
 	for _, u := range list.Items {
-		left = append(left, u.GetNamespace()+"/"+u.GetName())
+		if !deleting || u.GetDeletionTimestamp() != nil {
+			left = append(left, u.GetNamespace()+"/"+u.GetName())
+		}
 	}
 	if len(left) > 0 {
 		slices.Sort(left)
-		return fmt.Errorf("waiting for Argo CD to remove what Applications %v deployed (finalizer %s)", left, ResourcesFinalizer)
+		res.Wait(plugins.DefaultWait, fmt.Sprintf("Argo CD to remove what Applications %v deployed (finalizer %s)", left, ResourcesFinalizer))
 	}
 	return nil
 }

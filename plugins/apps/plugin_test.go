@@ -231,6 +231,18 @@ func TestS3BrowserPerProfile(t *testing.T) {
 
 	t.Run("opting out deletes the Application through Argo CD's finalizer, the route and the policy", func(t *testing.T) {
 		setLabel(t, name, "false")
+		// Until Argo CD is done, the revoke waits: not a failure, so the
+		// condition says Waiting, naming the Application, and no Warning
+		// Event is recorded.
+		cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, plugins.ReasonWaiting)
+		if !strings.Contains(cond.Message, apps.ApplicationName(name, "s3-browser")) {
+			t.Errorf("condition %q does not name the Application it waits for", cond.Message)
+		}
+		for _, e := range testhost.Events(t, env.Client, name) {
+			if strings.Contains(e, " Warning ") && strings.Contains(e, "Waiting") || strings.Contains(e, " Warning RevokeFailed") {
+				t.Errorf("a wait recorded a Warning Event: %s", e)
+			}
+		}
 		finishArgoCD(t, name)
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			return gone(t, name, &istionetworkingv1.VirtualService{}) && gone(t, name, &networkingv1.NetworkPolicy{}), "route or policy left"
