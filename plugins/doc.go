@@ -115,12 +115,14 @@
 // earlier versions used in the Profile's namespace, with
 // [RecordsMigratedName] and [RoleMigrated]), and the metric names.
 //
-// Experimental, and free to change in a minor release: [Definition]'s Reads
+// Experimental, and free to change in a minor release: [Result]'s Waiting
+// and RequeueAfter with [Result.Wait], [DefaultWait] and [ReasonWaiting];
+// [AnnotationPaused] with [Paused] and [ReasonPaused]; [Definition]'s Reads
 // with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],
 // [NewMetadata], [NewMetadataList] and [FieldNames]; [Definition]'s Watches
 // ([Watch], [Scope]), Runner ([Runtime]) and Upstream with
 // [WithUpstreamObjects] and [Applier.Adopting], which serve the core plugin
-// alone; [Request]'s Live with [Request.LiveReader]; [Applier.Annotate] and Unannotate with [Foreign] and
+// alone; [Request]'s Live with [Request.LiveReader]; [Request.WatchedReader]; [Applier.Annotate] and Unannotate with [Foreign] and
 // [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
 // [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
 // [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and

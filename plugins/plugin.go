@@ -126,6 +126,15 @@ func (r Request) LiveReader() client.Reader {
 	return r.Client
 }
 
+// WatchedReader returns Watched, or Client when the host keeps no cache of
+// the watched kinds (the upstream adapter's client reads everything).
+func (r Request) WatchedReader() client.Reader {
+	if r.Watched != nil {
+		return r.Watched
+	}
+	return r.Client
+}
+
 // ConfigOf returns the request's config as *C, or an error when the host
 // passed a config of another type.
 func ConfigOf[C any](req Request) (*C, error) {

@@ -58,10 +58,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	reader := req.Watched
-	if reader == nil {
-		reader = req.Client
-	}
+	reader := req.WatchedReader()
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(roleBindings.GroupVersion().WithKind("RoleBindingList"))
 	if err := reader.List(ctx, list, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {

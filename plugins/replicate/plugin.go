@@ -110,10 +110,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	reader := req.Watched
-	if reader == nil {
-		reader = req.Client
-	}
+	reader := req.WatchedReader()
 	sources := cfg.For(req.Profile)
 	var errs []error
 	var found []Found

@@ -80,15 +80,6 @@ func (p Plugin) now() time.Time {
 	return time.Now()
 }
 
-// reader reads volumes and StorageClasses: from the host's cache of every
-// one of them when it keeps one, else through the client.
-func reader(req plugins.Request) client.Reader {
-	if req.Watched != nil {
-		return req.Watched
-	}
-	return req.Client
-}
-
 // bound is a claim of ours and the volume it is bound to.
 type bound struct {
 	pv *corev1.PersistentVolume
@@ -107,7 +98,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	prof := req.Profile
 	ns := plugins.Namespace(prof)
 	offline := req.Outside != nil && req.Outside.Offline()
-	r := reader(req)
+	r := req.WatchedReader()
 
 	var pvs []corev1.PersistentVolume
 	claims := map[string]*corev1.PersistentVolumeClaim{}
@@ -235,7 +226,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	var errs []error
 	if req.Outside == nil || !req.Outside.Offline() {
 		var list corev1.PersistentVolumeList
-		if err := reader(req).List(ctx, &list); err != nil {
+		if err := req.WatchedReader().List(ctx, &list); err != nil {
 			return plugins.Result{}, fmt.Errorf("list persistent volumes: %w", err)
 		}
 		for i := range list.Items {
@@ -261,7 +252,7 @@ func (p Plugin) release(ctx context.Context, req plugins.Request, cfg *Config, p
 		// A template the host no longer offers: keep what the volume says.
 		t = Template{Name: pv.Labels[LabelTemplate], StorageClassName: pv.Spec.StorageClassName}
 	}
-	sc, err := storageClass(ctx, reader(req), pv.Spec.StorageClassName)
+	sc, err := storageClass(ctx, req.WatchedReader(), pv.Spec.StorageClassName)
 	if err != nil {
 		return plugins.Result{}, err
 	}

@@ -45,14 +45,6 @@ func Object(req plugins.Request, name string) plugins.Foreign {
 	return plugins.Foreign{GVK: gvk, Namespace: plugins.Namespace(req.Profile), Name: name}
 }
 
-// reader reads service accounts: the host's cache of watched kinds, or the
-// client when there is none (the upstream adapter's client reads everything).
-func reader(req plugins.Request) client.Reader {
-	if req.Watched != nil {
-		return req.Watched
-	}
-	return req.Client
-}
 
 // Annotate puts want on each named service account of the Profile, owned by
 // the plugin's field manager. Service accounts are handled one by one; the
@@ -62,7 +54,7 @@ func Annotate(ctx context.Context, req plugins.Request, names []string, want map
 	var res plugins.Result
 	var errs []error
 	for _, n := range names {
-		c, err := req.Objects.Annotate(ctx, reader(req), Object(req, n), want)
+		c, err := req.Objects.Annotate(ctx, req.WatchedReader(), Object(req, n), want)
 		if c.Action != "" {
 			res.Add(c)
 		}
@@ -77,7 +69,7 @@ func Unannotate(ctx context.Context, req plugins.Request, names []string, keys .
 	var res plugins.Result
 	var errs []error
 	for _, n := range names {
-		c, err := req.Objects.Unannotate(ctx, reader(req), Object(req, n), keys...)
+		c, err := req.Objects.Unannotate(ctx, req.WatchedReader(), Object(req, n), keys...)
 		if c.Action == plugins.Configured {
 			res.Add(c)
 		}
