@@ -1,6 +1,6 @@
 // Package welcome is a profilekit plugin written outside profilekit's own
-// plugin packages, with nothing but its public API (packages plugins,
-// reconcilers and api/kubeflow/v1): it gives every Profile that enables it
+// plugin packages, with nothing but its public API (packages plugins and
+// api/kubeflow/v1): it gives every Profile that enables it
 // a ConfigMap with a welcome message for the namespace's users.
 //
 // The ConfigMap (named welcome unless the host says otherwise) holds two
@@ -12,7 +12,8 @@
 // WelcomeReady=False naming the field, and the ConfigMap stays as it was.
 // Revoking the plugin deletes the ConfigMap.
 //
-// Host defaults (JSON or YAML, as the custom-plugin binary's --defaults file):
+// Host defaults (the defaults of its section, welcome, in the host's
+// configuration file):
 //
 //	name: welcome
 //	maxLength: 1024
