@@ -45,7 +45,6 @@ func Object(req plugins.Request, name string) plugins.Foreign {
 	return plugins.Foreign{GVK: gvk, Namespace: plugins.Namespace(req.Profile), Name: name}
 }
 
-
 // Annotate puts want on each named service account of the Profile, owned by
 // the plugin's field manager. Service accounts are handled one by one; the
 // errors of all are joined. A missing one is a retried error that says who
