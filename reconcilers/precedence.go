@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -92,16 +93,16 @@ func (p *Precedence) yield(ctx context.Context, fresh <-chan struct{}, limit tim
 		return 0, false
 	}
 	p.mu.Lock()
-	clear := p.clear
+	cleared := p.clear
 	p.mu.Unlock()
-	if clear == nil {
+	if cleared == nil {
 		return 0, false
 	}
 	start := time.Now()
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
-	case <-clear:
+	case <-cleared:
 	case <-t.C:
 	case <-fresh:
 		woken = true
@@ -200,3 +201,35 @@ var passWaitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"plugin"})
 
 func init() { metrics.Registry.MustRegister(passWaitSeconds) }
+
+// takeTurn orders the pass among the passes of every Reconciler sharing
+// r.precedence: an urgent pass goes at once and holds its place until end
+// is called; a confirming pass first yields to urgent ones (see
+// Precedence). When end is nil, the pass does not run now: it returns
+// later and err (a pass woken to give its worker up comes back for the
+// rest of its wait; a Profile gone while it waited is done). p is read
+// again when the pass waited, since it may have changed meanwhile.
+func (r *Reconciler) takeTurn(ctx context.Context, req reconcile.Request, p *kubeflowv1.Profile) (end func(), later reconcile.Result, err error) {
+	if r.urgent(p) {
+		r.deferrals.end(req.Name)
+		return r.precedence.begin(), reconcile.Result{}, nil
+	}
+	since := r.deferrals.since(req.Name)
+	waited, woken := r.precedence.yield(ctx, r.fresh, r.precedence.wait-time.Since(since))
+	if waited > 0 {
+		passWaitSeconds.WithLabelValues(r.def.Kind()).Observe(waited.Seconds())
+	}
+	if woken {
+		// New work wants this worker: the pass gives it up and comes back
+		// for the rest of its wait.
+		r.deferrals.keep(req.Name, since)
+		return nil, reconcile.Result{RequeueAfter: max(r.precedence.wait-time.Since(since), time.Millisecond)}, nil
+	}
+	r.deferrals.end(req.Name)
+	if waited > 0 {
+		if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+			return nil, reconcile.Result{}, r.gone(req.Name, err)
+		}
+	}
+	return func() {}, reconcile.Result{}, nil
+}

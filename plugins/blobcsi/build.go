@@ -273,26 +273,3 @@ func BuildPVC(cfg *Config, ns string, v Volume) *corev1ac.PersistentVolumeClaimA
 			WithResources(corev1ac.VolumeResourceRequirements().
 				WithRequests(corev1.ResourceList{corev1.ResourceStorage: v.Instance.capacity()})))
 }
-
-// legacyPVName is the PersistentVolume name template of versions before
-// DefaultPVName.
-const legacyPVName = "{{ .Namespace }}-{{ .Volume }}"
-
-// keepBoundNames gives each volume, under the default name template, the
-// name of the volume of ours its claim is bound to when that is the name
-// versions before the default gave it: a bound volume keeps its name, and
-// is never replaced under its pods for a rename.
-func keepBoundNames(cfg *Config, ns string, vols []Volume, live liveState) {
-	if cfg.Names.PersistentVolume != DefaultPVName {
-		return
-	}
-	for i, v := range vols {
-		pvc := live.pvcs[v.Claim]
-		if pvc == nil || pvc.Spec.VolumeName == "" || live.pvs[pvc.Spec.VolumeName] == nil {
-			continue
-		}
-		if legacy, err := render(legacyPVName, ns, v.Name); err == nil && pvc.Spec.VolumeName == legacy {
-			vols[i].PV = legacy
-		}
-	}
-}
