@@ -4,9 +4,9 @@
 # cached under bin/: kube-apiserver, etcd and kube-controller-manager from
 # source, OPA from source, Azurite from npm, the Argo CD CRDs from the Argo CD
 # module, the PostgreSQL server package when it is missing, controller-gen and
-# mockgen, Helm and the Prometheus Operator CRDs for the chart tests; it
-# checks that the generated files are current, then runs every test with the
-# race detector.
+# mockgen, Helm and the Prometheus Operator CRDs for the chart tests, and
+# golangci-lint; it checks that the generated files are current and that
+# the code passes the linters, then runs every test with the race detector.
 
 SHELL := /usr/bin/env bash -o pipefail
 export GOTOOLCHAIN ?= local
@@ -35,7 +35,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets test-servers argocd-crds prometheus-crds helm kustomize postgres-server verify-generated verify-mocks ## Build the test assets, check generated files, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds prometheus-crds helm kustomize postgres-server verify-generated verify-mocks lint ## Build the test assets, check generated files and lint, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $(PKGS)
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -111,6 +111,21 @@ $(HELM):
 	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install -trimpath \
 		-ldflags "$(HELM_LDFLAGS)" \
 		helm.sh/helm/v3/cmd/helm@v$(HELM_VERSION) && mv $$tmp/helm $@ && rmdir $$tmp
+
+# golangci-lint for make lint (.golangci.yml), which make test runs.
+GOLANGCI_LINT_VERSION := 2.15.0
+GOLANGCI_LINT         := $(LOCALBIN)/golangci-lint-v$(GOLANGCI_LINT_VERSION)
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml over the module and hack/image.
+	$(GOLANGCI_LINT) run ./...
+	cd hack/image && $(GOLANGCI_LINT) run -c ../../.golangci.yml ./...
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(LOCALBIN)
+	@echo "building golangci-lint v$(GOLANGCI_LINT_VERSION) (a few minutes on a fresh machine)"
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install -trimpath \
+		github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$(GOLANGCI_LINT_VERSION) && mv $$tmp/golangci-lint $@ && rmdir $$tmp
 
 # kustomize for the tests that build the kustomize base and overlays
 # (examples/deploy), so that they need no kubectl on the machine.

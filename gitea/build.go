@@ -5,10 +5,10 @@ import (
 	"net"
 	"strconv"
 
-	networkingv1 "istio.io/api/networking/v1"
+	istionetworkingv1 "istio.io/api/networking/v1"
 	istioac "istio.io/client-go/pkg/applyconfiguration/networking/v1"
 	corev1 "k8s.io/api/core/v1"
-	k8snetworkingv1 "k8s.io/api/networking/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -145,13 +145,13 @@ func (in Instance) policy(name string) network.Policy {
 	return network.Policy{
 		Name:        name,
 		PodSelector: *in.PodSelector.DeepCopy(),
-		PolicyTypes: []k8snetworkingv1.PolicyType{k8snetworkingv1.PolicyTypeIngress},
-		Ingress: []k8snetworkingv1.NetworkPolicyIngressRule{{
-			From: []k8snetworkingv1.NetworkPolicyPeer{{
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From: []networkingv1.NetworkPolicyPeer{{
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: in.Gateway.Namespace}},
 				PodSelector:       &metav1.LabelSelector{MatchLabels: maps.Clone(in.Gateway.PodLabels)},
 			}},
-			Ports: []k8snetworkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
 		}},
 	}
 }
@@ -174,17 +174,17 @@ func (in Instance) secret(ns, password string) *corev1ac.SecretApplyConfiguratio
 // serviceEntry declares an external database host to the mesh.
 func (in Instance) serviceEntry(ns string) *istioac.ServiceEntryApplyConfiguration {
 	se := istioac.ServiceEntry(AppName(in.Name)+"-postgres", ns)
-	spec := &networkingv1.ServiceEntry{
+	spec := &istionetworkingv1.ServiceEntry{
 		Hosts:      []string{in.Database.Host},
-		Ports:      []*networkingv1.ServicePort{{Number: in.Database.Port, Name: "tcp-postgres", Protocol: "TCP"}},
-		Location:   networkingv1.ServiceEntry_MESH_EXTERNAL,
-		Resolution: networkingv1.ServiceEntry_DNS,
+		Ports:      []*istionetworkingv1.ServicePort{{Number: in.Database.Port, Name: "tcp-postgres", Protocol: "TCP"}},
+		Location:   istionetworkingv1.ServiceEntry_MESH_EXTERNAL,
+		Resolution: istionetworkingv1.ServiceEntry_DNS,
 		ExportTo:   []string{"."},
 	}
 	if net.ParseIP(in.Database.Host) != nil {
 		spec.Addresses = []string{in.Database.Host}
-		spec.Resolution = networkingv1.ServiceEntry_STATIC
-		spec.Endpoints = []*networkingv1.WorkloadEntry{{Address: in.Database.Host}}
+		spec.Resolution = istionetworkingv1.ServiceEntry_STATIC
+		spec.Endpoints = []*istionetworkingv1.WorkloadEntry{{Address: in.Database.Host}}
 	}
 	se.Spec = spec
 	return se

@@ -122,8 +122,8 @@ func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
 	var p ensurePlan
 	var errs []error
 	roleOurs := false
-	switch r := cat.Role; {
-	case r == nil:
+	switch r := cat.Role; r {
+	case nil:
 		p.createRole, roleOurs = true, true
 	default:
 		ours, needLogin, why := roleVerdict(r, spec, c)

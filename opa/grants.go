@@ -125,7 +125,7 @@ func (b Bucket) validate() error {
 	if b.Subfolder != "" {
 		clean := path.Clean("/" + b.Subfolder)
 		if clean == "/" || strings.Contains(b.Subfolder, "..") || strings.ContainsAny(b.Subfolder, "\\\x00") {
-			errs = append(errs, fmt.Errorf("subfolder %q: want a relative folder without ..", b.Subfolder))
+			errs = append(errs, fmt.Errorf("subfolder %q: want a relative folder, with no .. in it", b.Subfolder))
 		}
 	}
 	for _, ns := range slices.Concat(b.Readers, b.Writers) {
@@ -183,16 +183,16 @@ func (g Grants) Namespaces() []string { return slices.Sorted(maps.Keys(g.access)
 // Len returns the number of grants: pairs of a bucket and a namespace.
 func (g Grants) Len() int { return g.n }
 
-// Changed returns the namespaces whose access differs between old and new,
+// Changed returns the namespaces whose access differs between old and next,
 // sorted. Its work is linear in the grants of both.
-func Changed(old, new Grants) []string {
+func Changed(old, next Grants) []string {
 	var out []string
 	for ns, as := range old.access {
-		if !slices.EqualFunc(as, new.access[ns], equalAccess) {
+		if !slices.EqualFunc(as, next.access[ns], equalAccess) {
 			out = append(out, ns)
 		}
 	}
-	for ns := range new.access {
+	for ns := range next.access {
 		if _, ok := old.access[ns]; !ok {
 			out = append(out, ns)
 		}
@@ -201,13 +201,13 @@ func Changed(old, new Grants) []string {
 	return out
 }
 
-// Dropped returns how many of old's grants new no longer has (changed modes
+// Dropped returns how many of old's grants next no longer has (changed modes
 // count as kept). Its work is linear in the grants of both: each
 // namespace's two lists, sorted by volume, are walked side by side.
-func Dropped(old, new Grants) int {
+func Dropped(old, next Grants) int {
 	n := 0
 	for ns, as := range old.access {
-		bs := new.access[ns]
+		bs := next.access[ns]
 		j := 0
 		for _, a := range as {
 			for j < len(bs) && bs[j].Volume < a.Volume {

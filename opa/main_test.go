@@ -31,13 +31,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	srv = s
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }()
 	e, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1
 	}
 	env = e
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	return m.Run()
 }

@@ -239,7 +239,7 @@ func TestPollerRunNotifiesWithinOneInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan []string, 10)
-	go p.Run(ctx, func(ns []string) { got <- ns })
+	go func() { _ = p.Run(ctx, func(ns []string) { got <- ns }) }()
 	if first := <-got; !cmp.Equal(first, []string{"a"}) {
 		t.Fatalf("first notification = %v, want [a]", first)
 	}
@@ -282,7 +282,7 @@ func TestConfigMapSource(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var notified [][]string
-	go s.Run(ctx, func(n []string) { mu.Lock(); notified = append(notified, n); mu.Unlock() })
+	go func() { _ = s.Run(ctx, func(n []string) { mu.Lock(); notified = append(notified, n); mu.Unlock() }) }()
 	waitState := func(what string, ok func(State) bool) State {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -336,7 +336,7 @@ func TestConfigMapSource(t *testing.T) {
 
 	cm.Data = map[string]string{"unclassified": `[{"bucketName":"census","pvName":"census","readers":["a","d"],"writers":["b"],"spn":"sp"}]`,
 		"more": `[{"bucketName":"labour","subfolder":"x","readers":["c"]}]`}
-	if cm, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	st = waitState("took the change", func(st State) bool { return st.Err == nil && st.Grants.Len() == 4 })

@@ -233,7 +233,10 @@ func TestLimitInFlightHoldsPassesOnly(t *testing.T) {
 			return
 		}
 		c := now.Add(1)
-		for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+		for m := most.Load(); c > m; m = most.Load() {
+			if most.CompareAndSwap(m, c) {
+				break
+			}
 		}
 		<-hold
 		now.Add(-1)

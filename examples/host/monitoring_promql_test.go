@@ -96,16 +96,16 @@ func isIdent(c byte) bool {
 	return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// cutBetween replaces every open...close span of s with a space; PromQL
+// cutBetween replaces every opening...closing span of s with a space; PromQL
 // does not nest them once strings are gone.
-func cutBetween(s string, open, close byte) string {
+func cutBetween(s string, opening, closing byte) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] != open {
+		if s[i] != opening {
 			b.WriteByte(s[i])
 			continue
 		}
-		for i < len(s) && s[i] != close {
+		for i < len(s) && s[i] != closing {
 			i++
 		}
 		b.WriteByte(' ')

@@ -54,14 +54,14 @@ func checkName(t *testing.T, name string) {
 	}
 }
 
-// labelOf maps any bytes to a DNS-1123 label of at most max characters.
-func labelOf(b []byte, max int) string {
+// labelOf maps any bytes to a DNS-1123 label of at most limit characters.
+func labelOf(b []byte, limit int) string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
 	if len(b) == 0 {
 		return "a"
 	}
-	if len(b) > max {
-		b = b[:max]
+	if len(b) > limit {
+		b = b[:limit]
 	}
 	out := make([]byte, len(b))
 	for i, c := range b {

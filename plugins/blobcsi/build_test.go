@@ -18,9 +18,9 @@ import (
 
 func testConfig() *Config {
 	c := NewConfig()
-	cap := resource.MustParse("10Gi")
+	capacity := resource.MustParse("10Gi")
 	c.Storage = []Instance{
-		{Name: "standard", Classification: "unclassified", Account: "acctstd", Credentials: Credentials{SecretName: "std", SecretNamespace: "sys"}, Default: true, Capacity: &cap},
+		{Name: "standard", Classification: "unclassified", Account: "acctstd", Credentials: Credentials{SecretName: "std", SecretNamespace: "sys"}, Default: true, Capacity: &capacity},
 		{Name: "standard-ro", Classification: "unclassified", Account: "acctstd", Credentials: Credentials{SecretName: "std", SecretNamespace: "sys"}, ReadOnly: true, MountOptions: []string{"-o allow_other"}},
 		{Name: "protected-b", Classification: "protected-b", Account: "acctprob", ResourceGroup: "rg", Credentials: Credentials{SecretName: "prob", SecretNamespace: "sys"}, Protocol: "fuse"},
 	}

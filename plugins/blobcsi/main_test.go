@@ -52,11 +52,11 @@ func run(m *testing.M) int {
 	if opaSrv, err = testenv.StartOPA(filepath.Join(example, "grants.rego")); err != nil {
 		return fail(err)
 	}
-	defer opaSrv.Stop()
+	defer func() { _ = opaSrv.Stop() }()
 	if env, err = testenv.Start(testenv.Options{ControllerManager: true}); err != nil {
 		return fail(err)
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
 	for _, obj := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: systemNS}, StringData: map[string]string{

@@ -140,8 +140,8 @@ func TestBadProfilesAreDeniedWithTheConditionsMessage(t *testing.T) {
 			if n == 0 {
 				t.Fatalf("the denial names no plugin's condition: %s", denial)
 			}
-			if max := n*(plugins.MaxMessageBytes+64) + 200; len(denial) > max {
-				t.Errorf("denial of %d bytes, above %d:\n%s", len(denial), max, denial)
+			if limit := n*(plugins.MaxMessageBytes+64) + 200; len(denial) > limit {
+				t.Errorf("denial of %d bytes, above %d:\n%s", len(denial), limit, denial)
 			}
 			for _, h := range hostileSpecs {
 				if bad.source == "hostile "+h.name {
