@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -112,12 +110,12 @@ func TestTerminalErrorsAreCountedByControllerRuntime(t *testing.T) {
 		return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidSpec, "never valid")
 	}}}
 	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{reconcilers.WithShard(sel), reconcilers.WithEnabledForAll(sel)}})
-	before := terminalErrors(t, kind)
+	before := testhost.TerminalErrors(t, kind)
 	name := run + "-a"
 	testhost.NewProfile(t, env.Client, name, map[string]string{"run": run})
 	testhost.WaitCondition(t, env.Client, name, kind+"Ready", plugins.ConditionFalse, plugins.ReasonInvalidSpec)
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		return terminalErrors(t, kind) > before, "controller_runtime_terminal_reconcile_errors_total did not count the terminal error"
+		return testhost.TerminalErrors(t, kind) > before, "controller_runtime_terminal_reconcile_errors_total did not count the terminal error"
 	})
 	time.Sleep(time.Second) // the condition's own write settles
 	reconciles := testhost.Reconciles(t, kind)
@@ -125,34 +123,4 @@ func TestTerminalErrorsAreCountedByControllerRuntime(t *testing.T) {
 	if got := testhost.Reconciles(t, kind); got != reconciles {
 		t.Errorf("the terminal error was retried: %v reconciles, then %v", reconciles, got)
 	}
-}
-
-// terminalErrors reads controller-runtime's count of the plugin's terminal
-// errors.
-func terminalErrors(t *testing.T, kind string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_terminal_reconcile_errors_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelOf(m, "controller") == plugins.FieldManagerFor(kind) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func labelOf(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }

@@ -174,13 +174,27 @@ func WaitCondition(t *testing.T, c client.Client, name, ct, status, msg string) 
 // this process, from controller-runtime's metrics.
 func Reconciles(t *testing.T, kind string) float64 {
 	t.Helper()
+	return controllerCounter(t, "controller_runtime_reconcile_total", kind)
+}
+
+// TerminalErrors returns how many terminal errors the plugin's controller
+// has counted in this process, from controller-runtime's metrics.
+func TerminalErrors(t *testing.T, kind string) float64 {
+	t.Helper()
+	return controllerCounter(t, "controller_runtime_terminal_reconcile_errors_total", kind)
+}
+
+// controllerCounter sums controller-runtime's counter name over the series
+// of the plugin's controller.
+func controllerCounter(t *testing.T, name, kind string) float64 {
+	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatalf("gather metrics: %v", err)
 	}
 	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {

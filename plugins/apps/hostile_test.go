@@ -36,17 +36,7 @@ func TestForeignApplicationOfTheWantedName(t *testing.T) {
 		t.Run(tc.reason, func(t *testing.T) {
 			twoApps(t)
 			team := "f" + rand.String(5)
-			foreign := &unstructured.Unstructured{Object: map[string]any{
-				"spec": map[string]any{
-					"project":     "default",
-					"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "elsewhere"},
-					"source":      map[string]any{"repoURL": "https://git.example.org/theirs.git", "path": ".", "targetRevision": "main"},
-				},
-			}}
-			foreign.SetGroupVersionKind(apps.ApplicationKind)
-			foreign.SetNamespace(argocdNS)
-			foreign.SetName(apps.ApplicationName(team, "browser"))
-			foreign.SetLabels(tc.labels(team))
+			foreign := otherApplication(apps.ApplicationName(team, "browser"), "elsewhere", tc.labels(team))
 			if err := env.Client.Create(t.Context(), foreign); err != nil {
 				t.Fatal(err)
 			}
@@ -100,15 +90,7 @@ func TestTenantReachesNoApplication(t *testing.T) {
 		t.Errorf("the tenant deletes its Application: %v, want Forbidden", err)
 	}
 	// An Application of the name a second app would take, made ahead.
-	ahead := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"project":     "default",
-		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "kube-system"},
-		"source":      map[string]any{"repoURL": "https://git.example.org/tenant.git", "path": ".", "targetRevision": "main"},
-	}}}
-	ahead.SetGroupVersionKind(apps.ApplicationKind)
-	ahead.SetNamespace(argocdNS)
-	ahead.SetName(apps.ApplicationName(team, "s3-browser"))
-	ahead.SetLabels(plugins.OwnershipLabels(apps.Kind, team))
+	ahead := otherApplication(apps.ApplicationName(team, "s3-browser"), "kube-system", plugins.OwnershipLabels(apps.Kind, team))
 	if err := tenant.Create(t.Context(), ahead); !apierrors.IsForbidden(err) {
 		t.Errorf("the tenant creates an Application in %s: %v, want Forbidden", argocdNS, err)
 	}
@@ -123,4 +105,20 @@ func TestTenantReachesNoApplication(t *testing.T) {
 		app, ok := getApplication(t, name)
 		return !ok || app.GetDeletionTimestamp() != nil, "the Application is still there after the Profile opted out"
 	})
+}
+
+// otherApplication is an Application of name in the Argo CD namespace that
+// the plugin did not make: it deploys someone else's repository into
+// destination.
+func otherApplication(name, destination string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"project":     "default",
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": destination},
+		"source":      map[string]any{"repoURL": "https://git.example.org/theirs.git", "path": ".", "targetRevision": "main"},
+	}}}
+	u.SetGroupVersionKind(apps.ApplicationKind)
+	u.SetNamespace(argocdNS)
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
 }
