@@ -115,7 +115,8 @@
 // earlier versions used in the Profile's namespace, with
 // [RecordsMigratedName] and [RoleMigrated]), and the metric names.
 //
-// Experimental, and free to change in a minor release: [Result]'s Waiting
+// Experimental, and free to change in a minor release: [Builder] with
+// [BuilderDefinition]; [Result]'s Waiting
 // and RequeueAfter with [Result.Wait], [DefaultWait] and [ReasonWaiting];
 // [AnnotationPaused] with [Paused] and [ReasonPaused]; [Definition]'s Reads
 // with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],

@@ -1,47 +1,28 @@
 package limitrange
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 )
 
-// Plugin writes one LimitRange per Profile.
-type Plugin struct{}
-
-var _ plugins.Plugin = Plugin{}
+// Plugin writes one LimitRange per Profile, or deletes ours when none is
+// configured.
+type Plugin = plugins.Builder[Config]
 
 // Definition returns the limitrange plugin with its config and owned kinds.
 func Definition() plugins.Definition {
-	return plugins.Definition{
-		Plugin:        Plugin{},
-		NewConfig:     func() any { return NewConfig() },
-		Owns:          []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("LimitRange")},
-		ConditionType: "LimitRangeReady",
-	}
+	def := plugins.BuilderDefinition(Kind, NewConfig, objects, corev1.SchemeGroupVersion.WithKind("LimitRange"))
+	def.ConditionType = "LimitRangeReady"
+	return def
 }
 
-// Kind returns "limitrange".
-func (Plugin) Kind() string { return Kind }
-
-// Apply writes the Profile's LimitRange, or deletes ours when no limits are set.
-func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
+// objects is the Profile's LimitRange, if any.
+func objects(cfg *Config, p *kubeflowv1.Profile) ([]runtime.ApplyConfiguration, error) {
+	if lr := Build(cfg, p); lr != nil {
+		return []runtime.ApplyConfiguration{lr}, nil
 	}
-	var desired []runtime.ApplyConfiguration
-	if lr := Build(cfg, req.Profile); lr != nil {
-		desired = append(desired, lr)
-	}
-	return req.Objects.Sync(ctx, desired...)
-}
-
-// Revoke deletes the Profile's LimitRange.
-func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return req.Objects.DeleteAll(ctx)
+	return nil, nil
 }
