@@ -218,12 +218,12 @@ func (o *Outside) ensure(ctx context.Context, system, key string, desired any, f
 	return true, nil
 }
 
-// Intend writes key to the record now, as not made, when the record does
-// not hold it: EnsureAhead's first step, for a plugin that must decide
-// within its call when the piece is about to be made (after a read that
-// shows it is not there, say). Its error must stop the call. A key
-// intended and never made is in Recorded, not in Made.
-func (o *Outside) Intend(ctx context.Context, key string) error {
+// Intend writes keys to the record now, as not made, when the record does
+// not hold them, in one write: EnsureAhead's first step, for a plugin that
+// must decide within its call when the piece is about to be made (after a
+// read that shows it is not there, say). Its error must stop the call. A
+// key intended and never made is in Recorded, not in Made.
+func (o *Outside) Intend(ctx context.Context, keys ...string) error {
 	if o.offline {
 		return nil
 	}
@@ -231,13 +231,15 @@ func (o *Outside) Intend(ctx context.Context, key string) error {
 		return err
 	}
 	o.mu.Lock()
-	_, held := o.entries[key]
-	if !held {
-		o.entries[key] = outsideEntry{}
-		o.dirty = true
+	added := false
+	for _, key := range keys {
+		if _, held := o.entries[key]; !held {
+			o.entries[key] = outsideEntry{}
+			o.dirty, added = true, true
+		}
 	}
 	o.mu.Unlock()
-	if held {
+	if !added {
 		return nil
 	}
 	if err := o.Flush(ctx); err != nil {

@@ -224,6 +224,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			// recorded as intended, so that one of our name is deleted only
 			// when it is exactly what the plugin puts for this namespace.
 			if cfg.Issuer != "" && !cfg.AnnotateOnly {
+				var keys []string
 				for _, identity := range slices.Compact(append([]string{cfg.Identity}, cfg.AllowedIdentities.Named(req.Profile)...)) {
 					named := *cfg
 					named.Identity = identity
@@ -232,10 +233,11 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 						continue // not an identity we could have put a credential on
 					}
 					for _, c := range creds {
-						if err := req.Outside.Intend(ctx, c.key); err != nil {
-							return plugins.Result{}, err
-						}
+						keys = append(keys, c.key)
 					}
+				}
+				if err := req.Outside.Intend(ctx, keys...); err != nil {
+					return plugins.Result{}, err
 				}
 			}
 			if req.Profile.DeletionTimestamp.IsZero() {
