@@ -10,8 +10,12 @@ import (
 // AnnotationPaused, set on a Profile, stops the plugins' writes for it, as
 // during an incident: "true" pauses every plugin, a comma-separated list
 // of plugin kinds pauses those. A paused plugin writes nothing for the
-// Profile and shows Paused on its condition; a Profile being deleted is
-// still revoked, so that nothing outlives it.
+// Profile and shows Paused on its condition, but revocation is never
+// paused: a Profile being deleted, or that no longer enables the plugin,
+// is revoked, so that nothing outlives it. Pausing is an operator's tool:
+// a paused Profile also keeps what a policy narrowed since would take back
+// (a cloud identity no longer allowed), so where tenants write their own
+// Profiles, admission should keep the annotation from them.
 const AnnotationPaused = "profilekit.dev/paused"
 
 // Paused reports whether p's AnnotationPaused pauses plugin kind.

@@ -50,18 +50,20 @@ func (c *counting) passes(name string) (applies, revokes int) {
 
 // A Profile annotated profilekit.dev/paused gets no pass of a paused
 // plugin, and its condition says Paused; a list of other kinds does not
-// pause it; the annotation's removal resumes it; and a paused Profile that
-// is deleted is still revoked, so that nothing outlives it.
+// pause it; the annotation's removal resumes it; and revocation is never
+// paused: a paused Profile that no longer enables the plugin, or that is
+// deleted, is revoked, so that nothing outlives it.
 func TestPausedAnnotation(t *testing.T) {
 	run := "pause-" + rand.String(5)
 	kind := "Pausable"
 	c := &counting{}
-	sel := labels.SelectorFromSet(labels.Set{"run": run})
+	shard := labels.SelectorFromSet(labels.Set{"run": run})
+	on := labels.SelectorFromSet(labels.Set{"on": "yes"})
 	testhost.Start(t, env, testhost.Plugin{Def: c.definition(kind), Options: []reconcilers.Option{
-		reconcilers.WithShard(sel), reconcilers.WithEnabledForAll(sel), reconcilers.WithResync(300 * time.Millisecond)}})
+		reconcilers.WithShard(shard), reconcilers.WithEnabledForAll(on), reconcilers.WithResync(300 * time.Millisecond)}})
 	condType := kind + "Ready"
 	paused := func(name, value string) *kubeflowv1.Profile {
-		p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"run": run},
+		p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"run": run, "on": "yes"},
 			Annotations: map[string]string{plugins.AnnotationPaused: value}}}
 		if err := env.Client.Create(t.Context(), p); err != nil {
 			t.Fatal(err)
@@ -88,6 +90,18 @@ func TestPausedAnnotation(t *testing.T) {
 	}
 	testhost.UpdateProfile(t, env.Client, all, func(p *kubeflowv1.Profile) { p.Annotations = nil })
 	testhost.WaitCondition(t, env.Client, all, condType, plugins.ConditionTrue, "")
+
+	// Revocation is never paused: a paused Profile that no longer enables
+	// the plugin is revoked.
+	testhost.UpdateProfile(t, env.Client, others, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationPaused: "true"}
+	})
+	testhost.WaitCondition(t, env.Client, others, condType, plugins.ConditionUnknown, plugins.ReasonPaused)
+	testhost.UpdateProfile(t, env.Client, others, func(p *kubeflowv1.Profile) { delete(p.Labels, "on") })
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		_, revokes := c.passes(others)
+		return revokes > 0, "a paused Profile that no longer enables the plugin was not revoked"
+	})
 
 	testhost.UpdateProfile(t, env.Client, all, func(p *kubeflowv1.Profile) { p.Annotations = map[string]string{plugins.AnnotationPaused: "true"} })
 	testhost.WaitCondition(t, env.Client, all, condType, plugins.ConditionUnknown, plugins.ReasonPaused)

@@ -12,7 +12,7 @@
 // goes to controller-runtime as a reconcile.TerminalError, which counts it
 // and does not retry it; a Profile annotated profilekit.dev/paused
 // (plugins.AnnotationPaused) gets no writes from the plugins it pauses,
-// except the revoke of its deletion. [CacheOptions] builds a manager cache that holds only the objects
+// except revocations (on deletion, or when it no longer enables one). [CacheOptions] builds a manager cache that holds only the objects
 // profilekit labels, so that memory does not grow with unrelated objects; a
 // Reconciler watches and reads the owned kinds that its plugin does not read
 // whole (Definition.Reads) as metadata only, so that their bodies never

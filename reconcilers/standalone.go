@@ -264,10 +264,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch {
 	case !p.DeletionTimestamp.IsZero():
 		return r.finalize(ctx, &p)
+	case !r.Applies(&p):
+		// Revocation is never paused: what the Profile no longer has goes.
+		return r.revoke(ctx, &p)
 	case plugins.Paused(&p, r.def.Kind()):
 		return r.pause(ctx, &p)
-	case !r.Applies(&p):
-		return r.revoke(ctx, &p)
 	default:
 		return r.apply(ctx, &p)
 	}

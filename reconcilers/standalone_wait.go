@@ -26,14 +26,11 @@ func (r *Reconciler) wait(ctx context.Context, p *kubeflowv1.Profile, res plugin
 	return reconcile.Result{RequeueAfter: d}, nil
 }
 
-// pause answers a Profile whose plugins.AnnotationPaused pauses the
-// plugin: nothing is written for it, and the condition says so (for a
-// Profile the plugin serves, or served and has not let go yet). The
-// annotation's removal is a change of the Profile, which wakes it.
+// pause answers a Profile the plugin applies to whose
+// plugins.AnnotationPaused pauses the plugin: nothing is written for it,
+// and the condition says so. The annotation's removal is a change of the
+// Profile, which wakes it.
 func (r *Reconciler) pause(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
-	if !r.Applies(p) && !r.leftOn(p) {
-		return reconcile.Result{}, nil
-	}
 	msg := plugins.ConditionMessage(plugins.ReasonPaused, "paused by annotation "+plugins.AnnotationPaused+"; nothing is written until it goes")
 	cond := &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionUnknown, Message: msg, ObservedGeneration: p.Generation}
 	_, err := r.setCondition(ctx, p, cond)
