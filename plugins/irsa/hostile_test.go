@@ -58,7 +58,7 @@ func hostile(t *testing.T, doc string, defaults string) *outage {
 	o := &outage{roles: &roles{docs: map[string]string{role: doc}}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(o.get).AnyTimes()
 	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(o.set).AnyTimes()
-	noOtherRoles(iam, role)
+	otherRoleAbsent(iam)
 	opts := []reconcilers.Option{allow(`,"oidcProvider":"` + provider + `"` + defaults)}
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: opts})
 	return o
@@ -214,7 +214,7 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 		t.Run(tt.reason, func(t *testing.T) {
 			ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 			iam := iammock.NewMockIAM(ctrl)
-			noOtherRoles(iam, role)
+			otherRoleAbsent(iam)
 			// Once healed, IAM answers from store: a pass of the Profile
 			// still in line when it heals may then trust the role before
 			// the Profile lets it go.
@@ -284,7 +284,7 @@ func TestProfilesSharingARoleKeepEveryStatement(t *testing.T) {
 	const n = 4
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	noOtherRoles(iam, role)
+	otherRoleAbsent(iam)
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	m := &meeting{n: n, arrived: make(chan struct{}, 100), roles: store}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(m.get).AnyTimes()
@@ -383,7 +383,6 @@ func TestTrustIsRecordedBeforeIAMIsWritten(t *testing.T) {
 	otherARN := strings.TrimSuffix(roleARN, role) + other
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	noOtherRoles(iam, role, other)
 	store := &roles{docs: map[string]string{role: startPolicy, other: startPolicy}}
 	for _, r := range []string{role, other} {
 		iam.EXPECT().TrustPolicy(gomock.Any(), r).DoAndReturn(store.get).AnyTimes()

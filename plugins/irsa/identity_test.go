@@ -32,7 +32,7 @@ func identityHost(t *testing.T, store *roles, defaults string) {
 		iam.EXPECT().TrustPolicy(gomock.Any(), r).DoAndReturn(store.get).AnyTimes()
 		iam.EXPECT().SetTrustPolicy(gomock.Any(), r, gomock.Any()).DoAndReturn(store.set).AnyTimes()
 	}
-	noOtherRoles(iam, slices.Collect(maps.Keys(store.docs))...)
+	rolesAbsent(iam, slices.Collect(maps.Keys(store.docs))...)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(defaults))}})
 }
@@ -109,7 +109,6 @@ func TestSimultaneousClaimsOfOneRoleTrustOneProfile(t *testing.T) {
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	noOtherRoles(iam, role)
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(func(ctx context.Context, name string) (string, error) {
 		time.Sleep(time.Second)
 		return store.get(ctx, name)

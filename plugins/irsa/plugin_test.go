@@ -101,7 +101,7 @@ func annotationsAre(want map[string]string) func(*corev1.ServiceAccount) (bool, 
 func TestTrustLifecycle(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	noOtherRoles(iam, role)
+	otherRoleAbsent(iam)
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).Times(1)
 	iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(store.set).Times(1)
@@ -171,7 +171,7 @@ func TestTrustLifecycle(t *testing.T) {
 func TestPolicyPastTheSizeLimitIsReported(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	noOtherRoles(iam, role)
+	otherRoleAbsent(iam)
 	store := &roles{docs: map[string]string{role: startPolicy}}
 	iam.EXPECT().TrustPolicy(gomock.Any(), role).DoAndReturn(store.get).MinTimes(1)
 
@@ -212,7 +212,7 @@ func TestAnnotateOnlyCallsNoIAM(t *testing.T) {
 func TestBadRoleIsReportedAndOthersAreServed(t *testing.T) {
 	ctrl := gomock.NewController(&testhost.MockReporter{T: t})
 	iam := iammock.NewMockIAM(ctrl)
-	noOtherRoles(iam, role)
+	otherRoleAbsent(iam)
 	testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(iam), Options: []reconcilers.Option{allow("")}})
 	bad, good := "irsa-bad-"+rand.String(5), "irsa-good-"+rand.String(5)
 	testhost.NewProfile(t, env.Client, bad, nil, entry(`{"awsIamRole":"team-role"}`))
@@ -235,10 +235,18 @@ func allow(extra string) reconcilers.Option {
 	return reconcilers.WithDefaults([]byte("{" + allowed + extra + "}"))
 }
 
-// noOtherRoles answers a read of any role but known as IAM answers for a
-// role that does not exist: Revoke reads every role the host's allowances
-// name for the Profile, failing closed.
-func noOtherRoles(iam *iammock.MockIAM, known ...string) {
+// otherRoleAbsent answers a read of the test allowance's second role
+// (other-role), which a revoke reads failing closed, as IAM answers for a
+// role that does not exist. A read of any role the host's allowances do not
+// name still fails the test.
+func otherRoleAbsent(iam *iammock.MockIAM) {
+	iam.EXPECT().TrustPolicy(gomock.Any(), "other-role").Return("", irsa.ErrNoRole).AnyTimes()
+}
+
+// rolesAbsent answers a read of any role but known as IAM answers for a
+// role that does not exist: for hosts whose allowances are templates, which
+// name a role per Profile.
+func rolesAbsent(iam *iammock.MockIAM, known ...string) {
 	iam.EXPECT().TrustPolicy(gomock.Any(), gomock.Cond(func(r string) bool { return !slices.Contains(known, r) })).
 		Return("", irsa.ErrNoRole).AnyTimes()
 }
