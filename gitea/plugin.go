@@ -16,6 +16,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/egress"
 )
@@ -177,7 +178,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			objs = append(objs, in.banner(ns))
 		}
 		if in.Database.serviceEntry(cfg.Routing.ClusterDomain) {
-			objs = append(objs, plugins.Encoded(in.serviceEntry(ns)))
+			objs = append(objs, apply.Encoded(in.serviceEntry(ns)))
 		}
 		todo = append(todo, w)
 	}
@@ -289,7 +290,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 // is ours and rotateLostPassword allows it, or adoption takes it over.
 // A role of ours without rotation is PasswordLost; anything under the
 // wanted names that is not ours is a Conflict. It writes nothing.
-func (w work) lostSecret(ctx context.Context, o *plugins.Outside, spec DatabaseSpec, ns string) (bool, error) {
+func (w work) lostSecret(ctx context.Context, o plugins.Outside, spec DatabaseSpec, ns string) (bool, error) {
 	var cat Catalog
 	if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
 		var err error
@@ -311,7 +312,7 @@ func (w work) lostSecret(ctx context.Context, o *plugins.Outside, spec DatabaseS
 	return true, err
 }
 
-func outsideOf(req plugins.Request) (*plugins.Outside, error) {
+func outsideOf(req plugins.Request) (plugins.Outside, error) {
 	if req.Outside == nil {
 		return nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
 	}
@@ -320,7 +321,7 @@ func outsideOf(req plugins.Request) (*plugins.Outside, error) {
 
 // recordedSet returns the outside state the record says Apply made true,
 // which only retention Delete needs (to drop what lost its Secret).
-func recordedSet(ctx context.Context, o *plugins.Outside, ret plugins.Retention) (map[string]bool, error) {
+func recordedSet(ctx context.Context, o plugins.Outside, ret plugins.Retention) (map[string]bool, error) {
 	if o.Offline() || ret != plugins.RetentionDelete {
 		return nil, nil
 	}

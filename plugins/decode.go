@@ -11,29 +11,21 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
-// HostOnlyTag marks a config field that only the host may set, never a
-// Profile: `profilekit:"hostonly"` on a top-level field of a config struct.
-// Caps, label prefixes and retention are typical.
-const HostOnlyTag = "hostonly"
+// hostOnlyTag marks a config field that only the host may set, never a
+// Profile: `profilekit:"hostonly"` on a top-level field of a config struct
+// (see Definition.NewConfig). Caps, label prefixes and retention are
+// typical.
+const hostOnlyTag = "hostonly"
 
 // Validator is implemented by configs that check themselves after decoding.
 type Validator interface {
 	Validate() error
-}
-
-// Entry returns the spec.plugins entry of the given kind, or nil. Two entries
-// of one kind are an error: which one counts would be a guess.
-func Entry(p *kubeflowv1.Profile, kind string) (*kubeflowv1.Plugin, error) {
-	i, err := entryIndex(p, kind)
-	if err != nil || i < 0 {
-		return nil, err
-	}
-	return &p.Spec.Plugins[i], nil
 }
 
 // entryIndex returns the index of the spec.plugins entry of kind, or -1.
@@ -54,7 +46,7 @@ func entryIndex(p *kubeflowv1.Profile, kind string) (int, error) {
 // EntryPath names a spec.plugins entry the way a Profile's author finds it:
 // spec.plugins[0] (quotas).
 func EntryPath(i int, kind string) string {
-	return fmt.Sprintf("spec.plugins[%d] (%s)", i, kind)
+	return field.NewPath("spec", "plugins").Index(i).String() + " (" + kind + ")"
 }
 
 // Listed reports whether the Profile lists plugin kind in spec.plugins.
@@ -212,7 +204,7 @@ func describeJSONError(v any, data []byte, err error) error {
 		}
 		return fmt.Errorf("not valid JSON at byte %d: %v", se.Offset, se)
 	}
-	if path, ferr := locate(reflect.TypeOf(v), data, ""); path != "" {
+	if path, ferr := locate(reflect.TypeOf(v), data, nil); path != nil {
 		return fmt.Errorf("field %q: %w", path, ferr)
 	}
 	return err
@@ -222,9 +214,10 @@ func describeJSONError(v any, data []byte, err error) error {
 const maxShownValue = 64
 
 // locate finds the first field of data that does not decode into a value of
-// type t and returns its path (hard.cpu, apps[0].port) and why. It runs only
-// after decoding failed without naming a field, so its cost does not matter.
-func locate(t reflect.Type, data []byte, path string) (string, error) {
+// type t and returns its path (hard[cpu], apps[0].port) and why; nil when
+// every field decodes. It runs only after decoding failed without naming a
+// field, so its cost does not matter.
+func locate(t reflect.Type, data []byte, path *field.Path) (*field.Path, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -246,7 +239,7 @@ func locate(t reflect.Type, data []byte, path string) (string, error) {
 				name = f.Name
 			}
 			if raw, ok := fields[name]; ok {
-				if p, err := locate(f.Type, raw, join(path, name)); p != "" {
+				if p, err := locate(f.Type, raw, path.Child(name)); p != nil {
 					return p, err
 				}
 			}
@@ -257,7 +250,7 @@ func locate(t reflect.Type, data []byte, path string) (string, error) {
 			return decodeOne(t, data, path)
 		}
 		for _, k := range slices.Sorted(maps.Keys(entries)) {
-			if p, err := locate(t.Elem(), entries[k], join(path, k)); p != "" {
+			if p, err := locate(t.Elem(), entries[k], path.Key(k)); p != nil {
 				return p, err
 			}
 		}
@@ -267,21 +260,21 @@ func locate(t reflect.Type, data []byte, path string) (string, error) {
 			return decodeOne(t, data, path)
 		}
 		for i, raw := range items {
-			if p, err := locate(t.Elem(), raw, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+			if p, err := locate(t.Elem(), raw, path.Index(i)); p != nil {
 				return p, err
 			}
 		}
 	default:
 		return decodeOne(t, data, path)
 	}
-	return "", nil
+	return nil, nil
 }
 
 // decodeOne decodes one value and returns path and the problem when it fails.
-func decodeOne(t reflect.Type, data []byte, path string) (string, error) {
+func decodeOne(t reflect.Type, data []byte, path *field.Path) (*field.Path, error) {
 	err := json.Unmarshal(data, reflect.New(t).Interface())
-	if err == nil || path == "" {
-		return "", nil
+	if err == nil || path == nil {
+		return nil, nil
 	}
 	shown := string(data)
 	if len(shown) > maxShownValue {
@@ -295,13 +288,6 @@ func decodeOne(t reflect.Type, data []byte, path string) (string, error) {
 		return path, fmt.Errorf("%s is not a quantity", shown)
 	}
 	return path, fmt.Errorf("%s: %w", shown, err)
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
 
 // rejectHostOnly fails when data sets a top-level field that cfg tags as host-only.
@@ -319,7 +305,7 @@ func rejectHostOnly(cfg any, data []byte) error {
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !slices.Contains(strings.Split(f.Tag.Get("profilekit"), ","), HostOnlyTag) {
+		if !slices.Contains(strings.Split(f.Tag.Get("profilekit"), ","), hostOnlyTag) {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")

@@ -75,7 +75,7 @@ func TestDecode(t *testing.T) {
 		{reason: "two entries of one kind", profile: profileWith(demo(`{}`), demo(`{}`)), wantErr: `spec.plugins[1] (demo): kind "demo" is listed more than once (also at spec.plugins[0])`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "an array is not a spec", profile: profileWith(demo(`[1,2]`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got an array", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a string is not a spec", profile: profileWith(demo(`"size: 3"`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got a string", wantReason: plugins.ReasonInvalidSpec},
-		{reason: "a value its type refuses is named by its path", profile: profileWith(demo(`{"limits":{"cpu":"lots"}}`)), wantErr: `spec.plugins[0] (demo).spec: field "limits.cpu": "lots" is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a value its type refuses is named by its path", profile: profileWith(demo(`{"limits":{"cpu":"lots"}}`)), wantErr: `spec.plugins[0] (demo).spec: field "limits[cpu]": "lots" is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "deep nesting", profile: profileWith(demo(`{"nested":{"deep":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`)), wantErr: "spec.plugins[0] (demo).spec: nested too deeply", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "every unknown field is a line of its own", profile: profileWith(demo(`{"a":1,"b":2}`)), wantErr: "spec.plugins[0] (demo).spec: unknown field \"a\"\nspec.plugins[0] (demo).spec: unknown field \"b\"", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "bad host defaults are the host's fault", defaults: `{"colour":"red"}`, profile: profileWith(), wantErr: `plugin demo: host defaults: unknown field "colour"`, wantReason: plugins.ReasonInvalidConfig},
@@ -133,68 +133,16 @@ func TestIsTerminal(t *testing.T) {
 	}
 }
 
-func TestSetCondition(t *testing.T) {
-	others := []kubeflowv1.ProfileCondition{{Type: "Zeta", Status: "True"}, {Type: "Alpha", Status: "False"}}
-	tests := []struct {
-		reason      string
-		in          []kubeflowv1.ProfileCondition
-		set         kubeflowv1.ProfileCondition
-		want        []kubeflowv1.ProfileCondition
-		wantChanged bool
-	}{
-		{
-			reason:      "appended after others, whose order stays",
-			in:          others,
-			set:         kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True"},
-			want:        append(others[:2:2], kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True"}),
-			wantChanged: true,
-		},
-		{
-			reason:      "replaced in place",
-			in:          []kubeflowv1.ProfileCondition{others[0], {Type: "QuotasReady", Status: "True"}, others[1]},
-			set:         kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "False", Message: "x"},
-			want:        []kubeflowv1.ProfileCondition{others[0], {Type: "QuotasReady", Status: "False", Message: "x"}, others[1]},
-			wantChanged: true,
-		},
-		{
-			reason: "the same condition changes nothing",
-			in:     []kubeflowv1.ProfileCondition{{Type: "QuotasReady", Status: "True", Message: "m"}},
-			set:    kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "m"},
-			want:   []kubeflowv1.ProfileCondition{{Type: "QuotasReady", Status: "True", Message: "m"}},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.reason, func(t *testing.T) {
-			got, changed := plugins.SetCondition(tt.in, tt.set)
-			if changed != tt.wantChanged {
-				t.Errorf("changed = %v, want %v", changed, tt.wantChanged)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("conditions (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestResultSummary(t *testing.T) {
 	var r plugins.Result
 	if got := r.Summary(); got != "no objects" {
 		t.Errorf("empty Summary = %q", got)
 	}
 	r.Add(plugins.Change{Kind: "ResourceQuota", Namespace: "a", Name: "q", Action: plugins.Unchanged})
-	if r.Changed() {
-		t.Error("an unchanged object counts as a change")
-	}
 	r.Add(plugins.Change{Kind: "LimitRange", Namespace: "a", Name: "l", Action: plugins.Created})
 	r.Add(plugins.Change{Kind: "Role", Namespace: "a", Name: "r", Action: plugins.Deleted})
 	if got, want := r.Summary(), "1 created, 1 unchanged, 1 deleted"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
-	}
-	if got, want := r.Written(), "created LimitRange a/l\ndeleted Role a/r"; got != want {
-		t.Errorf("Written = %q, want %q", got, want)
-	}
-	if !r.Changed() {
-		t.Error("Changed = false after a create")
 	}
 }
 

@@ -1,12 +1,16 @@
-// Package plugins is the contract every profilekit concern implements, and the
-// machinery they share.
+// Package plugins is the contract every profilekit concern implements: what a
+// plugin is, what it is given and what it returns.
 //
 // A plugin manages one concern (quotas, limit ranges, network policies, ...) for
 // one Profile at a time. It builds the objects it wants with pure functions, and
-// hands them to an [Applier], which writes them with server-side apply under the
-// plugin's own field manager, labels them as ours, points their owner reference
-// at the Profile, leaves alone what already matches, and deletes what is ours and
-// no longer wanted.
+// hands them to the request's [Objects], which writes them with server-side
+// apply under the plugin's own field manager, labels them as ours, points their
+// owner reference at the Profile, leaves alone what already matches, and
+// deletes what is ours and no longer wanted. State outside the cluster (blob
+// containers, databases, cloud IAM bindings) goes through the request's
+// [Outside], which calls an outside system only when what the plugin wants
+// differs from what its record, kept out of the tenant's reach, says was made
+// true.
 //
 // A [Definition] tells a host what it needs to run a plugin: its config type with
 // built-in defaults, the kinds of objects it owns (and which of those it reads
@@ -14,20 +18,15 @@
 // outside the Profile's namespace (which earns it a finalizer on the Profile).
 // The config a plugin sees is decoded strictly: built-in defaults, then the
 // host's defaults, then the Profile's spec.plugins entry, then validated. Input
-// that can never succeed is a [TerminalError] with a reason.
+// that can never succeed is a [TerminalError] with a reason. A pass that
+// waits for something says so in its [Result] ([Result.Wait]); waiting is not
+// an error.
 //
-// State outside the cluster (blob containers, databases, cloud IAM bindings)
-// goes through [Outside], one mechanism for every plugin: Ensure calls the
-// outside system only when the desired state's hash differs from what the
-// plugin's record says was made true (a small ConfigMap in the host's own
-// namespace, keyed by the Profile's UID, where no tenant can write; see
-// [RecordName] and [MigrateRecords]), when a host-set re-verification period has passed, or when the
-// Profile's [AnnotationReverify] changed. Every call has a timeout and is
-// counted by plugin, system and result; a failure is an [OutsideError], retried
-// with backoff, whose reason names the system. [Outside.EnsureAhead] records a
-// grant of access before it is made, so that a grant made and never recorded
-// (the host stopped in between) is still removed once the Profile stops
-// naming it.
+// The mechanism lives in packages of its own: plugins/apply (the Applier
+// behind Objects, and its offline Recorder), plugins/outside (the record
+// behind Outside, the ledger of deletions, claims of shared identities) and
+// reconcilers (the hosts). A plugin imports this package alone, and its
+// tests whichever of those they drive.
 //
 // Messages speak the Profile's language: a problem in a Profile's spec names
 // its entry and field as the author wrote them (spec.plugins[0] (quotas).spec:
@@ -36,7 +35,8 @@
 // few problems and a count of the rest.
 //
 // Two hosts run plugins: the standalone controller-runtime reconciler and the
-// upstream profile-controller adapter, both in package reconcilers.
+// upstream profile-controller adapter, both in package reconcilers; the
+// offline renderer of examples/host is a third.
 //
 // # Writing a plugin
 //
@@ -83,25 +83,20 @@
 // Stable under semver (see the README's Versioning section): the [Plugin]
 // interface and its contract, [Funcs], [Request], [Result], [Change] and
 // [Action] ([Created], [Configured], [Unchanged], [Deleted], [Skipped]);
-// [Cluster]; [Definition]'s fields Plugin, NewConfig, Owns, OutsideState and
+// [Objects] and [Outside], which hosts implement and plugins call; [Cluster];
+// [Definition]'s fields Plugin, NewConfig, Owns, OutsideState and
 // ConditionType, and its methods Kind, Condition, Finalizer, FieldManager,
-// ApplierOptions, Decode and DecodeHostDefaults; [ConfigOf], [Validator],
-// [HostOnlyTag], [Entry], [EntryPath] and [Listed]; [Registry] with
-// [NewRegistry]; the [Applier]'s [NewApplier], [NewRecorder], Sync, Apply,
-// DeleteAll, Keep and Recorded with the options ([ApplierOption])
-// [WithLiveReader], [WithScheme] and [WithAnyNamespace], and [Encoded];
-// [TerminalError], [Terminal], [Terminalf], [IsTerminal], [ReasonOf] and the
+// Decode and DecodeHostDefaults; [ConfigOf], [Validator],
+// the `profilekit:"hostonly"` field tag, [EntryPath] and [Listed]; [Registry] with
+// [NewRegistry]; [TerminalError], [Terminal], [Terminalf], [IsTerminal], [ReasonOf] and the
 // Reason constants ([ReasonApplied], [ReasonApplyFailed], [ReasonConflict],
 // [ReasonRevoked], [ReasonRevokeFailed], [ReasonFinalizeFailed],
 // [ReasonInvalidConfig], [ReasonInvalidLabel], [ReasonInvalidSpec]);
-// [Outside]'s [NewOutside], Ensure, Call, Forget, Recorded and Flush with
-// [OutsideOptions], [OutsideOption] and [OutsideError]; the ownership helpers
+// the ownership helpers
 // ([OwnershipLabels], [OwnedSelector], [ManagedSelector], [IsOwnedBy],
 // [OwnerReference], [Namespace], [IsUpstreamName], [CheckObjectName],
-// [CoreKind]); the placeholders ([PlaceholderProfile], [PlaceholderNamespace],
-// [PlaceholderOwner], [Values], [ValuesOf], [Expand], [UsesPlaceholder],
-// [CheckPlaceholders]); the condition helpers ([ConditionTypeFor],
-// [ConditionMessage], [FindCondition], [SetCondition], [RemoveCondition], with
+// [CoreKind]); the condition helpers ([ConditionTypeFor],
+// [ConditionMessage] and [FindCondition], with
 // [ConditionTrue], [ConditionFalse] and [ConditionUnknown]); [Retention] with
 // [RetentionRetain] and [RetentionDelete]; [FailureMessage] and
 // [BoundMessage]. The names this package writes to clusters are stable in the
@@ -109,32 +104,20 @@
 // [LabelPlugin], [LabelProfile]), [AnnotationAppliedHash],
 // [AnnotationReverify], [LabelRole] with [RoleOutsideState], the finalizer
 // profilekit.dev/<kind> ([FinalizerPrefix]), the field manager
-// profilekit-<kind> ([FieldManagerPrefix], [FieldManagerFor]), the condition
-// <Kind>Ready, the outside-state ConfigMap ([RecordName] in
-// [DefaultRecordsNamespace] or the host's namespace; [StateName], the name
-// earlier versions used in the Profile's namespace, with
-// [RecordsMigratedName] and [RoleMigrated]), and the metric names.
+// profilekit-<kind> ([FieldManagerPrefix], [FieldManagerFor]) and the
+// condition <Kind>Ready.
 //
 // Experimental, and free to change in a minor release: [Builder] with
 // [BuilderDefinition]; [Result]'s Waiting
 // and RequeueAfter with [Result.Wait], [DefaultWait] and [ReasonWaiting];
 // [AnnotationPaused] with [Paused] and [ReasonPaused]; [Definition]'s Reads
-// with CachedWhole, MetadataOnly, [WholeKinds], [WithMetadataOnly],
-// [NewMetadata], [NewMetadataList] and [FieldNames]; [Definition]'s Watches
-// ([Watch], [Scope]), Runner ([Runtime]) and Upstream with
-// [WithUpstreamObjects] and [Applier.Adopting], which serve the core plugin
-// alone; [Request]'s Live with [Request.LiveReader]; [Request.WatchedReader]; [Applier.Annotate] and Unannotate with [Foreign] and
-// [ForeignMissingError]; [ApplyFields]; [NewObject], [NewList];
-// [NewOfflineOutside] with [Outside.Offline] and [Outside.Skipped];
-// [Outside.EnsureAhead], [Outside.Intend] and [Outside.Made]; [WithOutsideLiveReader], [WithOutsideRecords] with [OutsideRecords] and [NewOutsideRecords], and
-// [DefaultOutsideTimeout]; [WithClock];
-// [Outside.Sweep]; [MigrateRecords]; [Outside.HeldElsewhere]; [Outside.Claim]
-// with [ClaimName], [ClaimGrace] and [RoleClaim];
-// [Outside.ReportDangling], [Outside.Dangled] and [Outside.CheckDangling] with [DanglingName],
-// [RoleDanglingTrust] and [ReasonDanglingTrust]; [Lazy] with [NewLazy]; [CheckServiceAccounts]; [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Ledger]
-// with [RoleLedger], [ReasonLedger] and [ConfigMapRef]; [Ready],
-// [SameCondition], [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
-// [Replaceable] and [ReasonImmutableField]; the bounds of messages
+// (whose cache forms reconcilers decides); [Definition]'s Watches
+// ([Watch], [Scope]), Runner ([Runtime]) and Upstream, which serve the core
+// plugin alone; [Request]'s Live with [Request.LiveReader];
+// [Request.WatchedReader]; [Objects]' Annotate and Unannotate with [Foreign] and
+// [ForeignMissingError]; [Outside]'s methods other than Ensure, Call, Forget and
+// Recorded; [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
+// the bounds of messages
 // ([MaxMessageBytes], [MaxMessageProblems], [MaxProblemBytes]). The wording of
 // error and condition messages is not API at all: match on reasons
 // ([ReasonOf], the reason that leads a condition's message), never on the text

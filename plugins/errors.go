@@ -77,15 +77,16 @@ func IsTerminal(err error) bool {
 }
 
 // ReasonOf returns the reason of the first TerminalError in err, else of the
-// first OutsideError (which names the outside system), or fallback.
+// first error with a Reason method (a failed outside call names its system
+// so), or fallback.
 func ReasonOf(err error, fallback string) string {
 	var te *TerminalError
 	if errors.As(err, &te) {
 		return te.Reason
 	}
-	var oe *OutsideError
-	if errors.As(err, &oe) {
-		return oe.Reason()
+	var r interface{ Reason() string }
+	if errors.As(err, &r) {
+		return r.Reason()
 	}
 	return fallback
 }

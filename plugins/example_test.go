@@ -15,6 +15,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // viewersConfig is the config of the viewers plugin below. Groups come from
@@ -105,7 +106,7 @@ func Example_plugin() {
 		fmt.Println(err)
 		return
 	}
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, def.ApplierOptions()...)
+	rec := apply.NewRecorder(def.Kind(), p, def.Owns, apply.OptionsFor(def)...)
 	res, err := def.Plugin.Apply(context.Background(), plugins.Request{Profile: p, Config: cfg, Objects: rec})
 	if err != nil {
 		fmt.Println(err)

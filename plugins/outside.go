@@ -1,439 +1,52 @@
 package plugins
 
-import (
-	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-	"sync"
-	"time"
+import "context"
 
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-)
-
-// AnnotationReverify, set on a Profile to a new value, makes every plugin
-// with outside state verify it now: the next Ensure of each piece calls the
-// outside system even though the record says nothing changed.
-const AnnotationReverify = "profilekit.dev/reverify"
-
-// LabelRole marks objects that are a plugin's bookkeeping rather than part
-// of what it manages; the Applier never prunes them.
-const LabelRole = "profilekit.dev/role"
-
-// RoleOutsideState is the LabelRole value of an outside-state record.
-const RoleOutsideState = "outside-state"
-
-// DefaultOutsideTimeout bounds one outside call unless the host sets another.
-const DefaultOutsideTimeout = 30 * time.Second
-
-// OutsideOptions are the host's settings for outside calls of one plugin.
-type OutsideOptions struct {
-	// Reverify is how long a recorded state is trusted before Ensure calls
-	// the outside system again to repair drift made by hand. Each piece's
-	// period is stretched by up to 10%, so that Profiles spread out. Zero
-	// means never: only a change or AnnotationReverify calls again.
-	Reverify time.Duration
-	// Timeout bounds each outside call. Zero means DefaultOutsideTimeout.
-	Timeout time.Duration
-	// Namespace holds the records: the host's own namespace, where no
-	// tenant may write. Empty means DefaultRecordsNamespace.
-	Namespace string
-}
-
-// OutsideError is a failed call to an outside system. It is retried with
-// backoff; its reason names the system, such as AzureBlobError.
-type OutsideError struct {
-	// System is the outside system, such as AzureBlob or PostgreSQL.
-	System string
-	// Err is the call's error.
-	Err error
-}
-
-// Error returns the system and the call's error.
-func (e *OutsideError) Error() string { return e.System + ": " + e.Err.Error() }
-
-// Unwrap returns the call's error.
-func (e *OutsideError) Unwrap() error { return e.Err }
-
-// Reason returns <System>Error, the reason of the condition and the Event.
-func (e *OutsideError) Reason() string { return e.System + "Error" }
-
-// Outside remembers, for one plugin and one Profile, what the plugin last made
-// true in systems outside the cluster (Azure, PostgreSQL, cloud IAM), so that
-// a pass with nothing changed makes no outside call at all.
+// Outside records what a plugin made true in systems outside the cluster
+// (a database, a cloud, another namespace), so that a pass with nothing
+// changed calls none of them, and so that Revoke knows what to undo: the
+// request's Outside. Hosts give a plugin the one of package plugins/outside,
+// which keeps the record in a ConfigMap in the host's namespace, out of the
+// tenant's reach, and write it after each pass.
 //
-// The record is a ConfigMap named by RecordName (the plugin and the
-// Profile's UID) in the host's namespace (OutsideOptions.Namespace), out of
-// every tenant's reach: safety decisions read it, so no tenant may write it.
-// It is labelled as the plugin's and owned by the Profile. Ensure and Forget
-// change it in memory; Flush, which hosts call after every Apply and
-// Revoke, writes it once. Outside is safe for concurrent use by one
-// plugin's pass.
-type Outside struct {
-	kind    string
-	profile *kubeflowv1.Profile
-	reader  client.Reader
-	live    client.Reader
-	writer  client.Writer
-	records *OutsideRecords
-	opts    OutsideOptions
-	now     func() time.Time
-	offline bool
-
-	mu      sync.Mutex
-	loaded  bool
-	fresh   bool // loaded from the live reader, not the cache
-	exists  bool
-	uid     types.UID
-	entries map[string]outsideEntry
-	dirty   bool
-	forgot  bool // keys were forgotten: Flush lets their claims go
-	skipped []string
-	// dangled are the grants ReportDangling reported in this pass.
-	dangled []string
-}
-
-type outsideEntry struct {
-	Hash    string    `json:"hash"`
-	At      time.Time `json:"at"`
-	Trigger string    `json:"trigger,omitempty"`
-}
-
-// OutsideOption configures an Outside.
-type OutsideOption func(*Outside)
-
-// WithOutsideLiveReader sets an uncached reader that confirms the record
-// before an outside call, so that a cache that has not yet seen our last
-// write does not cause a repeated call.
-func WithOutsideLiveReader(r client.Reader) OutsideOption {
-	return func(o *Outside) { o.live = r }
-}
-
-// WithOutsideRecords lets the Outside know the record versions that the
-// host's earlier passes wrote and its cache may not show yet (see
-// OutsideRecords). It takes effect with WithOutsideLiveReader.
-func WithOutsideRecords(r *OutsideRecords) OutsideOption {
-	return func(o *Outside) { o.records = r }
-}
-
-// WithClock replaces time.Now, for tests of re-verification.
-func WithClock(now func() time.Time) OutsideOption {
-	return func(o *Outside) { o.now = now }
-}
-
-// NewOutside returns the outside-state record of plugin kind for Profile p,
-// read through c (usually a cache) and written through c.
-func NewOutside(c Cluster, kind string, p *kubeflowv1.Profile, opts OutsideOptions, options ...OutsideOption) *Outside {
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultOutsideTimeout
-	}
-	o := &Outside{kind: kind, profile: p, reader: c, writer: c, opts: opts, now: time.Now}
-	for _, opt := range options {
-		opt(o)
-	}
-	return o
-}
-
-// NewOfflineOutside returns an Outside that calls nothing and writes nothing:
-// Ensure and Call remember what they skipped. Offline rendering uses it.
-func NewOfflineOutside(kind string, p *kubeflowv1.Profile) *Outside {
-	return &Outside{kind: kind, profile: p, offline: true, now: time.Now, loaded: true, entries: map[string]outsideEntry{}}
-}
-
-// Offline reports whether outside calls are skipped.
-func (o *Outside) Offline() bool { return o.offline }
-
-// Skipped returns the calls an offline Outside skipped, as "<system> <key>".
-func (o *Outside) Skipped() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.skipped)
-}
-
-// Ensure makes one piece of outside state true. key names the piece among the
-// plugin's outside state for this Profile (such as "container/unclassified");
-// desired is any JSON-encodable value that fully describes what must be true.
-// When the record holds desired's hash, no re-verification is due and the
-// Profile's AnnotationReverify has not changed, Ensure returns (false, nil)
-// and calls nothing. Otherwise it calls fn with a timeout, counts the call,
-// and records the hash when fn succeeds. A failure is an *OutsideError that
-// names system, unless fn returned a TerminalError.
-func (o *Outside) Ensure(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
-	return o.ensure(ctx, system, key, desired, fn, false)
-}
-
-// EnsureAhead is Ensure for a piece whose removal Sweep must find even when
-// the pass that made it never recorded it (the host stopped, or the record's
-// write failed, between the outside call and Flush): a key the record does
-// not hold yet is written to the record, as not made, before fn runs, and
-// fn does not run when that write fails. A Profile that then stops naming
-// the piece has it removed by the next Sweep, made or not, so the removal
-// must tolerate a piece that was never made. Use it for grants of access,
-// whose leftover would let a tenant keep what it no longer names. The key is
-// in Recorded from the first write on, made or not: a plugin that takes
-// the record as proof that it made something must not use EnsureAhead for
-// that piece (Made leaves such keys out).
-func (o *Outside) EnsureAhead(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
-	return o.ensure(ctx, system, key, desired, fn, true)
-}
-
-func (o *Outside) ensure(ctx context.Context, system, key string, desired any, fn func(context.Context) error, ahead bool) (bool, error) {
-	hash, err := hashOf(desired)
-	if err != nil {
-		return false, fmt.Errorf("plugin %s: outside state %s: %w", o.kind, key, err)
-	}
-	if o.offline {
-		o.skip(system, key)
-		return false, nil
-	}
-	due, err := o.due(ctx, key, hash)
-	if err != nil {
-		return false, err
-	}
-	if !due {
-		outsideUnchanged.WithLabelValues(o.kind, system).Inc()
-		return false, nil
-	}
-	if ahead {
-		if err := o.Intend(ctx, key); err != nil {
-			return false, err
-		}
-	}
-	if err := o.call(ctx, system, fn); err != nil {
-		return true, err
-	}
-	o.mu.Lock()
-	o.entries[key] = outsideEntry{Hash: hash, At: o.now().UTC().Truncate(time.Second), Trigger: o.trigger()}
-	o.dirty = true
-	o.mu.Unlock()
-	return true, nil
-}
-
-// Intend writes keys to the record now, as not made, when the record does
-// not hold them, in one write: EnsureAhead's first step, for a plugin that
-// must decide within its call when the piece is about to be made (after a
-// read that shows it is not there, say). Its error must stop the call. A
-// key intended and never made is in Recorded, not in Made.
-func (o *Outside) Intend(ctx context.Context, keys ...string) error {
-	if o.offline {
-		return nil
-	}
-	if err := o.load(ctx, false); err != nil {
-		return err
-	}
-	o.mu.Lock()
-	added := false
-	for _, key := range keys {
-		if _, held := o.entries[key]; !held {
-			o.entries[key] = outsideEntry{}
-			o.dirty, added = true, true
-		}
-	}
-	o.mu.Unlock()
-	if !added {
-		return nil
-	}
-	if err := o.Flush(ctx); err != nil {
-		return &recordError{err: err}
-	}
-	return nil
-}
-
-// recordError is a write of the outside-state record that failed within an
-// outside call (Intend): the API server's failure, not the outside
-// system's, so it is not reported as an OutsideError.
-type recordError struct{ err error }
-
-func (e *recordError) Error() string { return e.err.Error() }
-func (e *recordError) Unwrap() error { return e.err }
-
-// Call runs fn as one outside call, with the timeout and the metric, without
-// consulting the record: for reads and for Revoke.
-func (o *Outside) Call(ctx context.Context, system string, fn func(context.Context) error) error {
-	if o.offline {
-		o.skip(system, "")
-		return nil
-	}
-	return o.call(ctx, system, fn)
-}
-
-// Forget drops keys from the record, after their outside state was removed.
-func (o *Outside) Forget(ctx context.Context, keys ...string) error {
-	if o.offline {
-		return nil
-	}
-	if err := o.load(ctx, false); err != nil {
-		return err
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, k := range keys {
-		if _, ok := o.entries[k]; ok {
-			delete(o.entries, k)
-			o.dirty, o.forgot = true, true
-		}
-	}
-	return nil
-}
-
-// Recorded returns the keys the record holds, sorted: the outside state the
-// plugin made true for this Profile, which Revoke removes.
-func (o *Outside) Recorded(ctx context.Context) ([]string, error) {
-	if err := o.load(ctx, true); err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Sorted(maps.Keys(o.entries)), nil
-}
-
-// Made returns the keys the record holds as made true at least once,
-// sorted: Recorded without the keys EnsureAhead wrote whose call has not
-// succeeded yet. A plugin that takes the record as proof that it made a
-// piece asks Made, not Recorded.
-func (o *Outside) Made(ctx context.Context) ([]string, error) {
-	if err := o.load(ctx, true); err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var keys []string
-	for k, e := range o.entries {
-		if e.Hash != "" {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys, nil
-}
-
-// Sweep removes the outside state that the plugin recorded for this Profile
-// and that the Profile no longer names: the last step of Apply, for what it
-// stopped naming, and of Revoke, for all of it.
-//
-// piece maps a recorded key to the piece of outside state it stands for (a
-// role, a credential, a container), or reports false for a key the Profile
-// still names or that is not the sweep's; keys of one piece are swept
-// together. For each piece, in sorted order, Sweep calls remove with the
-// piece and its keys, and forgets the keys once remove returns nil. So only
-// what the record holds is ever removed, and a failed removal keeps its keys
-// for the next pass to try again: an error is never taken for a removal.
-// The errors of all pieces are joined.
-func (o *Outside) Sweep(ctx context.Context, piece func(key string) (string, bool), remove func(ctx context.Context, piece string, keys []string) error) error {
-	keys, err := o.Recorded(ctx)
-	if err != nil {
-		return err
-	}
-	pieces := map[string][]string{}
-	for _, k := range keys {
-		if p, ok := piece(k); ok {
-			pieces[p] = append(pieces[p], k)
-		}
-	}
-	var errs []error
-	for _, p := range slices.Sorted(maps.Keys(pieces)) {
-		if err := remove(ctx, p, pieces[p]); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, o.Forget(ctx, pieces[p]...))
-	}
-	return errors.Join(errs...)
-}
-
-func (o *Outside) skip(system, key string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.skipped = append(o.skipped, strings.TrimSpace(system+" "+key))
-}
-
-// due reports whether key's outside state must be made true: the record does
-// not hold hash, or re-verification is due, or the manual trigger changed.
-func (o *Outside) due(ctx context.Context, key, hash string) (bool, error) {
-	if err := o.load(ctx, false); err != nil {
-		return false, err
-	}
-	if !o.stale(key, hash) {
-		return false, nil
-	}
-	// The cache may not have seen our own last write yet: ask the API server
-	// once before calling out.
-	if err := o.load(ctx, true); err != nil {
-		return false, err
-	}
-	return o.stale(key, hash), nil
-}
-
-func (o *Outside) stale(key, hash string) bool {
-	o.mu.Lock()
-	e, ok := o.entries[key]
-	o.mu.Unlock()
-	switch {
-	case !ok || e.Hash != hash:
-		return true
-	case e.Trigger != o.trigger():
-		return true
-	case o.opts.Reverify > 0:
-		return o.now().After(e.At.Add(o.period(key)))
-	}
-	return false
-}
-
-// period is the re-verification period of one piece, stretched by a
-// fraction (up to 10%) that is stable per Profile and key.
-func (o *Outside) period(key string) time.Duration {
-	sum := sha256.Sum256([]byte(o.profile.Name + "/" + key))
-	frac := float64(binary.BigEndian.Uint16(sum[:2])) / 65535
-	return o.opts.Reverify + time.Duration(frac*0.1*float64(o.opts.Reverify))
-}
-
-func (o *Outside) trigger() string { return o.profile.Annotations[AnnotationReverify] }
-
-// call runs fn with the timeout and counts it by plugin, system and result.
-func (o *Outside) call(ctx context.Context, system string, fn func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
-	defer cancel()
-	start := time.Now()
-	err := fn(ctx)
-	outsideSeconds.WithLabelValues(o.kind, system).Observe(time.Since(start).Seconds())
-	result := "ok"
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		result = "timeout"
-	default:
-		result = "error"
-	}
-	outsideCalls.WithLabelValues(o.kind, system, result).Inc()
-	if err == nil {
-		return nil
-	}
-	var record *recordError
-	if IsTerminal(err) || errors.As(err, &record) {
-		return err
-	}
-	if result == "timeout" {
-		err = fmt.Errorf("no answer within %s: %w", o.opts.Timeout, err)
-	}
-	return &OutsideError{System: system, Err: err}
-}
-
-// hashOf returns a short stable hash of v's JSON encoding. Maps encode with
-// sorted keys, so equal values hash alike.
-func hashOf(v any) (string, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode desired state: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:12]), nil
+// A failed call is an error that names the system (its reason is
+// <System>Error) and is retried; nothing is recorded for it.
+type Outside interface {
+	// Offline reports whether the host renders offline: every call is
+	// skipped and reported, nothing is recorded.
+	Offline() bool
+	// Ensure calls fn when desired, under key, differs from what the
+	// record holds (or the host's reverify period has passed), and records
+	// desired when fn succeeds. It reports whether fn was called.
+	Ensure(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error)
+	// EnsureAhead is Ensure for a grant: the key is recorded as intended,
+	// and written, before fn runs, so that a crash after the call still
+	// leaves it for Revoke.
+	EnsureAhead(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error)
+	// Intend records keys as intended, written at once, before the calls
+	// that make them.
+	Intend(ctx context.Context, keys ...string) error
+	// Call calls fn, bounded and counted, and records nothing.
+	Call(ctx context.Context, system string, fn func(context.Context) error) error
+	// Forget drops keys from the record once what they named is undone.
+	Forget(ctx context.Context, keys ...string) error
+	// Recorded returns every key of the record, made or intended.
+	Recorded(ctx context.Context) ([]string, error)
+	// Made returns the keys recorded as made.
+	Made(ctx context.Context) ([]string, error)
+	// Claim makes piece, an outside identity that may serve one Profile
+	// only, this Profile's; it returns the Profile that holds it already,
+	// or "".
+	Claim(ctx context.Context, piece string) (string, error)
+	// HeldElsewhere returns a Profile whose record holds a key that match
+	// accepts, or "".
+	HeldElsewhere(ctx context.Context, match func(key string) bool) (string, error)
+	// Sweep calls remove for each piece that recorded keys name, grouped by
+	// piece, and forgets the keys of those removed.
+	Sweep(ctx context.Context, piece func(key string) (string, bool), remove func(ctx context.Context, piece string, keys []string) error) error
+	// ReportDangling records grants to the Profile's namespace that
+	// outlived it and that the plugin did not make, for an operator.
+	ReportDangling(ctx context.Context, grants []string) error
+	// CheckDangling fails while such a report is unresolved.
+	CheckDangling(ctx context.Context) error
 }

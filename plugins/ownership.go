@@ -31,6 +31,12 @@ const (
 	FinalizerPrefix = "profilekit.dev/"
 	// FieldManagerPrefix starts the per-plugin field manager profilekit-<kind>.
 	FieldManagerPrefix = "profilekit-"
+	// LabelRole marks objects that are a plugin's bookkeeping rather than
+	// part of what it manages; the Applier (plugins/apply) never prunes
+	// them.
+	LabelRole = "profilekit.dev/role"
+	// RoleOutsideState is the LabelRole value of an outside-state record.
+	RoleOutsideState = "outside-state"
 )
 
 // FieldManagerFor returns the server-side apply field manager of a plugin kind.
@@ -76,19 +82,6 @@ func OwnerReference(p *kubeflowv1.Profile) *metav1ac.OwnerReferenceApplyConfigur
 		WithUID(p.UID).
 		WithController(true).
 		WithBlockOwnerDeletion(true)
-}
-
-// ownerReferenceFields is OwnerReference(p) as the fields of an
-// unstructured object.
-func ownerReferenceFields(p *kubeflowv1.Profile) map[string]any {
-	return map[string]any{
-		"apiVersion":         kubeflowv1.GroupVersion.String(),
-		"kind":               "Profile",
-		"name":               p.Name,
-		"uid":                string(p.UID),
-		"controller":         true,
-		"blockOwnerDeletion": true,
-	}
 }
 
 // Namespace returns the namespace of a Profile, which has the Profile's name.

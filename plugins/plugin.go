@@ -3,8 +3,6 @@ package plugins
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,13 +95,13 @@ type Request struct {
 	// Client reads through the host's cache and writes to the API server.
 	Client Cluster
 	// Objects writes and prunes the plugin's objects for this Profile.
-	Objects *Applier
+	Objects Objects
 	// Retention is the host's policy for user data on Revoke.
 	Retention Retention
 	// Outside records what the plugin made true in systems outside the
 	// cluster, so that a pass with nothing changed calls none of them. Hosts
-	// write it after each pass (Outside.Flush).
-	Outside *Outside
+	// write it after each pass.
+	Outside Outside
 	// Watched reads the kinds in the Definition's Watches from a cache that
 	// holds every object of those kinds, not only ours. It is nil when the
 	// host keeps no such cache; plugins then read through Client.
@@ -152,8 +150,10 @@ type Definition struct {
 	Plugin Plugin
 	// NewConfig returns a pointer to a new config that holds the plugin's
 	// built-in defaults. Host defaults and the Profile's spec are decoded over
-	// it; if it has a Validate() error method, that runs last. Nil means the
-	// plugin takes no config, and any spec is rejected.
+	// it; if it has a Validate() error method, that runs last. A top-level
+	// field tagged `profilekit:"hostonly"` is set by the host alone: a
+	// Profile's spec that sets it is refused. Nil means the plugin takes no
+	// config, and any spec is rejected.
 	NewConfig func() any
 	// Owns lists the kinds of object the plugin writes. The host watches them
 	// (only ours, by label) and the Applier prunes them.
@@ -218,21 +218,6 @@ type Runtime struct {
 	EnqueueAll func()
 }
 
-// ApplierOptions returns the options an Applier for the definition's plugin
-// needs: writing beyond the Profile's namespace for plugins with outside
-// state, and the upstream objects for the core plugin. Hosts pass them to
-// NewApplier and NewRecorder.
-func (d Definition) ApplierOptions() []ApplierOption {
-	var opts []ApplierOption
-	if d.OutsideState {
-		opts = append(opts, WithAnyNamespace())
-	}
-	if d.Upstream {
-		opts = append(opts, WithUpstreamObjects())
-	}
-	return opts
-}
-
 // Watch is a kind of object a plugin reads but does not write, such as the
 // RoleBindings that name a Profile's contributors, and how its objects map
 // to Profiles.
@@ -274,43 +259,6 @@ type Scope struct {
 // Kind returns the kind of the definition's plugin.
 func (d Definition) Kind() string { return d.Plugin.Kind() }
 
-// CachedWhole reports whether a host caches objects of gvk whole for the
-// plugin, rather than their metadata only: kinds in Reads, and ConfigMaps,
-// the kind of the outside-state record that Outside reads.
-func (d Definition) CachedWhole(gvk schema.GroupVersionKind) bool {
-	return gvk == stateGVK || slices.Contains(d.Reads, gvk)
-}
-
-// MetadataOnly returns the kinds in Owns that a host caches, and the
-// plugin's Applier reads, as metadata only, leaving out also the kinds in
-// whole, which other plugins of the host read whole (see WholeKinds).
-func (d Definition) MetadataOnly(whole ...schema.GroupVersionKind) []schema.GroupVersionKind {
-	var kinds []schema.GroupVersionKind
-	for _, gvk := range d.Owns {
-		if !d.CachedWhole(gvk) && !slices.Contains(whole, gvk) {
-			kinds = append(kinds, gvk)
-		}
-	}
-	return kinds
-}
-
-// WholeKinds returns the owned kinds that some of defs read whole, sorted. A
-// host that runs defs together caches those whole for every plugin that owns
-// them, so that it keeps one cache of each kind, not a whole one and a
-// metadata one.
-func WholeKinds(defs ...Definition) []schema.GroupVersionKind {
-	var kinds []schema.GroupVersionKind
-	for _, d := range defs {
-		for _, gvk := range d.Owns {
-			if d.CachedWhole(gvk) && !slices.Contains(kinds, gvk) {
-				kinds = append(kinds, gvk)
-			}
-		}
-	}
-	slices.SortFunc(kinds, func(x, y schema.GroupVersionKind) int { return strings.Compare(x.String(), y.String()) })
-	return kinds
-}
-
 // Condition returns the type of the condition the plugin reports on a Profile.
 func (d Definition) Condition() string {
 	if d.ConditionType != "" {
@@ -327,6 +275,3 @@ func (d Definition) Finalizer() string {
 	}
 	return FinalizerPrefix + d.Kind()
 }
-
-// FieldManager returns the server-side apply field manager of the plugin.
-func (d Definition) FieldManager() string { return FieldManagerFor(d.Kind()) }

@@ -21,7 +21,7 @@ func TestRegistry(t *testing.T) {
 	if _, err := plugins.NewRegistry(plugins.Definition{Plugin: plugins.Funcs{KindName: plugins.CoreKind}, Upstream: true}); err != nil {
 		t.Errorf("core with Upstream: %v", err)
 	}
-	if d, ok := r.Get("quotas"); !ok || d.Kind() != "quotas" || d.Condition() != "QuotasReady" || d.FieldManager() != "profilekit-quotas" {
+	if d, ok := r.Get("quotas"); !ok || d.Kind() != "quotas" || d.Condition() != "QuotasReady" || plugins.FieldManagerFor(d.Kind()) != "profilekit-quotas" {
 		t.Errorf("Get(quotas) = %+v, %v", d, ok)
 	}
 	for _, tt := range []struct {
@@ -50,7 +50,7 @@ func TestRegistryTakesUpstreamKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := r.Get("AwsIamForServiceAccount")
-	got := []string{d.Condition(), d.FieldManager(), d.Finalizer()}
+	got := []string{d.Condition(), plugins.FieldManagerFor(d.Kind()), d.Finalizer()}
 	want := []string{"AwsIamForServiceAccountReady", "profilekit-AwsIamForServiceAccount", "profilekit.dev/AwsIamForServiceAccount"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("condition, field manager, finalizer (-want +got):\n%s", diff)

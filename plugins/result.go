@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -83,13 +82,6 @@ func (r *Result) Merge(other Result) {
 	}
 }
 
-// Changed reports whether anything was written or deleted.
-func (r Result) Changed() bool {
-	return slices.ContainsFunc(r.Changes, func(c Change) bool {
-		return c.Action == Created || c.Action == Configured || c.Action == Deleted
-	})
-}
-
 // Count returns how many changes have action a.
 func (r Result) Count(a Action) int {
 	n := 0
@@ -114,15 +106,4 @@ func (r Result) Summary() string {
 		return "no objects"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Written lists the changes that wrote or deleted something, one per line.
-func (r Result) Written() string {
-	var lines []string
-	for _, c := range r.Changes {
-		if c.Action == Created || c.Action == Configured || c.Action == Deleted {
-			lines = append(lines, c.String())
-		}
-	}
-	return strings.Join(lines, "\n")
 }

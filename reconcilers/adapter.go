@@ -13,6 +13,8 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Cluster is what the upstream profile controller's reconciler offers a
@@ -50,7 +52,7 @@ type Adapter[R Cluster, P client.Object] struct {
 	def       plugins.Definition
 	defaults  []byte
 	retention plugins.Retention
-	outside   plugins.OutsideOptions
+	outside   outside.Options
 	ctx       context.Context
 	spec      json.RawMessage
 	// ownCtx is true when the fork set ctx (AdapterContext).
@@ -66,7 +68,7 @@ type AdapterOption func(*adapterOptions)
 type adapterOptions struct {
 	defaults  []byte
 	retention plugins.Retention
-	outside   plugins.OutsideOptions
+	outside   outside.Options
 	ctx       context.Context
 }
 
@@ -84,7 +86,7 @@ func AdapterRetention(r plugins.Retention) AdapterOption {
 // plugin's outside calls. The record is read through the fork's client,
 // which in a fork is the manager's cached client; under a Fork set up with
 // the manager, a live read confirms it before any outside call.
-func AdapterOutside(o plugins.OutsideOptions) AdapterOption {
+func AdapterOutside(o outside.Options) AdapterOption {
 	return func(ao *adapterOptions) { ao.outside = o }
 }
 
@@ -143,9 +145,9 @@ func (a *Adapter[R, P]) apply(r R, obj P, p *kubeflowv1.Profile) error {
 	if err != nil {
 		return a.failed(obj, p, err, plugins.ReasonInvalidSpec)
 	}
-	req := a.request(r, p, cfg)
+	req, record := a.request(r, p, cfg)
 	res, err := a.def.Plugin.Apply(a.ctx, req)
-	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
+	if err = errors.Join(err, record.Flush(a.ctx)); err != nil {
 		return a.failed(obj, p, err, plugins.ReasonApplyFailed)
 	}
 	if res.Waiting != "" {
@@ -166,39 +168,42 @@ func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) er
 			return err
 		}
 	}
-	req := a.request(r, p, cfg)
+	req, record := a.request(r, p, cfg)
 	res, err := a.def.Plugin.Revoke(a.ctx, req)
-	if err = errors.Join(err, req.Outside.Flush(a.ctx)); err != nil {
+	if err = errors.Join(err, record.Flush(a.ctx)); err != nil {
 		return a.revokeWaits(obj, p, err, why)
 	}
 	if res.Waiting != "" {
 		return fmt.Errorf("plugin %s: revoke waits, %s: waiting for %s", a.def.Kind(), why, res.Waiting)
 	}
-	a.revoked(obj, p, res, req.Outside.Dangled())
+	a.revoked(obj, p, res, record.Dangled())
 	return nil
 }
 
-func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) plugins.Request {
+// request returns the request of one pass, and the outside-state record
+// that the pass writes when it ends.
+func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) (plugins.Request, *outside.Outside) {
 	opts := applierOptions(a.def)
-	var outside []plugins.OutsideOption
+	var outsideOpts []outside.Option
 	var live client.Reader
 	if a.env != nil {
 		live = a.env.live
-		opts = append(opts, plugins.WithScheme(a.env.scheme), plugins.WithLiveReader(a.env.live),
-			plugins.WithMetadataOnly(a.def.MetadataOnly(a.env.whole...)...))
-		outside = append(outside, plugins.WithOutsideLiveReader(a.env.live), plugins.WithOutsideRecords(a.env.records))
+		opts = append(opts, apply.WithScheme(a.env.scheme), apply.WithLiveReader(a.env.live),
+			apply.WithMetadataOnly(metadataOnly(a.def, a.env.whole...)...))
+		outsideOpts = append(outsideOpts, outside.WithLiveReader(a.env.live), outside.WithRecords(a.env.records))
 	} else {
-		opts = append(opts, plugins.WithMetadataOnly(a.def.MetadataOnly()...))
+		opts = append(opts, apply.WithMetadataOnly(metadataOnly(a.def)...))
 	}
+	record := outside.New(r, a.def.Kind(), p, a.outside, outsideOpts...)
 	return plugins.Request{
 		Profile:   p,
 		Config:    cfg,
 		Client:    r,
-		Objects:   plugins.NewApplier(r, a.def.Kind(), p, a.def.Owns, opts...),
-		Outside:   plugins.NewOutside(r, a.def.Kind(), p, a.outside, outside...),
+		Objects:   apply.New(r, a.def.Kind(), p, a.def.Owns, opts...),
+		Outside:   record,
 		Retention: a.retention,
 		Live:      live,
-	}
+	}, record
 }
 
 // profile converts the fork's Profile to ours through JSON, and puts the spec
@@ -234,6 +239,6 @@ func convertProfile(profile client.Object) (*kubeflowv1.Profile, error) {
 
 // applierOptions lets plugins with outside state write, and prune, beyond the
 // Profile's namespace, and the core plugin write upstream's objects.
-func applierOptions(def plugins.Definition) []plugins.ApplierOption {
-	return def.ApplierOptions()
+func applierOptions(def plugins.Definition) []apply.Option {
+	return apply.OptionsFor(def)
 }

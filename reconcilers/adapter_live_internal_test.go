@@ -13,6 +13,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // A fork's adapter set up with the fork's manager hands each pass the
@@ -29,12 +30,13 @@ func TestForkPassesReadThroughTheManagersLiveReader(t *testing.T) {
 	key := client.ObjectKeyFromObject(theirs)
 
 	a := NewAdapter[client.Client, *kubeflowv1.Profile](plugins.Definition{Plugin: plugins.Funcs{KindName: "reader"}})
-	if err := a.request(cached, p, nil).LiveReader().Get(t.Context(), key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+	req, _ := a.request(cached, p, nil)
+	if err := req.LiveReader().Get(t.Context(), key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("an adapter on its own read %v through LiveReader, want NotFound from its client", err)
 	}
 
-	a.env = &forkEnv{scheme: scheme, live: live, records: plugins.NewOutsideRecords()}
-	req := a.request(cached, p, nil)
+	a.env = &forkEnv{scheme: scheme, live: live, records: outside.NewRecords()}
+	req, _ = a.request(cached, p, nil)
 	if req.Live == nil {
 		t.Fatal("a fork's pass has no Live reader")
 	}

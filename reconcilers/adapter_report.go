@@ -9,6 +9,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // failed reports an Apply that failed. On its own the adapter returns err for
@@ -75,7 +76,7 @@ func (a *Adapter[R, P]) revoked(obj P, p *kubeflowv1.Profile, res plugins.Result
 	}
 	a.env.recorder.Eventf(obj, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", a.def.Kind(), plugins.BoundMessage(res.Summary()))
 	if len(dangled) > 0 {
-		a.env.recorder.Eventf(obj, nil, corev1.EventTypeWarning, plugins.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
+		a.env.recorder.Eventf(obj, nil, corev1.EventTypeWarning, outside.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
 			a.def.Kind(), plugins.BoundMessage(strings.Join(dangled, "; ")))
 	}
 	a.setCondition(p, nil)
@@ -89,9 +90,9 @@ func (a *Adapter[R, P]) revoked(obj P, p *kubeflowv1.Profile, res plugins.Result
 func (a *Adapter[R, P]) setCondition(p *kubeflowv1.Profile, c *kubeflowv1.ProfileCondition) bool {
 	var changed bool
 	if c == nil {
-		_, changed = plugins.RemoveCondition(p.Status.Conditions, a.def.Condition())
+		_, changed = removeCondition(p.Status.Conditions, a.def.Condition())
 	} else {
-		_, changed = plugins.SetCondition(p.Status.Conditions, *c)
+		_, changed = setCondition(p.Status.Conditions, *c)
 	}
 	switch {
 	case changed:

@@ -18,6 +18,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // CacheOptions returns manager cache options under which every kind is
@@ -52,7 +53,7 @@ func CacheOptions(shard labels.Selector) cache.Options {
 }
 
 // compact keeps only profilekit's managed-fields entries of a cached object,
-// reduced to the fields they name (plugins.FieldNames), and makes the strings that many cached objects repeat (label keys and
+// reduced to the fields they name (apply.FieldNames), and makes the strings that many cached objects repeat (label keys and
 // values, owner references, our managed-fields entry) share one copy.
 //
 // A watch-list sync hands each object to the transform twice, the second
@@ -116,7 +117,7 @@ func keepOwnManagedFields(obj metav1.Object) {
 		// of many Profiles' objects can be shared.
 		e.Time = nil
 		if e.FieldsV1 != nil {
-			e.FieldsV1 = &metav1.FieldsV1{Raw: plugins.FieldNames(e.FieldsV1.Raw)}
+			e.FieldsV1 = &metav1.FieldsV1{Raw: apply.FieldNames(e.FieldsV1.Raw)}
 		}
 		ours = append(ours, e)
 	}

@@ -71,7 +71,8 @@
 // profilekit_plugin_objects_total, profilekit_plugin_failures_total and
 // profilekit_plugin_pass_duration_seconds with their labels.
 //
-// Experimental, and free to change in a minor release: [WithCachedWhole],
+// Experimental, and free to change in a minor release: [WithCachedWhole]
+// with [WholeKinds],
 // [WithNamespaceGate], which serves hosts that run the core plugin,
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
 // its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]

@@ -16,6 +16,7 @@ import (
 	"github.com/profilekit/profilekit/api/kubeflow"
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Fork serves all of a fork's profilekit plugins as one plugin of the
@@ -147,7 +148,7 @@ type forkEnv struct {
 	recorder events.EventRecorder
 	// records are the plugin's outside-state records written and not yet
 	// shown by the cache.
-	records *plugins.OutsideRecords
+	records *outside.Records
 }
 
 // SetupWithManager readies the Fork for the fork's manager and adds to b,
@@ -163,7 +164,7 @@ func (f *Fork[R, P]) SetupWithManager(mgr ctrl.Manager, b *builder.Builder) erro
 		return err
 	}
 	defs := f.Definitions()
-	whole := plugins.WholeKinds(defs...)
+	whole := WholeKinds(defs...)
 	for _, a := range f.adapters {
 		kind := a.def.Kind()
 		status.Expect(a.def.Condition(), func(p *kubeflowv1.Profile) bool { return plugins.Listed(p, kind) })
@@ -172,8 +173,8 @@ func (f *Fork[R, P]) SetupWithManager(mgr ctrl.Manager, b *builder.Builder) erro
 			live:     mgr.GetAPIReader(),
 			whole:    whole,
 			status:   status,
-			recorder: mgr.GetEventRecorder(a.def.FieldManager()),
-			records:  plugins.NewOutsideRecords(),
+			recorder: mgr.GetEventRecorder(plugins.FieldManagerFor(a.def.Kind())),
+			records:  outside.NewRecords(),
 		}
 		if !a.ownCtx {
 			a.ctx = log.IntoContext(a.ctx, mgr.GetLogger().WithValues("plugin", kind))

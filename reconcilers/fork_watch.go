@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // WatchOwned adds to b, a fork's controller builder, one watch per kind that
@@ -29,7 +30,7 @@ import (
 // SetupWithManager calls it; a fork that uses lone Adapters calls it itself,
 // with the same definitions.
 func WatchOwned(mgr manager.Manager, b *builder.Builder, defs ...plugins.Definition) error {
-	whole := plugins.WholeKinds(defs...)
+	whole := WholeKinds(defs...)
 	kinds := map[schema.GroupVersionKind][]string{}
 	for _, d := range defs {
 		for _, gvk := range d.Owns {
@@ -37,9 +38,9 @@ func WatchOwned(mgr manager.Manager, b *builder.Builder, defs ...plugins.Definit
 		}
 	}
 	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), compareGVK) {
-		var obj client.Object = plugins.NewMetadata(gvk)
+		var obj client.Object = apply.NewMetadata(gvk)
 		if slices.Contains(whole, gvk) {
-			o, err := plugins.NewObject(mgr.GetScheme(), gvk)
+			o, err := apply.NewObject(mgr.GetScheme(), gvk)
 			if err != nil {
 				return err
 			}
@@ -117,7 +118,7 @@ func ForkCacheOptions(opts cache.Options, except []client.Object, defs ...plugin
 				continue
 			}
 			skip = append(skip, gvk)
-			byObject[plugins.NewMetadata(gvk)] = cache.ByObject{Label: plugins.ManagedSelector()}
+			byObject[apply.NewMetadata(gvk)] = cache.ByObject{Label: plugins.ManagedSelector()}
 		}
 	}
 	opts.ByObject = byObject

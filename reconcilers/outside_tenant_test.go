@@ -16,6 +16,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -81,22 +82,22 @@ func TestRecordsOfEarlierVersionsAreMoved(t *testing.T) {
 	labels := plugins.OwnershipLabels("vault", name)
 	labels[plugins.LabelRole] = plugins.RoleOutsideState
 	// Written as every earlier version wrote it.
-	old := corev1ac.ConfigMap(plugins.StateName("vault"), name).WithLabels(labels).WithOwnerReferences(plugins.OwnerReference(p)).
+	old := corev1ac.ConfigMap(outside.StateName("vault"), name).WithLabels(labels).WithOwnerReferences(plugins.OwnerReference(p)).
 		WithData(map[string]string{"state.json": `{"engine":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"},"engine/retired":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`})
 	if err := env.Client.Apply(ctx, old, client.FieldOwner(plugins.FieldManagerFor("vault")), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 
-	moved, err := plugins.MigrateRecords(ctx, env.Client, env.Client, records)
+	moved, err := outside.MigrateRecords(ctx, env.Client, env.Client, records)
 	if err != nil || moved != 1 {
 		t.Fatalf("MigrateRecords = %d, %v; want 1 record moved", moved, err)
 	}
-	if ok, _ := exists(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: plugins.StateName("vault")}}); ok {
+	if ok, _ := exists(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: outside.StateName("vault")}}); ok {
 		t.Error("the copy in the Profile's namespace outlived the move")
 	}
 	v := &vault{}
 	testhost.Start(t, env, testhost.Plugin{Def: v.definition(), Options: []reconcilers.Option{
-		reconcilers.WithOutside(plugins.OutsideOptions{Namespace: records})}})
+		reconcilers.WithOutside(outside.Options{Namespace: records})}})
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{entry("vault", "")} })
 	testhost.WaitCondition(t, env.Client, name, "VaultReady", plugins.ConditionTrue, "")
 	if n := v.calls.Load(); n != 1 {

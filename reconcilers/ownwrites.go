@@ -176,7 +176,7 @@ func (w *ownWrites) predicate(gvk schema.GroupVersionKind) predicate.Predicate {
 // pass returns the observer of one pass's Applier.
 func (w *ownWrites) pass() *passWrites { return &passWrites{own: w} }
 
-// passWrites observes the writes of one pass (plugins.WriteObserver).
+// passWrites observes the writes of one pass (apply.WriteObserver).
 type passWrites struct {
 	own *ownWrites
 	// missed says that an event held back during a write of this pass was
@@ -198,7 +198,7 @@ func (p *passWrites) Wrote(o client.Object, version string, _ error) {
 }
 
 // Unseen recalls a write of o by any pass whose event has not come
-// (plugins.WriteRecall).
+// (apply.WriteRecall).
 func (p *passWrites) Unseen(o client.Object) (string, bool) {
 	return p.own.unseen(keyOf(o.GetObjectKind().GroupVersionKind().GroupKind(), o))
 }

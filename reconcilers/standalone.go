@@ -21,6 +21,8 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // DefaultResync is how often every Profile is reconciled when nothing changes.
@@ -46,10 +48,10 @@ type Reconciler struct {
 	concurrency   int
 	firstPass     *FirstPass
 
-	outside plugins.OutsideOptions
+	outside outside.Options
 	// records are the outside-state records written and not yet shown by
 	// the cache.
-	records *plugins.OutsideRecords
+	records *outside.Records
 
 	// status, when set, gathers condition writes with other plugins'.
 	status *StatusWriter
@@ -140,7 +142,7 @@ func WithConcurrency(n int) Option {
 
 // WithOutside sets how the plugin's outside calls are timed out and how
 // often outside state is verified again with nothing changed.
-func WithOutside(o plugins.OutsideOptions) Option {
+func WithOutside(o outside.Options) Option {
 	return func(r *Reconciler) { r.outside = o }
 }
 
@@ -170,7 +172,7 @@ func WithNamespaceGate(covers func(*kubeflowv1.Profile) bool) Option {
 
 // WithCachedWhole makes the Reconciler watch and read kinds whole, not as
 // metadata only, also when its own plugin does not read them whole: hosts
-// pass plugins.WholeKinds of every plugin they run, so that a kind that one
+// pass WholeKinds of every plugin they run, so that a kind that one
 // plugin reads whole and another only owns is cached once.
 func WithCachedWhole(kinds ...schema.GroupVersionKind) Option {
 	return func(r *Reconciler) { r.whole = append(r.whole, kinds...) }
@@ -187,7 +189,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	r := &Reconciler{
 		def:         def,
 		own:         newOwnWrites(),
-		records:     plugins.NewOutsideRecords(),
+		records:     outside.NewRecords(),
 		client:      mgr.GetClient(),
 		apiReader:   mgr.GetAPIReader(),
 		scheme:      mgr.GetScheme(),
@@ -283,25 +285,27 @@ func (r *Reconciler) Applies(p *kubeflowv1.Profile) bool {
 	return r.enabledForAll && r.selector.Matches(labels.Set(p.Labels))
 }
 
-// request returns the request of one pass; writes tells of the writes of
-// its Applier.
-func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites) plugins.Request {
+// request returns the request of one pass, and the outside-state record
+// that the pass writes when it ends; writes tells of the writes of its
+// Applier.
+func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites) (plugins.Request, *outside.Outside) {
+	record := outside.New(r.client, r.def.Kind(), p, r.outside,
+		outside.WithLiveReader(r.apiReader), outside.WithRecords(r.records))
 	return plugins.Request{
-		Profile: p,
-		Config:  cfg,
-		Client:  r.client,
-		Objects: plugins.NewApplier(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), plugins.WithWriteObserver(writes))...),
-		Outside: plugins.NewOutside(r.client, r.def.Kind(), p, r.outside,
-			plugins.WithOutsideLiveReader(r.apiReader), plugins.WithOutsideRecords(r.records)),
+		Profile:   p,
+		Config:    cfg,
+		Client:    r.client,
+		Objects:   apply.New(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), apply.WithWriteObserver(writes))...),
+		Outside:   record,
 		Retention: r.retention,
 		Watched:   r.watched,
 		Live:      r.apiReader,
-	}
+	}, record
 }
 
-func (r *Reconciler) applierOptions() []plugins.ApplierOption {
-	return append(applierOptions(r.def), plugins.WithLiveReader(r.apiReader), plugins.WithScheme(r.scheme),
-		plugins.WithMetadataOnly(r.def.MetadataOnly(r.whole...)...))
+func (r *Reconciler) applierOptions() []apply.Option {
+	return append(applierOptions(r.def), apply.WithLiveReader(r.apiReader), apply.WithScheme(r.scheme),
+		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...))
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
@@ -319,9 +323,9 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	}
 	start := time.Now()
 	writes := r.own.pass()
-	req := r.request(p, cfg, writes)
+	req, record := r.request(p, cfg, writes)
 	res, err := r.def.Plugin.Apply(ctx, req)
-	err = errors.Join(err, req.Outside.Flush(ctx))
+	err = errors.Join(err, record.Flush(ctx))
 	r.recent.record(writes.sent.Load())
 	passSeconds.WithLabelValues(r.def.Kind(), "apply").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
@@ -351,7 +355,7 @@ func (r *Reconciler) namespaceReady(ctx context.Context, p *kubeflowv1.Profile) 
 	if r.namespaceGate == nil || r.def.Upstream || !r.namespaceGate(p) {
 		return true, nil
 	}
-	ns := plugins.NewMetadata(namespaceGVK)
+	ns := apply.NewMetadata(namespaceGVK)
 	err := r.client.Get(ctx, types.NamespacedName{Name: plugins.Namespace(p)}, ns)
 	if apierrors.IsNotFound(err) {
 		return false, nil

@@ -16,6 +16,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // leftOn reports whether p shows the plugin was there: its condition or its
@@ -98,17 +99,17 @@ func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err
 // nothing is recorded as revoked.
 func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) (plugins.Result, error) {
 	start := time.Now()
-	req := r.request(p, cfg, r.own.pass())
+	req, record := r.request(p, cfg, r.own.pass())
 	res, err := r.def.Plugin.Revoke(ctx, req)
-	err = errors.Join(err, req.Outside.Flush(ctx))
+	err = errors.Join(err, record.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())
 	observeResult(r.def.Kind(), res)
 	if err != nil || res.Waiting != "" {
 		return res, err
 	}
 	r.recorder.Eventf(p, nil, corev1.EventTypeNormal, plugins.ReasonRevoked, "Revoke", "%s: %s", r.def.Kind(), plugins.BoundMessage(res.Summary()))
-	if d := req.Outside.Dangled(); len(d) > 0 {
-		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, plugins.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
+	if d := record.Dangled(); len(d) > 0 {
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, outside.ReasonDanglingTrust, "Revoke", "%s: grants profilekit did not make outlive the Profile: %s",
 			r.def.Kind(), plugins.BoundMessage(strings.Join(d, "; ")))
 	}
 	return res, nil

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/plugins"
 )
 
 // setCondition writes the plugin's condition (nil removes it) through the
@@ -22,9 +21,9 @@ import (
 func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c *kubeflowv1.ProfileCondition) (bool, error) {
 	next := func(conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
 		if c == nil {
-			return plugins.RemoveCondition(conds, r.def.Condition())
+			return removeCondition(conds, r.def.Condition())
 		}
-		return plugins.SetCondition(conds, *c)
+		return setCondition(conds, *c)
 	}
 	// A removal follows a Revoke and is written at once: the condition is
 	// what tells the next pass that the Revoke still has to happen. Any

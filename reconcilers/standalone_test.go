@@ -175,8 +175,8 @@ func TestInvalidSpecIsReportedAndNothingIsDeleted(t *testing.T) {
 	}
 }
 
-// outside is a plugin with state outside the namespace: it counts revokes.
-func outside(kind string, revokes *atomic.Int32, applyErr error) plugins.Definition {
+// outsidePlugin is a plugin with state outside the namespace: it counts revokes.
+func outsidePlugin(kind string, revokes *atomic.Int32, applyErr error) plugins.Definition {
 	return plugins.Definition{
 		Plugin: plugins.Funcs{
 			KindName:  kind,
@@ -193,7 +193,7 @@ func outside(kind string, revokes *atomic.Int32, applyErr error) plugins.Definit
 func TestFinalizerGuardsOutsideState(t *testing.T) {
 	var revokes, brokenApplies atomic.Int32
 	testhost.Start(t, env,
-		testhost.Plugin{Def: outside("vault", &revokes, nil)},
+		testhost.Plugin{Def: outsidePlugin("vault", &revokes, nil)},
 		// A plugin without outside state whose Apply always fails must not
 		// hold the Profile back.
 		testhost.Plugin{Def: plugins.Definition{Plugin: plugins.Funcs{KindName: "broken", ApplyFunc: func(context.Context, plugins.Request) (plugins.Result, error) {
@@ -226,7 +226,7 @@ func TestFinalizerGuardsOutsideState(t *testing.T) {
 
 func TestRemovingAnOutsideStatePluginRevokesAndDropsTheFinalizer(t *testing.T) {
 	var revokes atomic.Int32
-	testhost.Start(t, env, testhost.Plugin{Def: outside("bucket", &revokes, nil)})
+	testhost.Start(t, env, testhost.Plugin{Def: outsidePlugin("bucket", &revokes, nil)})
 	name := "drop-" + rand.String(5)
 	testhost.NewProfile(t, env.Client, name, nil, entry("bucket", ""))
 	testhost.WaitCondition(t, env.Client, name, "BucketReady", plugins.ConditionTrue, "")

@@ -27,6 +27,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // SetupWithManager registers the controller: Profiles (spec, label and
@@ -47,12 +48,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged()),
 		))
 	for _, gvk := range r.def.Owns {
-		obj, err := plugins.NewObject(r.scheme, gvk)
+		obj, err := apply.NewObject(r.scheme, gvk)
 		if err != nil {
 			return err
 		}
-		if slices.Contains(r.def.MetadataOnly(r.whole...), gvk) {
-			obj = plugins.NewMetadata(gvk)
+		if slices.Contains(metadataOnly(r.def, r.whole...), gvk) {
+			obj = apply.NewMetadata(gvk)
 		}
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())), builder.WithPredicates(r.own.predicate(gvk)))
 	}
@@ -62,7 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(plugins.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
+		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	b = b.WatchesRawSource(r.resyncSource())
 	if r.def.Runner != nil {

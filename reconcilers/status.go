@@ -228,9 +228,9 @@ func (w *StatusWriter) Touch(profile string) {
 // ReadyStale reports whether p's Ready condition differs from what p's
 // plugin conditions make it: reconcilers call Touch then.
 func (w *StatusWriter) ReadyStale(p *kubeflowv1.Profile) bool {
-	want := plugins.Ready(p.Generation, p.Status.Conditions, w.serving(p))
+	want := readyCondition(p.Generation, p.Status.Conditions, w.serving(p))
 	live := plugins.FindCondition(p.Status.Conditions, plugins.ConditionReady)
-	return live == nil || !plugins.SameCondition(*live, want)
+	return live == nil || !sameCondition(*live, want)
 }
 
 // serving returns the condition types of the plugins that apply to p,
@@ -341,7 +341,7 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 		first = false
 		conds, changed := applyConditions(p.Status.Conditions, changes)
 		// Ready sums up the plugins' conditions, in the same write.
-		conds, readyChanged := plugins.SetCondition(conds, plugins.Ready(p.Generation, conds, w.serving(p)))
+		conds, readyChanged := setCondition(conds, readyCondition(p.Generation, conds, w.serving(p)))
 		if !changed && !readyChanged {
 			return nil
 		}
@@ -422,9 +422,9 @@ func applyConditions(conds []kubeflowv1.ProfileCondition, changes map[string]*ku
 	for _, t := range slices.Sorted(maps.Keys(changes)) {
 		var ch bool
 		if c := changes[t]; c == nil {
-			conds, ch = plugins.RemoveCondition(conds, t)
+			conds, ch = removeCondition(conds, t)
 		} else {
-			conds, ch = plugins.SetCondition(conds, *c)
+			conds, ch = setCondition(conds, *c)
 		}
 		changed = changed || ch
 	}

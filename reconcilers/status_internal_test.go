@@ -82,7 +82,7 @@ func TestFlushFromABehindCacheReadsInsteadOfWriting(t *testing.T) {
 	ready := kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "quota applied"}
 	stale := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
 	live := stale.DeepCopy()
-	live.Status.Conditions = []kubeflowv1.ProfileCondition{ready, plugins.Ready(0, []kubeflowv1.ProfileCondition{ready}, []string{"QuotasReady"})}
+	live.Status.Conditions = []kubeflowv1.ProfileCondition{ready, readyCondition(0, []kubeflowv1.ProfileCondition{ready}, []string{"QuotasReady"})}
 
 	var updates int
 	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(stale).WithStatusSubresource(stale).

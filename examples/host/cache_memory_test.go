@@ -34,6 +34,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -162,7 +163,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 // metadataOnly reports whether the host caches gvk as metadata only: no
 // plugin that owns it reads it whole.
 func metadataOnly(gvk schema.GroupVersionKind) bool {
-	return !slices.Contains(plugins.WholeKinds(builtin.Definitions()...), gvk)
+	return !slices.Contains(reconcilers.WholeKinds(builtin.Definitions()...), gvk)
 }
 
 // writeProfiles creates n of the host benchmark's Profiles (so that owner
@@ -235,16 +236,16 @@ func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.Gr
 	// The host's controllers watch an owned kind through this object:
 	// metadata only unless a plugin reads it whole, then typed when the
 	// scheme knows the kind, unstructured otherwise.
-	obj, err := plugins.NewObject(opts.Scheme, gvk)
+	obj, err := apply.NewObject(opts.Scheme, gvk)
 	if err != nil {
 		b.Fatal(err)
 	}
-	list, err := plugins.NewList(opts.Scheme, gvk)
+	list, err := apply.NewList(opts.Scheme, gvk)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if metadataOnly {
-		obj, list = plugins.NewMetadata(gvk), plugins.NewMetadataList(gvk)
+		obj, list = apply.NewMetadata(gvk), apply.NewMetadataList(gvk)
 	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()

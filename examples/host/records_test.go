@@ -17,6 +17,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 )
 
@@ -48,7 +49,7 @@ plugins:
 	p := testhost.NewProfile(t, env.Client, name, map[string]string{"records-test": hostNS})
 	labels := plugins.OwnershipLabels(workloadidentity.Kind, name)
 	labels[plugins.LabelRole] = plugins.RoleOutsideState
-	old := corev1ac.ConfigMap(plugins.StateName(workloadidentity.Kind), name).WithLabels(labels).
+	old := corev1ac.ConfigMap(outside.StateName(workloadidentity.Kind), name).WithLabels(labels).
 		WithData(map[string]string{"state.json": `{"grant/x@proj-123.iam.gserviceaccount.com/m":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`})
 	if err := env.Client.Apply(ctx, old, client.FieldOwner(plugins.FieldManagerFor(workloadidentity.Kind)), client.ForceOwnership); err != nil {
 		t.Fatal(err)
@@ -57,17 +58,17 @@ plugins:
 	startHost(t, "records", env.Config, cfg, reg, false)
 	var record corev1.ConfigMap
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: plugins.RecordName(workloadidentity.Kind, p.UID)}, &record)
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordName(workloadidentity.Kind, p.UID)}, &record)
 		return err == nil, fmt.Sprintf("the moved record: %v", err)
 	})
 	if !strings.Contains(record.Data["state.json"], `"grant/x@proj-123.iam.gserviceaccount.com/m":{"hash":""`) {
 		t.Errorf("moved record %s: want the key as intended, not made", record.Data["state.json"])
 	}
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: plugins.StateName(workloadidentity.Kind)}, &corev1.ConfigMap{})
+	err = env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: outside.StateName(workloadidentity.Kind)}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the copy in the Profile's namespace: %v, want it gone", err)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: plugins.RecordsMigratedName}, &corev1.ConfigMap{}); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordsMigratedName}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("no mark that the move is done: %v", err)
 	}
 }

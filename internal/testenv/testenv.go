@@ -31,7 +31,7 @@ import (
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
 
 	"github.com/profilekit/profilekit/api/kubeflow"
-	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // AssetsVersion names the folder under bin/k8s that make fills with
@@ -149,7 +149,7 @@ func Start(opts Options) (*Env, error) {
 	e := &Env{Config: cfg, Client: c, Scheme: s, env: env}
 	// The host's own namespace, which holds the outside-state records, is
 	// there before any host runs, as a deployment makes it.
-	records := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plugins.DefaultRecordsNamespace}}
+	records := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: outside.DefaultRecordsNamespace}}
 	if err := c.Create(context.Background(), records); err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("create namespace %s: %w", records.Name, err)

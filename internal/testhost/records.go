@@ -10,11 +10,12 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // RecordKey is where plugin kind's outside-state record of p lives.
 func RecordKey(kind string, p *kubeflowv1.Profile) client.ObjectKey {
-	return client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.RecordName(kind, p.UID)}
+	return client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: outside.RecordName(kind, p.UID)}
 }
 
 // WriteRecord writes plugin kind's outside-state record of p with state
@@ -39,7 +40,7 @@ func ForgeRecord(t *testing.T, tenant client.Client, kind, profile, state string
 	t.Helper()
 	labels := plugins.OwnershipLabels(kind, profile)
 	labels[plugins.LabelRole] = plugins.RoleOutsideState
-	ac := corev1ac.ConfigMap(plugins.StateName(kind), profile).WithLabels(labels).
+	ac := corev1ac.ConfigMap(outside.StateName(kind), profile).WithLabels(labels).
 		WithData(map[string]string{"state.json": state})
 	if err := tenant.Apply(t.Context(), ac, client.FieldOwner(plugins.FieldManagerFor(kind)), client.ForceOwnership); err != nil {
 		t.Fatalf("the tenant of %s writes a record: %v", profile, err)

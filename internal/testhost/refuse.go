@@ -16,6 +16,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // RefuseRecords makes the API server refuse every write of the Profile's
@@ -24,7 +25,7 @@ import (
 // It returns once a write is refused.
 func RefuseRecords(t *testing.T, c client.Client, p *kubeflowv1.Profile) (lift func()) {
 	t.Helper()
-	namespace, uid := plugins.DefaultRecordsNamespace, string(p.UID)
+	namespace, uid := outside.DefaultRecordsNamespace, string(p.UID)
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + uid, Namespace: namespace}}
 	return Refuse(t, c, "refuse-records-"+p.Name, "configmaps",
 		"object.metadata.namespace != '"+namespace+"' || !object.metadata.name.endsWith('"+uid+"')", probe)

@@ -17,6 +17,7 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/network"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // ApplicationKind is Argo CD's Application.
@@ -146,7 +147,7 @@ func build(cfg *Config, p *kubeflowv1.Profile, apps []App, kept Kept) (Desired, 
 
 func application(cfg *Config, p *kubeflowv1.Profile, a App, name string) (*Application, error) {
 	ns := plugins.Namespace(p)
-	vals := Values{Values: plugins.ValuesOf(p), RootURL: strings.TrimSuffix(cfg.RootURL, "/")}
+	vals := Values{Values: placeholders.Of(p), RootURL: strings.TrimSuffix(cfg.RootURL, "/")}
 	vals.AppURL = vals.RootURL + a.PathPrefix(ns)
 	src, err := expandSource(a.Source, vals)
 	if err != nil {
@@ -192,10 +193,10 @@ func expandSource(s Source, v Values) (*Source, error) {
 		for i, p := range h.Parameters {
 			val := Expand(p.Value, v)
 			for _, sub := range []struct{ name, value string }{
-				{plugins.PlaceholderNamespace, v.Namespace}, {plugins.PlaceholderProfile, v.Profile}, {plugins.PlaceholderOwner, v.Owner},
+				{placeholders.Namespace, v.Namespace}, {placeholders.Profile, v.Profile}, {placeholders.Owner, v.Owner},
 				{PlaceholderRootURL, v.RootURL}, {PlaceholderAppURL, v.AppURL},
 			} {
-				if plugins.UsesPlaceholder(p.Value, sub.name) && strings.ContainsAny(sub.value, helmSpecial) {
+				if placeholders.Uses(p.Value, sub.name) && strings.ContainsAny(sub.value, helmSpecial) {
 					return nil, fmt.Errorf("helm.parameters[%s]: {{ .%s }} is %q, which has a character that Helm's --set syntax gives a meaning", p.Name, sub.name, sub.value)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/network"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -36,7 +37,7 @@ const (
 )
 
 var placeholderNames = []string{
-	plugins.PlaceholderNamespace, plugins.PlaceholderProfile, plugins.PlaceholderOwner,
+	placeholders.Namespace, placeholders.Profile, placeholders.Owner,
 	PlaceholderRootURL, PlaceholderAppURL,
 }
 

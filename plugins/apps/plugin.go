@@ -16,6 +16,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/expose"
 )
 
@@ -139,10 +140,10 @@ func applicationExists(ctx context.Context, r client.Reader, ns, name string) (b
 func (d Desired) Objects() []runtime.ApplyConfiguration {
 	out := make([]runtime.ApplyConfiguration, 0, len(d.Applications)+len(d.Routes)+len(d.Policies))
 	for _, a := range d.Applications {
-		out = append(out, plugins.Encoded(a))
+		out = append(out, apply.Encoded(a))
 	}
 	for _, vs := range d.Routes {
-		out = append(out, plugins.Encoded(vs))
+		out = append(out, apply.Encoded(vs))
 	}
 	for _, np := range d.Policies {
 		out = append(out, np)

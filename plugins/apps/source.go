@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // Source is what Argo CD deploys for an app: a Git path or a Helm chart,
@@ -152,7 +152,7 @@ func (s *Source) validate() error {
 		errs = append(errs, errors.New("a chart takes helm options only"))
 	}
 	s.eachTemplate(func(at, v string) {
-		if err := plugins.CheckPlaceholders(v, placeholderNames...); err != nil {
+		if err := placeholders.Check(v, placeholderNames...); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
 	})
@@ -226,21 +226,21 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 func (s *Source) usesAppURL() bool {
 	used := false
-	s.eachTemplate(func(_, v string) { used = used || plugins.UsesPlaceholder(v, PlaceholderAppURL) })
+	s.eachTemplate(func(_, v string) { used = used || placeholders.Uses(v, PlaceholderAppURL) })
 	return used
 }
 
 func (s *Source) usesRootURL() bool {
 	used := false
 	s.eachTemplate(func(_, v string) {
-		used = used || plugins.UsesPlaceholder(v, PlaceholderRootURL) || plugins.UsesPlaceholder(v, PlaceholderAppURL)
+		used = used || placeholders.Uses(v, PlaceholderRootURL) || placeholders.Uses(v, PlaceholderAppURL)
 	})
 	return used
 }
 
 // Values are what an app's placeholders stand for, for one Profile.
 type Values struct {
-	plugins.Values
+	placeholders.Values
 	RootURL string
 	AppURL  string
 }
@@ -258,7 +258,7 @@ func Expand(s string, v Values) string {
 		}
 		return v.AppURL
 	})
-	return plugins.Expand(s, v.Values)
+	return placeholders.Expand(s, v.Values)
 }
 
 // expandAny returns a deep copy of v with placeholders in every string

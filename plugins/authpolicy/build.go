@@ -10,6 +10,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // The annotations by which the access-management service marks a RoleBinding
@@ -22,13 +23,13 @@ const (
 // checkTemplate fails on a placeholder other than {{ .Namespace }} and
 // {{ .Profile }}, and on stray braces, so that a typo is found at load.
 func checkTemplate(s string) error {
-	return plugins.CheckPlaceholders(s, plugins.PlaceholderNamespace, plugins.PlaceholderProfile)
+	return placeholders.Check(s, placeholders.Namespace, placeholders.Profile)
 }
 
 // expander puts a Profile's values into placeholders.
-type expander struct{ plugins.Values }
+type expander struct{ placeholders.Values }
 
-func (e expander) one(s string) string { return plugins.Expand(s, e.Values) }
+func (e expander) one(s string) string { return placeholders.Expand(s, e.Values) }
 
 func (e expander) all(values []string) []string {
 	if len(values) == 0 {
@@ -81,7 +82,7 @@ func HeaderKey(header string) string { return "request.headers[" + header + "]" 
 // controller. It is nil when no rule applies, because an ALLOW policy
 // without rules would deny everything.
 func AccessSpec(cfg *Config, p *kubeflowv1.Profile, contributors []string) *securityv1beta1.AuthorizationPolicy {
-	e := expander{plugins.ValuesOf(p)}
+	e := expander{placeholders.Of(p)}
 	var rules []*securityv1beta1.Rule
 	if users := Users(cfg, p, contributors); len(users) > 0 {
 		// From and when in one rule must both match: the header counts only
@@ -116,7 +117,7 @@ func AccessSpec(cfg *Config, p *kubeflowv1.Profile, contributors []string) *secu
 
 // PolicySpec returns the spec of a further policy for p.
 func PolicySpec(pol Policy, p *kubeflowv1.Profile) *securityv1beta1.AuthorizationPolicy {
-	e := expander{plugins.ValuesOf(p)}
+	e := expander{placeholders.Of(p)}
 	spec := &securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_ALLOW}
 	if pol.Action == "DENY" {
 		spec.Action = securityv1beta1.AuthorizationPolicy_DENY

@@ -15,6 +15,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 func profile(name, owner string) *kubeflowv1.Profile {
@@ -266,7 +267,7 @@ func TestBuild(t *testing.T) {
 			cfg := load(t, strings.Replace(tc.config, "{name: team-access}\n", "name: team-access\n", 1))
 			got := map[string]any{}
 			for _, ac := range Build(cfg, profile("team-a", "owner@example.org"), nil) {
-				data, err := json.Marshal(plugins.Encoded(ac))
+				data, err := json.Marshal(apply.Encoded(ac))
 				if err != nil {
 					t.Fatal(err)
 				}

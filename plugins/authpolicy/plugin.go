@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // Plugin writes each Profile's Istio AuthorizationPolicies.
@@ -68,7 +69,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	policies := Build(cfg, req.Profile, contributors)
 	desired := make([]runtime.ApplyConfiguration, 0, len(policies))
 	for _, p := range policies {
-		desired = append(desired, plugins.Encoded(p))
+		desired = append(desired, apply.Encoded(p))
 	}
 	return req.Objects.Sync(ctx, desired...)
 }

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"regexp"
 
-	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/identities"
+	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -99,7 +99,7 @@ func (c *Config) Validate() error {
 	if c.TenantID != "" && !guid.MatchString(c.TenantID) {
 		errs = append(errs, fmt.Errorf("tenantId %q: not a GUID", c.TenantID))
 	}
-	if err := plugins.CheckServiceAccounts(c.ServiceAccounts); err != nil {
+	if err := serviceaccounts.Check(c.ServiceAccounts); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Issuer != "" {

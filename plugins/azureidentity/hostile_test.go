@@ -21,6 +21,7 @@ import (
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 var ref = azureidentity.IdentityRef{Subscription: sub, ResourceGroup: "kubeflow", Name: "team-a"}
@@ -283,7 +284,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	// The credential left trusts the namespace: dangling trust, which holds
 	// the next Profile of the name.
 	var dangling corev1.ConfigMap
-	key := client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(azureidentity.Kind, name)}
+	key := client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: outside.DanglingName(azureidentity.Kind, name)}
 	if err := env.Client.Get(t.Context(), key, &dangling); err != nil || !strings.Contains(dangling.Data["grants"], runner) {
 		t.Fatalf("dangling-trust record: %v, %v; want it to name %s", dangling.Data, err, runner)
 	}
@@ -291,7 +292,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if err := env.Client.Create(t.Context(), next); err != nil {
 		t.Fatal(err)
 	}
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonDanglingTrust)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, outside.ReasonDanglingTrust)
 	if got := m.held(); len(got) != 1 {
 		t.Errorf("credentials put for the next Profile of the name: %v", got)
 	}

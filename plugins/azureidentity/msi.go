@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 
-	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 //go:generate mockgen -typed -source=msi.go -destination=iammock/msi.go -package=iammock
@@ -152,7 +152,7 @@ func (s *sdkCredentials) Tags(ctx context.Context, id IdentityRef) (map[string]s
 // default credential chain, made on first use so that a host that never
 // serves this plugin needs no Azure configuration.
 func DefaultCredentials() Credentials {
-	return lazyCredentials{plugins.NewLazy(func(context.Context) (Credentials, error) {
+	return lazyCredentials{outside.NewLazy(func(context.Context) (Credentials, error) {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
 			return nil, fmt.Errorf("Azure credential: %w", err)
@@ -161,7 +161,7 @@ func DefaultCredentials() Credentials {
 	})}
 }
 
-type lazyCredentials struct{ c *plugins.Lazy[Credentials] }
+type lazyCredentials struct{ c *outside.Lazy[Credentials] }
 
 func (l lazyCredentials) Get(ctx context.Context, id IdentityRef, name string) (Credential, bool, error) {
 	c, err := l.c.Get(ctx)

@@ -17,6 +17,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/opa"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // Labels the plugin puts on its volumes besides the ownership labels, so
@@ -56,10 +57,10 @@ var volumeRE = regexp.MustCompile(`\{\{\s*\.Volume\s*\}\}`)
 
 // render expands a naming template for a namespace and a volume.
 func render(tmpl, namespace, volume string) (string, error) {
-	if err := plugins.CheckPlaceholders(tmpl, plugins.PlaceholderNamespace, plugins.PlaceholderProfile, "Volume"); err != nil {
+	if err := placeholders.Check(tmpl, placeholders.Namespace, placeholders.Profile, "Volume"); err != nil {
 		return "", err
 	}
-	s := plugins.Expand(tmpl, plugins.Values{Namespace: namespace, Profile: namespace})
+	s := placeholders.Expand(tmpl, placeholders.Values{Namespace: namespace, Profile: namespace})
 	return volumeRE.ReplaceAllLiteralString(s, volume), nil
 }
 

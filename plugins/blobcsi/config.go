@@ -15,6 +15,7 @@ import (
 
 	"github.com/profilekit/profilekit/opa"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -54,7 +55,7 @@ type Config struct {
 	// restarts and across hosts. Default: DefaultDeleteRecord in the
 	// namespace of the first storage instance's credentials Secret (or its
 	// principal's Secret).
-	DeleteRecord plugins.ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
+	DeleteRecord outside.ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
 }
 
 // Instance is one storage account offered to Profiles.
@@ -263,7 +264,7 @@ func (c *Config) Chosen() []Instance {
 }
 
 // deleteRecord returns where the volume deletion record lives.
-func (c *Config) deleteRecord() plugins.ConfigMapRef {
+func (c *Config) deleteRecord() outside.ConfigMapRef {
 	ref := c.DeleteRecord
 	if ref.Name == "" {
 		ref.Name = DefaultDeleteRecord

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // mustReplace says why the live pair cannot be brought to v in place (the
@@ -206,9 +207,9 @@ func (p Plugin) confirmClaims(ctx context.Context, req plugins.Request, live liv
 // the plugin owns, read from the API server, so that the cap holds across
 // restarts and across hosts that share one cluster. A ConfigMap of its name
 // that is not the plugin's holds every deletion.
-func (p Plugin) deletes(req plugins.Request, cfg *Config) plugins.Ledger {
+func (p Plugin) deletes(req plugins.Request, cfg *Config) outside.Ledger {
 	ref := cfg.deleteRecord()
-	return plugins.Ledger{Reader: req.LiveReader(), Writer: req.Client, Key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
+	return outside.Ledger{Reader: req.LiveReader(), Writer: req.Client, Key: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name},
 		Kind: Kind, Max: cfg.MaxVolumeDeletes, Window: cfg.DeleteWindow.Duration}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // The names of the upstream controller's objects, which the dashboard, the
@@ -167,7 +168,7 @@ func Build(cfg *Config, p *kubeflowv1.Profile, labels map[string]string) ([]runt
 		AccountBinding(p, EditorAccount, ClusterRoleEdit),
 		ServiceAccount(p, ViewerAccount),
 		AccountBinding(p, ViewerAccount, ClusterRoleView),
-		plugins.Encoded(Policy(cfg, p)),
+		apply.Encoded(Policy(cfg, p)),
 	}
 	q, err := Quota(p)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // Plugin makes what the upstream profile controller makes for a Profile.
@@ -34,7 +35,7 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // seen, and its release wakes the Profile), and Upstream, which lets it write
 // the namespace and upstream's names.
 func Definition() plugins.Definition {
-	ns := plugins.NewMetadata(namespaceGVK)
+	ns := apply.NewMetadata(namespaceGVK)
 	return plugins.Definition{
 		Plugin:    Plugin{},
 		NewConfig: func() any { return NewConfig() },
@@ -102,7 +103,11 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	}
 	objects := req.Objects
 	if cfg.Adopt {
-		objects = objects.Adopting(func(live client.Object) error { return mayAdopt(cfg, p, live) })
+		a, ok := objects.(adopter)
+		if !ok {
+			return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidConfig, "adopt: the host's objects (%T) cannot take over upstream's objects", objects)
+		}
+		objects = a.Adopting(func(live client.Object) error { return mayAdopt(cfg, p, live) })
 	}
 	res, err := objects.Sync(ctx, desired...)
 	if err != nil || len(remove) == 0 {
@@ -113,6 +118,12 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	}
 	res.Add(plugins.Change{Kind: "Namespace", Name: plugins.Namespace(p), Action: plugins.Configured})
 	return res, nil
+}
+
+// adopter is the part of the host's Objects that takes over objects the
+// upstream controller wrote (apply.Applier.Adopting).
+type adopter interface {
+	Adopting(may func(live client.Object) error) plugins.Objects
 }
 
 // addsLabels reports whether labels holds a key that live does not.
@@ -132,7 +143,7 @@ func reread(ctx context.Context, r client.Reader, name string) (client.Object, e
 	if r == nil {
 		return nil, nil
 	}
-	ns := plugins.NewMetadata(namespaceGVK)
+	ns := apply.NewMetadata(namespaceGVK)
 	err := r.Get(ctx, types.NamespacedName{Name: name}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -149,7 +160,7 @@ func reread(ctx context.Context, r client.Reader, name string) (client.Object, e
 // Nil when there is none.
 func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, error) {
 	key := types.NamespacedName{Name: plugins.Namespace(req.Profile)}
-	ns := plugins.NewMetadata(namespaceGVK)
+	ns := apply.NewMetadata(namespaceGVK)
 	err := req.Client.Get(ctx, key, ns)
 	if err == nil {
 		return ns, nil
@@ -160,7 +171,7 @@ func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, err
 	if req.Watched == nil {
 		return nil, nil
 	}
-	meta := plugins.NewMetadata(namespaceGVK)
+	meta := apply.NewMetadata(namespaceGVK)
 	err = req.Watched.Get(ctx, key, meta)
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -32,6 +32,7 @@ import (
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/reconcilers"
 )
@@ -423,7 +424,7 @@ func TestHandEditUnseenByTheCacheSurvivesANamespaceChange(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
+				objects := apply.New(c, def.Kind(), p, def.Owns, append(apply.OptionsFor(def), apply.WithLiveReader(env.Client))...)
 				req := plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects, Live: env.Client}
 				if res, err := def.Plugin.Apply(ctx, req); err != nil {
 					t.Fatalf("Apply = %s, %v", res.Summary(), err)
@@ -436,7 +437,7 @@ func TestHandEditUnseenByTheCacheSurvivesANamespaceChange(t *testing.T) {
 
 			// The cache keeps the namespace as it is now; someone then
 			// changes the value of a label the plugin applied.
-			before := plugins.NewMetadata(corev1.SchemeGroupVersion.WithKind("Namespace"))
+			before := apply.NewMetadata(corev1.SchemeGroupVersion.WithKind("Namespace"))
 			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, before); err != nil {
 				t.Fatal(err)
 			}

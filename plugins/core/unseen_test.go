@@ -16,6 +16,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/core"
 )
 
@@ -63,7 +64,7 @@ func TestForeignNamespaceUnseenByTheCacheIsNotAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := unseen{env.Client}
-	objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
+	objects := apply.New(c, def.Kind(), p, def.Owns, append(apply.OptionsFor(def), apply.WithLiveReader(env.Client))...)
 	res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects})
 	if err == nil || !strings.Contains(err.Error(), `belongs to "bob@example.org"`) {
 		t.Errorf("Apply = %s, %v; want a conflict that names the namespace's owner", res.Summary(), err)

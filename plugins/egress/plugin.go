@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // The kinds of object the plugin writes.
@@ -48,8 +49,8 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if on {
 		if objs := Build(cfg, req.Profile); objs != nil {
 			desired = append(desired,
-				plugins.Encoded(objs.ServiceEntry), plugins.Encoded(objs.DestinationRule),
-				plugins.Encoded(objs.MeshRoute), plugins.Encoded(objs.GatewayRoute))
+				apply.Encoded(objs.ServiceEntry), apply.Encoded(objs.DestinationRule),
+				apply.Encoded(objs.MeshRoute), apply.Encoded(objs.GatewayRoute))
 		}
 	}
 	res, err := req.Objects.Sync(ctx, desired...)

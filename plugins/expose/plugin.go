@@ -9,6 +9,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // VirtualServiceKind is the kind of object the plugin writes.
@@ -46,7 +47,7 @@ func objects(cfg *Config, p *kubeflowv1.Profile) ([]runtime.ApplyConfiguration, 
 	}
 	out := make([]runtime.ApplyConfiguration, 0, len(vss))
 	for _, vs := range vss {
-		out = append(out, plugins.Encoded(vs))
+		out = append(out, apply.Encoded(vs))
 	}
 	return out, nil
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/identities"
+	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
 )
 
@@ -103,7 +103,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := plugins.CheckServiceAccounts(c.ServiceAccounts); err != nil {
+	if err := serviceaccounts.Check(c.ServiceAccounts); err != nil {
 		errs = append(errs, err)
 	}
 	if c.OIDCProvider != "" {

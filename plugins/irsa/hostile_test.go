@@ -22,6 +22,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/irsa/iammock"
 	"github.com/profilekit/profilekit/plugins/irsa/trustpolicy"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -467,7 +468,7 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 	if got := o.roles.doc(role); got != doc {
 		t.Errorf("someone else's statement was changed: %s", got)
 	}
-	key := client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(irsa.Kind, name)}
+	key := client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: outside.DanglingName(irsa.Kind, name)}
 	var dangling corev1.ConfigMap
 	if err := env.Client.Get(t.Context(), key, &dangling); err != nil {
 		t.Fatalf("no dangling-trust record after the deletion: %v", err)
@@ -479,7 +480,7 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 	if err := env.Client.Create(t.Context(), next); err != nil {
 		t.Fatal(err)
 	}
-	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonDanglingTrust)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, outside.ReasonDanglingTrust)
 	if !strings.Contains(cond.Message, "system:serviceaccount:"+name+":default-editor") {
 		t.Errorf("condition %q does not name the grant", cond.Message)
 	}

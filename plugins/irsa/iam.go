@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 
-	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 //go:generate mockgen -typed -source=iam.go -destination=iammock/iam.go -package=iammock
@@ -81,7 +81,7 @@ func (s sdkIAM) SetTrustPolicy(ctx context.Context, role, doc string) error {
 // chain, made on first use so that a host that never serves this plugin
 // needs no AWS configuration.
 func DefaultIAM() IAM {
-	return lazyIAM{plugins.NewLazy(func(ctx context.Context) (IAM, error) {
+	return lazyIAM{outside.NewLazy(func(ctx context.Context) (IAM, error) {
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("AWS configuration: %w", err)
@@ -90,7 +90,7 @@ func DefaultIAM() IAM {
 	})}
 }
 
-type lazyIAM struct{ c *plugins.Lazy[IAM] }
+type lazyIAM struct{ c *outside.Lazy[IAM] }
 
 func (l lazyIAM) TrustPolicy(ctx context.Context, role string) (string, error) {
 	c, err := l.c.Get(ctx)

@@ -55,7 +55,7 @@ func TestDecode(t *testing.T) {
 		{reason: "ratio exceeded", spec: `{"container":{"maxLimitRequestRatio":{"cpu":"4"}}}`, wantErr: "exceeds container.maxLimitRequestRatio[cpu]=4"},
 		{reason: "unknown field names the plugin and the field", spec: `{"container":{"defaults":{}}}`, wantErr: `spec.plugins[0] (limitrange).spec: unknown field "container.defaults"`},
 		{reason: "the name is the host's", spec: `{"name":"mine"}`, wantErr: `field "name" is set by the host only`},
-		{reason: "not a quantity", spec: `{"container":{"max":{"cpu":"lots"}}}`, wantErr: `spec.plugins[0] (limitrange).spec: field "container.max.cpu": "lots" is not a quantity`},
+		{reason: "not a quantity", spec: `{"container":{"max":{"cpu":"lots"}}}`, wantErr: `spec.plugins[0] (limitrange).spec: field "container.max[cpu]": "lots" is not a quantity`},
 	}
 	def := limitrange.Definition()
 	for _, tt := range tests {

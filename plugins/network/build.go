@@ -15,15 +15,16 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // sampleValues checks at load that a selector is valid once expanded.
-var sampleValues = plugins.Values{Namespace: "profile", Profile: "profile"}
+var sampleValues = placeholders.Values{Namespace: "profile", Profile: "profile"}
 
 // checkTemplate fails on a placeholder other than {{ .Namespace }} and
 // {{ .Profile }}, and on stray braces.
 func checkTemplate(s string) error {
-	return plugins.CheckPlaceholders(s, plugins.PlaceholderNamespace, plugins.PlaceholderProfile)
+	return placeholders.Check(s, placeholders.Namespace, placeholders.Profile)
 }
 
 // checkTemplates checks the placeholders of a selector's values; keys and
@@ -51,14 +52,14 @@ func checkTemplates(at string, s *metav1.LabelSelector) error {
 	return errors.Join(errs...)
 }
 
-func expandSelector(s *metav1.LabelSelector, v plugins.Values) *metav1.LabelSelector {
+func expandSelector(s *metav1.LabelSelector, v placeholders.Values) *metav1.LabelSelector {
 	out := s.DeepCopy()
 	for k, val := range out.MatchLabels {
-		out.MatchLabels[k] = plugins.Expand(val, v)
+		out.MatchLabels[k] = placeholders.Expand(val, v)
 	}
 	for i := range out.MatchExpressions {
 		for j, val := range out.MatchExpressions[i].Values {
-			out.MatchExpressions[i].Values[j] = plugins.Expand(val, v)
+			out.MatchExpressions[i].Values[j] = placeholders.Expand(val, v)
 		}
 	}
 	return out
@@ -94,7 +95,7 @@ func Build(cfg *Config, p *kubeflowv1.Profile) (Desired, error) {
 	if err != nil {
 		return Desired{}, plugins.Terminal(plugins.ReasonInvalidConfig, err)
 	}
-	v := plugins.ValuesOf(p)
+	v := placeholders.Of(p)
 	var d Desired
 	var errs []error
 	for _, pol := range policies {
@@ -154,7 +155,7 @@ func (g Gated) Message() string {
 	return fmt.Sprintf("%s=%q is not true or false, so policy %s stays off", g.Source, g.Value, g.Policy)
 }
 
-func buildPolicy(pol Policy, v plugins.Values) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
+func buildPolicy(pol Policy, v placeholders.Values) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
 	pods, err := selector(&pol.PodSelector, v)
 	if err != nil {
 		return nil, fmt.Errorf("podSelector: %w", err)
@@ -193,7 +194,7 @@ func buildPolicy(pol Policy, v plugins.Values) (*networkingv1ac.NetworkPolicyApp
 
 // selector expands a selector's placeholders and checks the result, which
 // the Profile's name may have made too long for a label value.
-func selector(s *metav1.LabelSelector, v plugins.Values) (*metav1ac.LabelSelectorApplyConfiguration, error) {
+func selector(s *metav1.LabelSelector, v placeholders.Values) (*metav1ac.LabelSelectorApplyConfiguration, error) {
 	e := expandSelector(s, v)
 	if _, err := metav1.LabelSelectorAsSelector(e); err != nil {
 		return nil, err
@@ -212,7 +213,7 @@ func selector(s *metav1.LabelSelector, v plugins.Values) (*metav1ac.LabelSelecto
 	return out, nil
 }
 
-func peerOf(p networkingv1.NetworkPolicyPeer, v plugins.Values) (*networkingv1ac.NetworkPolicyPeerApplyConfiguration, error) {
+func peerOf(p networkingv1.NetworkPolicyPeer, v placeholders.Values) (*networkingv1ac.NetworkPolicyPeerApplyConfiguration, error) {
 	out := networkingv1ac.NetworkPolicyPeer()
 	if p.PodSelector != nil {
 		s, err := selector(p.PodSelector, v)

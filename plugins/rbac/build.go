@@ -14,6 +14,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // Objects are the Roles and RoleBindings one Profile gets.
@@ -160,8 +161,8 @@ func Subjects(subs []Subject, p *kubeflowv1.Profile) ([]rbacv1.Subject, error) {
 
 // fill replaces the placeholders in s with p's values.
 func fill(s string, p *kubeflowv1.Profile) (string, error) {
-	if plugins.UsesPlaceholder(s, plugins.PlaceholderOwner) && p.Spec.Owner.Name == "" {
+	if placeholders.Uses(s, placeholders.Owner) && p.Spec.Owner.Name == "" {
 		return "", fmt.Errorf("%q uses {{ .Owner }} but the Profile has no spec.owner", s)
 	}
-	return plugins.Expand(s, plugins.ValuesOf(p)), nil
+	return placeholders.Expand(s, placeholders.Of(p)), nil
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -237,5 +238,5 @@ func validSelector(s *metav1.LabelSelector) error {
 // checkPlaceholders fails on anything in braces but {{ .Namespace }} and
 // {{ .Owner }}.
 func checkPlaceholders(s string) error {
-	return plugins.CheckPlaceholders(s, plugins.PlaceholderNamespace, plugins.PlaceholderOwner)
+	return placeholders.Check(s, placeholders.Namespace, placeholders.Owner)
 }

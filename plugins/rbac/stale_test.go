@@ -14,6 +14,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/rbac"
 )
 
@@ -75,7 +76,7 @@ func TestReboundBindingTakenOverUnseenByTheCacheIsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := behind{Client: env.Client, binding: seen}
-	objects := plugins.NewApplier(c, def.Kind(), p, def.Owns, append(def.ApplierOptions(), plugins.WithLiveReader(env.Client))...)
+	objects := apply.New(c, def.Kind(), p, def.Owns, append(apply.OptionsFor(def), apply.WithLiveReader(env.Client))...)
 	res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: p, Config: cfg, Client: c, Objects: objects})
 	t.Logf("pass: %s, %v", res.Summary(), err)
 

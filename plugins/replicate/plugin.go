@@ -15,6 +15,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // Plugin copies the host's sources into each Profile's namespace.
@@ -267,7 +268,7 @@ func ownedCopies(ctx context.Context, c client.Reader, kind schema.GroupVersionK
 	}
 	// Secrets are cached as metadata only: their data stays out of the
 	// host's memory, and only names and annotations are read here.
-	l := plugins.NewMetadataList(secrets)
+	l := apply.NewMetadataList(secrets)
 	if err := c.List(ctx, l, opts...); err != nil {
 		return nil, fmt.Errorf("list copies: %w", err)
 	}

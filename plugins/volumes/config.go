@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -88,7 +89,7 @@ type Config struct {
 	// deletions. Default DefaultSweepRecord in the namespace the host runs in
 	// (its leader election namespace); a sweeper with no namespace for it
 	// deletes nothing.
-	SweepRecord plugins.ConfigMapRef `json:"sweepRecord,omitempty" profilekit:"hostonly"`
+	SweepRecord outside.ConfigMapRef `json:"sweepRecord,omitempty" profilekit:"hostonly"`
 }
 
 // DefaultSweepRecord is the default name of the sweeper's record.

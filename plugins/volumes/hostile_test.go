@@ -22,6 +22,8 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/plugins/volumes"
 )
 
@@ -62,7 +64,7 @@ func TestUnusableSweepRecordDeletesNothing(t *testing.T) {
 		want   string
 	}{
 		{"another's ConfigMap of the record's name", corev1.ConfigMap{Data: map[string]string{"actions.json": "[]"}}, plugins.ReasonConflict},
-		{"a garbled record", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: plugins.OwnershipLabels(volumes.Kind, "")}, Data: map[string]string{"actions.json": "{"}}, plugins.ReasonLedger},
+		{"a garbled record", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: plugins.OwnershipLabels(volumes.Kind, "")}, Data: map[string]string{"actions.json": "{"}}, outside.ReasonLedger},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			id := rand.String(5)
@@ -246,7 +248,7 @@ func TestFailedSweepLeavesThePluginsMarks(t *testing.T) {
 	if err := env.Client.Patch(t.Context(), &pv, unmark); err != nil {
 		t.Fatal(err)
 	}
-	if err := plugins.ApplyFields(t.Context(), env.Client, volumes.Kind, pv.UID, state.Apply(name)); err != nil {
+	if err := apply.Fields(t.Context(), env.Client, volumes.Kind, pv.UID, state.Apply(name)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -302,7 +304,7 @@ func TestVolumeTakenByAnotherProfileUnseenByTheListIsNotRetaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := staleList{Client: env.Client, volumes: before}
-	objects := plugins.NewApplier(c, def.Kind(), second, def.Owns, def.ApplierOptions()...)
+	objects := apply.New(c, def.Kind(), second, def.Owns, apply.OptionsFor(def)...)
 	res, err := def.Plugin.Apply(ctx, plugins.Request{Profile: second, Config: cfg, Client: c, Objects: objects})
 	t.Logf("second Profile's pass: %s, %v", res.Summary(), err)
 

@@ -19,6 +19,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 )
 
 // ReasonExpansionNotAllowed is the condition's reason when a Profile asks for
@@ -289,7 +290,7 @@ func applyState(ctx context.Context, w client.Writer, pv *corev1.PersistentVolum
 	if state.Holds(pv) {
 		return res, nil
 	}
-	if err := plugins.ApplyFields(ctx, w, Kind, pv.UID, state.Apply(pv.Name)); err != nil {
+	if err := apply.Fields(ctx, w, Kind, pv.UID, state.Apply(pv.Name)); err != nil {
 		return res, err
 	}
 	res.Add(plugins.Change{Kind: "PersistentVolume", Name: pv.Name, Action: plugins.Configured})

@@ -18,6 +18,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Sweeper deletes volumes that were released longer ago than the config's
@@ -61,12 +62,12 @@ func (s Sweeper) reader() client.Reader {
 }
 
 // record returns the ledger of the sweeper's deletions.
-func (s Sweeper) record() (plugins.Ledger, error) {
+func (s Sweeper) record() (outside.Ledger, error) {
 	key := client.ObjectKey{Namespace: cmp.Or(s.Config.SweepRecord.Namespace, s.Namespace), Name: cmp.Or(s.Config.SweepRecord.Name, DefaultSweepRecord)}
 	if key.Namespace == "" {
-		return plugins.Ledger{}, fmt.Errorf("no namespace for the sweep record %s (sweepRecord.namespace, or the host's namespace); nothing is deleted", key.Name)
+		return outside.Ledger{}, fmt.Errorf("no namespace for the sweep record %s (sweepRecord.namespace, or the host's namespace); nothing is deleted", key.Name)
 	}
-	return plugins.Ledger{Reader: s.reader(), Writer: s.Client, Key: key, Kind: Kind,
+	return outside.Ledger{Reader: s.reader(), Writer: s.Client, Key: key, Kind: Kind,
 		Max: s.Config.MaxDeletesPerSweep, Window: s.Config.SweepInterval.Duration, Now: s.Now}, nil
 }
 

@@ -24,6 +24,8 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 	"github.com/profilekit/profilekit/plugins/workloadidentity/iammock"
 	"github.com/profilekit/profilekit/reconcilers"
@@ -295,7 +297,7 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 		t.Fatal(err)
 	}
 	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
-	key := client.ObjectKey{Namespace: plugins.DefaultRecordsNamespace, Name: plugins.DanglingName(workloadidentity.Kind, name)}
+	key := client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: outside.DanglingName(workloadidentity.Kind, name)}
 	var dangling corev1.ConfigMap
 	if err := env.Client.Get(t.Context(), key, &dangling); err != nil {
 		t.Fatalf("no dangling-trust record after the deletion: %v", err)
@@ -304,7 +306,7 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		got := testhost.Events(t, env.Client, name)
 		return slices.ContainsFunc(got, func(e string) bool {
-			return strings.Contains(e, "Warning "+plugins.ReasonDanglingTrust) && strings.Contains(e, "outlive the Profile") && strings.Contains(e, member)
+			return strings.Contains(e, "Warning "+outside.ReasonDanglingTrust) && strings.Contains(e, "outlive the Profile") && strings.Contains(e, member)
 		}), fmt.Sprintf("events %v", got)
 	})
 	if !holdsMember(acct, member) {
@@ -320,13 +322,13 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) })
-	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, plugins.ReasonDanglingTrust)
+	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, outside.ReasonDanglingTrust)
 	if !strings.Contains(cond.Message, member) || !strings.Contains(cond.Message, key.Name) {
 		t.Errorf("condition %q does not name the grant and the record", cond.Message)
 	}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		got := testhost.Events(t, env.Client, name)
-		return slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, plugins.ReasonDanglingTrust) }), fmt.Sprintf("events %v", got)
+		return slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, outside.ReasonDanglingTrust) }), fmt.Sprintf("events %v", got)
 	})
 
 	// The administrator removes the grant, then the record.
@@ -373,9 +375,10 @@ func TestRevokeOfADeletedProfileRunTwiceKeepsForeignMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		record := outside.New(env.Client, def.Kind(), p, outside.Options{})
 		req := plugins.Request{Profile: p, Config: cfg, Client: env.Client,
-			Objects: plugins.NewApplier(env.Client, def.Kind(), p, def.Owns, def.ApplierOptions()...),
-			Outside: plugins.NewOutside(env.Client, def.Kind(), p, plugins.OutsideOptions{})}
+			Objects: apply.New(env.Client, def.Kind(), p, def.Owns, apply.OptionsFor(def)...),
+			Outside: record}
 		run := def.Plugin.Apply
 		if revoke {
 			run = def.Plugin.Revoke
@@ -383,7 +386,7 @@ func TestRevokeOfADeletedProfileRunTwiceKeepsForeignMembers(t *testing.T) {
 		if _, err := run(ctx, req); err != nil {
 			t.Fatal(err)
 		}
-		if err := req.Outside.Flush(ctx); err != nil {
+		if err := record.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	iam "google.golang.org/api/iam/v1"
 	"google.golang.org/api/option"
 
-	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 //go:generate mockgen -typed -source=iam.go -destination=iammock/iam.go -package=iammock
@@ -105,7 +105,7 @@ func retryThrottled[T any](ctx context.Context, call func() (T, error)) (T, erro
 // credentials, made on first use so that a host that never serves this
 // plugin needs no Google credentials.
 func DefaultIAM() IAM {
-	return lazyIAM{plugins.NewLazy(func(context.Context) (IAM, error) {
+	return lazyIAM{outside.NewLazy(func(context.Context) (IAM, error) {
 		// The service outlives the call that makes it, so it must not take
 		// that call's context.
 		s, err := iam.NewService(context.Background(), option.WithScopes(iam.CloudPlatformScope))
@@ -116,7 +116,7 @@ func DefaultIAM() IAM {
 	})}
 }
 
-type lazyIAM struct{ c *plugins.Lazy[IAM] }
+type lazyIAM struct{ c *outside.Lazy[IAM] }
 
 func (l lazyIAM) Policy(ctx context.Context, resource string) (*iam.Policy, error) {
 	c, err := l.c.Get(ctx)

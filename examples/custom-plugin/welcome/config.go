@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // Kind is the plugin's name in a Profile's spec.plugins.
@@ -48,7 +49,7 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Message) == "" {
 		errs = append(errs, errors.New("message is empty"))
-	} else if err := plugins.CheckPlaceholders(c.Message, plugins.PlaceholderNamespace, plugins.PlaceholderProfile, plugins.PlaceholderOwner); err != nil {
+	} else if err := placeholders.Check(c.Message, placeholders.Namespace, placeholders.Profile, placeholders.Owner); err != nil {
 		errs = append(errs, fmt.Errorf("message %w", err))
 	}
 	return errors.Join(errs...)

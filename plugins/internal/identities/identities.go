@@ -19,6 +19,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
 // ReasonNotAllowed is the reason of a Profile that names an identity the
@@ -68,7 +69,7 @@ func (p Policy) Validate() error {
 		case strings.TrimSpace(a.Identity) == "" && a.Tag == nil:
 			errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: required unless tag is set", i))
 		default:
-			if err := plugins.CheckPlaceholders(a.Identity, plugins.PlaceholderNamespace, plugins.PlaceholderProfile); err != nil {
+			if err := placeholders.Check(a.Identity, placeholders.Namespace, placeholders.Profile); err != nil {
 				errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: %w", i, err))
 			}
 		}
@@ -76,7 +77,7 @@ func (p Policy) Validate() error {
 			if strings.TrimSpace(a.Tag.Key) == "" {
 				errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag.key: required", i))
 			}
-			if err := plugins.CheckPlaceholders(a.Tag.Value, plugins.PlaceholderNamespace, plugins.PlaceholderProfile); err != nil {
+			if err := placeholders.Check(a.Tag.Value, placeholders.Namespace, placeholders.Profile); err != nil {
 				errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag.value: %w", i, err))
 			}
 		}
@@ -90,12 +91,12 @@ func (p Policy) Validate() error {
 // Allow returns the first allowance that gives identity to p, or a terminal
 // error with ReasonNotAllowed.
 func (p Policy) Allow(profile *kubeflowv1.Profile, identity string) (Allowance, error) {
-	values := plugins.ValuesOf(profile)
+	values := placeholders.Of(profile)
 	for _, a := range p {
 		if !selects(a.ProfileSelector, profile) {
 			continue
 		}
-		if a.Identity == "" && a.Tag != nil || plugins.Expand(a.Identity, values) == identity {
+		if a.Identity == "" && a.Tag != nil || placeholders.Expand(a.Identity, values) == identity {
 			return a, nil
 		}
 	}
@@ -123,7 +124,7 @@ func (a Allowance) CheckTag(profile *kubeflowv1.Profile, identity string, tags m
 	if a.Tag == nil {
 		return nil
 	}
-	want := plugins.Expand(a.Tag.Value, plugins.ValuesOf(profile))
+	want := placeholders.Expand(a.Tag.Value, placeholders.Of(profile))
 	got, ok := tags[a.Tag.Key]
 	if ok && got == want {
 		return nil
@@ -140,13 +141,13 @@ func (a Allowance) NeedsTag() bool { return a.Tag != nil }
 // be, whatever its spec or record says, so that revocation fails closed.
 // Allowances by tag alone name none.
 func (p Policy) Named(profile *kubeflowv1.Profile) []string {
-	values := plugins.ValuesOf(profile)
+	values := placeholders.Of(profile)
 	var out []string
 	for _, a := range p {
 		if a.Identity == "" || !selects(a.ProfileSelector, profile) {
 			continue
 		}
-		if id := plugins.Expand(a.Identity, values); !slices.Contains(out, id) {
+		if id := placeholders.Expand(a.Identity, values); !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}

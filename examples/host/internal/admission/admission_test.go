@@ -41,7 +41,7 @@ var hostileSpecs = []struct {
 	{"array", `[1,2,3]`, []string{"QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: must be an object, got an array"}},
 	{"string", `"hard: {cpu: 1}"`, []string{"QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: must be an object, got a string"}},
 	{"invalid-keys", invalidKeys(50000), []string{"spec.plugins[0] (quotas).spec: hard[bad_00000]: not a resource a quota can limit", "(and 49995 more problems)"}},
-	{"deep-nesting", `{"hard":{"cpu":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}}`, []string{`spec.plugins[0] (quotas).spec: field "hard.cpu": {"a":{"a":`, "is not a quantity"}},
+	{"deep-nesting", `{"hard":{"cpu":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}}`, []string{`spec.plugins[0] (quotas).spec: field "hard[cpu]": {"a":{"a":`, "is not a quantity"}},
 }
 
 func invalidKeys(n int) string {

@@ -107,7 +107,7 @@ func TestSelfSignedCertificate(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	want := `QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: field "hard.limits.cpu": "lots" is not a quantity`
+	want := `QuotasReady would be False: InvalidSpec: spec.plugins[0] (quotas).spec: field "hard[limits.cpu]": "lots" is not a quantity`
 	if err3 == nil || !strings.Contains(err3.Error(), want) {
 		t.Fatalf("error %v, want the self-signed webhook to deny with %q", err3, want)
 	}

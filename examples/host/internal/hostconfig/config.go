@@ -20,6 +20,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -282,13 +283,13 @@ func (c *Config) HostNamespace() string {
 }
 
 // RecordsNamespace is where the plugins' outside-state records live: the
-// host's namespace, or plugins.DefaultRecordsNamespace when it has none.
+// host's namespace, or outside.DefaultRecordsNamespace when it has none.
 // No tenant may write there.
 func (c *Config) RecordsNamespace() string {
 	if ns := c.HostNamespace(); ns != "" {
 		return ns
 	}
-	return plugins.DefaultRecordsNamespace
+	return outside.DefaultRecordsNamespace
 }
 
 // ReconcilerOptions returns the options of the plugin's standalone reconciler.
@@ -303,7 +304,7 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	if len(p.Defaults) > 0 {
 		opts = append(opts, reconcilers.WithDefaults(p.Defaults))
 	}
-	var outside plugins.OutsideOptions
+	var outside outside.Options
 	if p.ReverifyPeriod != nil {
 		outside.Reverify = p.ReverifyPeriod.Duration
 	}

@@ -1,11 +1,11 @@
 package hostconfig
 
 import (
-	"fmt"
 	"net"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Defaults of the admission webhook.
@@ -81,13 +81,13 @@ func (p *parser) webhook(w *Webhook) {
 		w.Port = DefaultWebhookPort
 	}
 	if w.Port < 1 || w.Port > 65535 {
-		p.failf("webhook.port", "want a port between 1 and 65535, got %d", w.Port)
+		p.failf(field.NewPath("webhook", "port"), "want a port between 1 and 65535, got %d", w.Port)
 	}
 	if w.Path == "" {
 		w.Path = DefaultWebhookPath
 	}
 	if !strings.HasPrefix(w.Path, "/") {
-		p.failf("webhook.path", "want a path that starts with /, got %q", w.Path)
+		p.failf(field.NewPath("webhook", "path"), "want a path that starts with /, got %q", w.Path)
 	}
 	if w.CertDir == "" {
 		w.CertDir = DefaultWebhookCertDir
@@ -99,12 +99,12 @@ func (p *parser) webhook(w *Webhook) {
 	switch w.Certificates {
 	case CertificatesFromFiles:
 		if len(s.DNSNames)+len(s.IPAddresses) > 0 || s.SecretName != "" || s.SecretNamespace != "" || s.ConfigurationName != "" {
-			p.failf("webhook.selfSigned", "is used only with certificates: %s, and certificates is %s", CertificatesSelfSigned, w.Certificates)
+			p.failf(field.NewPath("webhook", "selfSigned"), "is used only with certificates: %s, and certificates is %s", CertificatesSelfSigned, w.Certificates)
 		}
 		return
 	case CertificatesSelfSigned:
 	default:
-		p.failf("webhook.certificates", "want %s or %s, got %q", CertificatesFromFiles, CertificatesSelfSigned, w.Certificates)
+		p.failf(field.NewPath("webhook", "certificates"), "want %s or %s, got %q", CertificatesFromFiles, CertificatesSelfSigned, w.Certificates)
 		return
 	}
 	if s.SecretName == "" {
@@ -115,25 +115,25 @@ func (p *parser) webhook(w *Webhook) {
 	}
 	for _, f := range []struct{ field, value string }{{"secretName", s.SecretName}, {"configurationName", s.ConfigurationName}} {
 		if msgs := validation.IsDNS1123Subdomain(f.value); len(msgs) > 0 {
-			p.failf("webhook.selfSigned."+f.field, "%q: %s", f.value, strings.Join(msgs, "; "))
+			p.failf(field.NewPath("webhook", "selfSigned", f.field), "%q: %s", f.value, strings.Join(msgs, "; "))
 		}
 	}
 	if s.SecretNamespace != "" {
 		if msgs := validation.IsDNS1123Label(s.SecretNamespace); len(msgs) > 0 {
-			p.failf("webhook.selfSigned.secretNamespace", "%q: %s", s.SecretNamespace, strings.Join(msgs, "; "))
+			p.failf(field.NewPath("webhook", "selfSigned", "secretNamespace"), "%q: %s", s.SecretNamespace, strings.Join(msgs, "; "))
 		}
 	}
 	if len(s.DNSNames)+len(s.IPAddresses) == 0 {
-		p.failf("webhook.selfSigned.dnsNames", "empty: name the Service the API server calls, such as profilekit-webhook.profilekit-system.svc")
+		p.failf(field.NewPath("webhook", "selfSigned", "dnsNames"), "empty: name the Service the API server calls, such as profilekit-webhook.profilekit-system.svc")
 	}
 	for i, n := range s.DNSNames {
 		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
-			p.failf(fmt.Sprintf("webhook.selfSigned.dnsNames[%d]", i), "%q: %s", n, strings.Join(msgs, "; "))
+			p.failf(field.NewPath("webhook", "selfSigned", "dnsNames").Index(i), "%q: %s", n, strings.Join(msgs, "; "))
 		}
 	}
 	for i, a := range s.IPAddresses {
 		if net.ParseIP(a) == nil {
-			p.failf(fmt.Sprintf("webhook.selfSigned.ipAddresses[%d]", i), "%q is not an IP address", a)
+			p.failf(field.NewPath("webhook", "selfSigned", "ipAddresses").Index(i), "%q is not an IP address", a)
 		}
 	}
 }

@@ -2,7 +2,7 @@
 // would write for a set of Profiles.
 //
 // Each plugin that applies to a Profile decodes its config as the running host
-// would, then runs its Apply with a recording Applier (plugins.NewRecorder) and
+// would, then runs its Apply with a recording Applier (apply.NewRecorder) and
 // a fake client that holds only the Profile. Nothing is read from or written
 // to a cluster, so a plugin whose output depends on other live objects renders
 // as if they did not exist.
@@ -35,6 +35,8 @@ import (
 	kubeflowv1beta1 "github.com/profilekit/profilekit/api/kubeflow/v1beta1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/plugins/replicate"
 )
 
@@ -209,20 +211,20 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithObjects(objs...).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	rec := plugins.NewRecorder(def.Kind(), p, def.Owns, def.ApplierOptions()...)
-	outside := plugins.NewOfflineOutside(def.Kind(), p)
+	rec := apply.NewRecorder(def.Kind(), p, def.Owns, apply.OptionsFor(def)...)
+	offline := outside.NewOffline(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
 		Config:    cfg,
 		Client:    c,
 		Objects:   rec,
-		Outside:   outside,
+		Outside:   offline,
 		Retention: sec.Retention,
 	})
 	if err != nil {
-		return rec.Recorded(), outside.Skipped(), err
+		return rec.Recorded(), offline.Skipped(), err
 	}
-	return rec.Recorded(), outside.Skipped(), nil
+	return rec.Recorded(), offline.Skipped(), nil
 }
 
 // Redact returns u with a Secret's values replaced by their sizes, so that

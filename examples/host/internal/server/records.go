@@ -14,11 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // records makes the namespace that holds the plugins' outside-state records
 // when it is missing, and moves the records that earlier versions kept in
-// the Profiles' namespaces into it (plugins.MigrateRecords), once, on the
+// the Profiles' namespaces into it (outside.MigrateRecords), once, on the
 // leader. It tries again with backoff until both are done or the host
 // stops: a pass that runs before then finds no record in the host's
 // namespace and makes its outside state true again (idempotent calls), and
@@ -43,7 +44,7 @@ func (m records) Start(ctx context.Context) error {
 			logger.Error(err, "outside-state records: will try again")
 			return false, nil
 		}
-		moved, err := plugins.MigrateRecords(ctx, m.reader, m.client, m.namespace)
+		moved, err := outside.MigrateRecords(ctx, m.reader, m.client, m.namespace)
 		if err != nil {
 			logger.Error(err, "outside-state records: move from the Profiles' namespaces; will try again", "moved", moved)
 			return false, nil

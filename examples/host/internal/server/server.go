@@ -124,7 +124,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		}
 	}
 	// A kind one plugin reads whole is cached whole for every plugin.
-	whole := reconcilers.WithCachedWhole(plugins.WholeKinds(defs...)...)
+	whole := reconcilers.WithCachedWhole(reconcilers.WholeKinds(defs...)...)
 	for _, def := range defs {
 		kind := def.Kind()
 		if err := served(mgr.GetRESTMapper(), def, s); err != nil {

@@ -1,0 +1,71 @@
+package outside_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
+)
+
+// A Ledger grants within its window whatever process asks (a restart is a
+// new Ledger value), and grants nothing from a record that is not the
+// plugin's or does not decode.
+func TestLedger(t *testing.T) {
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := t.Context()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	ledger := func(name string, at time.Time) outside.Ledger {
+		return outside.Ledger{Reader: env.Client, Writer: env.Client, Key: client.ObjectKey{Namespace: "default", Name: name},
+			Kind: "sweeper", Max: 3, Window: time.Hour, Now: func() time.Time { return at }}
+	}
+
+	if got, err := ledger("counts", now).TakeUpTo(ctx, 2); err != nil || got != 2 {
+		t.Fatalf("first TakeUpTo(2) = %d, %v; want 2", got, err)
+	}
+	// A new process within the window: one left.
+	if ok, err := ledger("counts", now.Add(time.Minute)).TakeAll(ctx, 2); err != nil || ok {
+		t.Errorf("TakeAll(2) with one left = %t, %v; want false", ok, err)
+	}
+	if got, err := ledger("counts", now.Add(time.Minute)).TakeUpTo(ctx, 2); err != nil || got != 1 {
+		t.Errorf("TakeUpTo(2) with one left = %d, %v; want 1", got, err)
+	}
+	if got, _ := ledger("counts", now.Add(2*time.Minute)).TakeUpTo(ctx, 1); got != 0 {
+		t.Errorf("TakeUpTo(1) with none left = %d, want 0", got)
+	}
+	if ok, err := ledger("counts", now.Add(61*time.Minute)).TakeAll(ctx, 2); err != nil || !ok {
+		t.Errorf("TakeAll(2) once the first two left the window = %t, %v; want true", ok, err)
+	}
+
+	for _, tc := range []struct {
+		reason string
+		cm     corev1.ConfigMap
+		want   string
+	}{
+		{"another's ConfigMap of the name", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Data: map[string]string{"actions.json": "[]"}}, plugins.ReasonConflict},
+		{"a record that does not decode", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "garbled", Labels: plugins.OwnershipLabels("sweeper", "")}, Data: map[string]string{"actions.json": "{"}}, outside.ReasonLedger},
+	} {
+		cm := tc.cm
+		cm.Namespace = "default"
+		if err := env.Client.Create(ctx, &cm); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ledger(cm.Name, now).TakeUpTo(ctx, 1)
+		if got != 0 || !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != tc.want {
+			t.Errorf("%s: TakeUpTo = %d, %v; want 0 and a terminal %s", tc.reason, got, err, tc.want)
+		}
+		var after corev1.ConfigMap
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&cm), &after); err != nil || after.ResourceVersion != cm.ResourceVersion {
+			t.Errorf("%s: the ConfigMap was written (%v)", tc.reason, err)
+		}
+	}
+}
