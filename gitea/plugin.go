@@ -215,76 +215,6 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	return res, errors.Join(append(errs, invalid...)...)
 }
 
-// Revoke removes the apps, routes, policies and ServiceEntries, and waits
-// until Argo CD has removed what the Applications deployed. Databases,
-// roles and their Secrets stay, unless retention is Delete: then the
-// connections are terminated and database and role dropped first. A Profile
-// being deleted loses its Secrets with its namespace.
-func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	o, err := outsideOf(req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	ns := plugins.Namespace(req.Profile)
-	recorded, err := recordedSet(ctx, o, req.Retention)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	var res plugins.Result
-	var keep []runtime.ApplyConfiguration
-	var errs []error
-	for _, in := range cfg.instances() {
-		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !hasSecret && !recorded[stateKey(in)] {
-			continue
-		}
-		if req.Retention != plugins.RetentionDelete {
-			if hasSecret {
-				keep = append(keep, in.secret(ns, pw))
-			}
-			continue
-		}
-		srv, err := p.server(ctx, req.Client, in, o.Offline())
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-			ch, err := srv.Drop(ctx, in.target(req.Profile), pw)
-			res.Changes = append(res.Changes, ch...)
-			return err
-		}); err != nil {
-			errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
-			continue
-		}
-		if err := o.Forget(ctx, stateKey(in)); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return res, errors.Join(errs...)
-	}
-	var out plugins.Result
-	if req.Profile.DeletionTimestamp.IsZero() && len(keep) > 0 {
-		out, err = req.Objects.Sync(ctx, keep...)
-	} else {
-		out, err = req.Objects.DeleteAll(ctx)
-	}
-	res.Merge(out)
-	if err != nil {
-		return res, err
-	}
-	return res, apps.WaitGone(ctx, req.Client, Kind, req.Profile.Name, &res)
-}
-
 // lostSecret decides, for an instance whose Secret is gone (or was never
 // written), whether the role gets a new password: none exists yet, or it
 // is ours and rotateLostPassword allows it, or adoption takes it over.
@@ -317,25 +247,6 @@ func outsideOf(req plugins.Request) (plugins.Outside, error) {
 		return nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
 	}
 	return req.Outside, nil
-}
-
-// recordedSet returns the outside state the record says Apply made true,
-// which only retention Delete needs (to drop what lost its Secret).
-func recordedSet(ctx context.Context, o plugins.Outside, ret plugins.Retention) (map[string]bool, error) {
-	if o.Offline() || ret != plugins.RetentionDelete {
-		return nil, nil
-	}
-	// Made, not Recorded: a key moved from a record the tenant could write
-	// is no proof that Apply made anything.
-	keys, err := o.Made(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		out[k] = true
-	}
-	return out, nil
 }
 
 // target is the instance's role and database for Profile p, with the

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,9 +13,10 @@ import (
 // Builder is a plugin that only builds objects from the Profile and its
 // config C: Apply writes what Build returns and prunes the rest of ours,
 // and Revoke deletes everything of ours. An error from Build writes
-// nothing, so a Profile with bad input keeps what it has. Most plugins
-// that write only Kubernetes objects are one; BuilderDefinition makes its
-// Definition.
+// nothing, so a Profile with bad input keeps what it has, unless Build
+// wraps it with AfterWrite: then its objects are written and the error is
+// reported after. Most plugins that write only Kubernetes objects are one;
+// BuilderDefinition makes its Definition.
 type Builder[C any] struct {
 	// KindName is what Kind returns.
 	KindName string
@@ -35,11 +37,31 @@ func (b Builder[C]) Apply(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	objs, err := b.Build(cfg, req.Profile)
-	if err != nil {
+	var after *afterWrite
+	if err != nil && !errors.As(err, &after) {
 		return Result{}, err
 	}
-	return req.Objects.Sync(ctx, objs...)
+	res, serr := req.Objects.Sync(ctx, objs...)
+	return res, errors.Join(serr, err)
 }
+
+// AfterWrite marks err, a problem a Builder's Build found, as one that
+// leaves the objects Build returned still to be written: a gate label that
+// does not parse, say, which turns its objects off. Apply writes them,
+// prunes the rest of ours and then returns err, so that the condition
+// names the problem while the Profile gets what its valid input asks for.
+// A nil err stays nil.
+func AfterWrite(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &afterWrite{err}
+}
+
+type afterWrite struct{ err error }
+
+func (a *afterWrite) Error() string { return a.err.Error() }
+func (a *afterWrite) Unwrap() error { return a.err }
 
 // Revoke deletes every object of ours for the Profile.
 func (b Builder[C]) Revoke(ctx context.Context, req Request) (Result, error) {

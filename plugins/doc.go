@@ -108,7 +108,7 @@
 // condition <Kind>Ready.
 //
 // Experimental, and free to change in a minor release: [Builder] with
-// [BuilderDefinition]; [Result]'s Waiting
+// [BuilderDefinition] and [AfterWrite]; [Result]'s Waiting
 // and RequeueAfter with [Result.Wait], [DefaultWait] and [ReasonWaiting];
 // [AnnotationPaused] with [Paused] and [ReasonPaused]; [Definition]'s Reads
 // (whose cache forms reconcilers decides); [Definition]'s Watches

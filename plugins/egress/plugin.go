@@ -1,12 +1,10 @@
 package egress
 
 import (
-	"context"
-	"errors"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apply"
 )
@@ -19,45 +17,28 @@ var (
 )
 
 // Plugin routes a Profile's chosen external hosts through an egress gateway.
-type Plugin struct{}
-
-var _ plugins.Plugin = Plugin{}
+type Plugin = plugins.Builder[Config]
 
 // Definition returns the egress plugin with its config and owned kinds. Its
 // objects all live in the Profile's namespace, so it has no outside state.
 func Definition() plugins.Definition {
-	return plugins.Definition{
-		Plugin:    Plugin{},
-		NewConfig: func() any { return NewConfig() },
-		Owns:      []schema.GroupVersionKind{ServiceEntryKind, DestinationRuleKind, VirtualServiceKind},
-	}
+	return plugins.BuilderDefinition(Kind, NewConfig, objects, ServiceEntryKind, DestinationRuleKind, VirtualServiceKind)
 }
 
-// Kind returns "egress".
-func (Plugin) Kind() string { return Kind }
-
-// Apply writes the Profile's egress objects when its gate is on, and deletes
-// ours when it is off. A gate label that does not parse is off: the objects
-// are deleted and the label is reported.
-func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
+// objects are the Profile's egress objects when its gate is on, none when
+// it is off. A gate label that does not parse is off: ours are deleted and
+// the label is reported after.
+func objects(cfg *Config, p *kubeflowv1.Profile) ([]runtime.ApplyConfiguration, error) {
+	on, gateErr := Gate(cfg, p)
+	if !on {
+		return nil, plugins.AfterWrite(gateErr)
 	}
-	on, gateErr := Gate(cfg, req.Profile)
-	var desired []runtime.ApplyConfiguration
-	if on {
-		if objs := Build(cfg, req.Profile); objs != nil {
-			desired = append(desired,
-				apply.Encoded(objs.ServiceEntry), apply.Encoded(objs.DestinationRule),
-				apply.Encoded(objs.MeshRoute), apply.Encoded(objs.GatewayRoute))
-		}
+	objs := Build(cfg, p)
+	if objs == nil {
+		return nil, plugins.AfterWrite(gateErr)
 	}
-	res, err := req.Objects.Sync(ctx, desired...)
-	return res, errors.Join(err, gateErr)
-}
-
-// Revoke deletes the Profile's egress objects.
-func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return req.Objects.DeleteAll(ctx)
+	return []runtime.ApplyConfiguration{
+		apply.Encoded(objs.ServiceEntry), apply.Encoded(objs.DestinationRule),
+		apply.Encoded(objs.MeshRoute), apply.Encoded(objs.GatewayRoute),
+	}, plugins.AfterWrite(gateErr)
 }

@@ -1,67 +1,46 @@
 package network
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 )
 
 // Plugin writes the configured NetworkPolicies into each Profile's namespace.
-type Plugin struct{}
-
-var _ plugins.Plugin = Plugin{}
+type Plugin = plugins.Builder[Config]
 
 // Definition returns the network plugin with its config and owned kinds.
 func Definition() plugins.Definition {
-	return plugins.Definition{
-		Plugin:    Plugin{},
-		NewConfig: func() any { return NewConfig() },
-		Owns:      []schema.GroupVersionKind{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy")},
-	}
+	return plugins.BuilderDefinition(Kind, NewConfig, objects, networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"))
 }
 
-// Kind returns "network".
-func (Plugin) Kind() string { return Kind }
-
-// Apply writes the policies that are on and deletes ours that are not. A gate
-// whose value is not a boolean keeps its policy off and makes the pass a
-// terminal InvalidLabel (or InvalidSpec, for a spec gate) error after the
-// policies are in sync, so that NetworkReady=False names the gate and its
-// value until it is fixed. An invalid selector writes and deletes nothing.
-func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
+// objects are the policies that are on. A gate whose value is not a
+// boolean keeps its policy off and is reported after the policies are in
+// sync, as a terminal InvalidLabel (or InvalidSpec, for a spec gate)
+// error, so that NetworkReady=False names the gate and its value until it
+// is fixed. An invalid selector writes and deletes nothing.
+func objects(cfg *Config, p *kubeflowv1.Profile) ([]runtime.ApplyConfiguration, error) {
+	d, err := Build(cfg, p)
 	if err != nil {
-		return plugins.Result{}, err
-	}
-	d, err := Build(cfg, req.Profile)
-	if err != nil {
-		return plugins.Result{}, err
+		return nil, err
 	}
 	desired := make([]runtime.ApplyConfiguration, 0, len(d.Policies))
 	for _, np := range d.Policies {
 		desired = append(desired, np)
 	}
-	res, err := req.Objects.Sync(ctx, desired...)
-	errs := []error{err}
+	var errs []error
 	for _, g := range d.Off {
-		if !g.Invalid {
-			continue
+		if g.Invalid {
+			errs = append(errs, plugins.Terminal(g.Reason(), errors.New(g.Message())))
 		}
-		errs = append(errs, plugins.Terminal(g.Reason(), errors.New(g.Message())))
 	}
-	return res, errors.Join(errs...)
-}
-
-// Revoke deletes the Profile's NetworkPolicies that this plugin wrote.
-func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return req.Objects.DeleteAll(ctx)
+	return desired, plugins.AfterWrite(errors.Join(errs...))
 }
 
 // LoadConfig decodes a config from YAML or JSON over the built-in defaults,

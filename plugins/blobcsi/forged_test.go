@@ -1,0 +1,191 @@
+package blobcsi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/reconcilers"
+)
+
+// heldProfiles waits until exactly n of the Profiles report
+// VolumeDeletesHeld, and returns their conditions' messages.
+func heldProfiles(t *testing.T, n int, names ...string) []string {
+	t.Helper()
+	var msgs []string
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		msgs = nil
+		for _, name := range names {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			if c := plugins.FindCondition(p.Status.Conditions, condType); c != nil && strings.Contains(c.Message, blobcsi.ReasonVolumeDeletesHeld) {
+				msgs = append(msgs, c.Message)
+			}
+		}
+		return len(msgs) == n, fmt.Sprintf("%d Profiles held, want %d: %v", len(msgs), n, msgs)
+	})
+	return msgs
+}
+
+// TestForeignDeleteRecordHoldsEveryDeletion: a ConfigMap that is not the
+// plugin's at the deletion record's name is a Conflict; it is left as it is
+// and no volume is deleted, since nothing can be counted.
+func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
+	a := unique("team-a")
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	record := unique("deletes")
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: record}, Data: map[string]string{"owner": "someone-else"}}
+	if err := env.Client.Create(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	_ = json.Unmarshal(hostConfig("storage", nil), &cfg)
+	cfg["deleteRecord"] = map[string]any{"name": record}
+	raw, _ := json.Marshal(cfg)
+	h := start(t, raw, reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	want := sharedVolumes(a, "census-1", "census-2")
+	waitVolumes(t, a, want, 30*time.Second)
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1"))
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
+	if !strings.Contains(cond.Message, systemNS+"/"+record) {
+		t.Errorf("condition %q does not name the ConfigMap", cond.Message)
+	}
+	keptFor(t, 2*time.Second, a, want)
+	var got corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), &got); err != nil || !cmp.Equal(got.Data, foreign.Data) || len(got.Labels) != 0 {
+		t.Errorf("foreign ConfigMap after the pass: %v, data %v, labels %v; want it untouched", err, got.Data, got.Labels)
+	}
+}
+
+// TestForgedClaimsDoNotHoldBackGrants: a tenant that makes claims with the
+// plugin's labels and a grants source's name in its own namespace must not
+// make the first document after a restart look like a withdrawal of most
+// grants in use, which would hold back every tenant's grants: the drop
+// guard counts the PersistentVolumes the plugin made, which a tenant cannot
+// make, and only those bound to the very claim that exists, not to an
+// earlier one of the same name.
+func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
+	a := unique("team-a")
+	two := []string{"census-1", "census-2"}
+	putGrants(t, "storage", sharedDoc([]string{a}, two...))
+	source := unique("forged")
+	shard := newShard()
+	cfg := hostConfigOwnSource(source)
+	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
+	want := sharedVolumes(a, two...)
+	t.Run("first run", func(t *testing.T) {
+		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
+		waitVolumes(t, a, want, 30*time.Second)
+	})
+	// While the host is down the tenant forges ten claims: with them the
+	// unchanged document would withdraw 10 of 12 grants. Their names are
+	// those of ten earlier claims of the plugin whose volumes were kept
+	// (Released, reclaim policy Retain): a volume bound to a claim names its
+	// UID, and the forged claims have others.
+	ours := map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: blobcsi.Kind, blobcsi.LabelSource: source}
+	for i := range 10 {
+		kept := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-kept-%d", a, i), Labels: ours},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/kept"}},
+				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: a, Name: fmt.Sprintf("forged-%d", i), UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))},
+			},
+		}
+		if err := env.Client.Create(context.Background(), kept); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), kept) })
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: a, Labels: ours},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		if err := env.Client.Create(context.Background(), pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken := refreshes(t, source, "OK")
+	startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, refused := refreshes(t, source, "OK")-taken, refreshes(t, source, "DropTooLarge")
+		return ok > 0 && refused == 0, fmt.Sprintf("after the restart %v documents taken, %v refused as too large a drop", ok, refused)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	// The granted volumes stay; the forged claims, which the plugin did not
+	// make, are left alone, unbound.
+	for i := range 10 {
+		want[fmt.Sprintf("forged-%d", i)] = "<gone>"
+	}
+	if got := volumesOf(t, a); !cmp.Equal(want, got) {
+		t.Errorf("the tenant's claims after the restart (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// TestVolumeTakenOverUnseenByTheCacheIsNotDeleted: a withdrawn volume's
+// PersistentVolume that someone took over (relabelled, to keep it) a moment
+// before the pass, as the pass's cache does not show yet, is left: the
+// delete carries the version the pass decided on, and a volume changed
+// since is deleted only if it is still ours.
+func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
+	ctx := context.Background()
+	a := unique("team-a")
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	h := start(t, hostConfig("storage", map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
+
+	h.applies.holdVolumes(t)
+	taken, err := pv(t, a+".census-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken.Labels[plugins.LabelManagedBy] = "someone-else"
+	if err := env.Client.Update(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+
+	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		_, has := claims(t, a)["census-1"]
+		return !has, "the withdrawn claim census-1 is still there"
+	})
+	time.Sleep(time.Second) // passes retried meanwhile
+	now, err := pv(t, taken.Name)
+	switch {
+	case err != nil:
+		t.Errorf("the volume someone took over is gone: %v; want it left", err)
+	case now.UID != taken.UID || now.DeletionTimestamp != nil:
+		t.Errorf("the volume someone took over: uid %s (was %s), deletion %v; want it left", now.UID, taken.UID, now.DeletionTimestamp)
+	default:
+		// Let it go, so that no later test meets it.
+		if err := env.Client.Delete(ctx, now); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	if v, err := pv(t, a+".census-2"); err != nil || v.DeletionTimestamp != nil {
+		t.Errorf("the granted volume census-2: %v; want it kept", err)
+	}
+}
