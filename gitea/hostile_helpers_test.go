@@ -48,14 +48,14 @@ func login(t *testing.T, user, password, database string) error {
 	if err != nil {
 		return err
 	}
-	return conn.Close(context.Background())
+	return conn.Close(t.Context())
 }
 
 // sqlExec runs statements as the server's superuser, also from a cleanup,
 // when the test's context is done.
 func sqlExec(t *testing.T, stmts ...string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, pg.DSN(pg.User, pg.Password, "postgres", "verify-full", sharedCA))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ package gitea_test
 // resyncing, retention, deletion and a lost secret.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -50,7 +49,7 @@ func TestOptInProvisionsEverythingAndResyncIsQuiet(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect as the role: %v", err)
 		}
-		defer conn.Close(context.Background())
+		defer conn.Close(t.Context())
 		if _, err := conn.Exec(t.Context(), "CREATE TABLE repo (id int PRIMARY KEY, name text)"); err != nil {
 			t.Fatalf("create table as the role: %v", err)
 		}
@@ -207,7 +206,7 @@ func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	defer conn.Close(t.Context())
 
 	setLabel(t, name, "false")
 	finishArgoCD(t, name)
@@ -313,11 +312,11 @@ func TestLostSecretRotatedWhenAllowed(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		_ = conn.Close(context.Background())
+		_ = conn.Close(t.Context())
 		return true, ""
 	})
 	if conn, err := pgx.Connect(t.Context(), pg.DSN(db, old, db, "verify-full", caFile(t))); err == nil {
-		_ = conn.Close(context.Background())
+		_ = conn.Close(t.Context())
 		t.Error("the old password still works")
 	}
 }

@@ -100,7 +100,7 @@ func TestMain(m *testing.M) {
 // hostSecrets writes the administrator DSN, the server's CA and another CA
 // into the host's namespace, labelled so that the host's cache holds them.
 func hostSecrets() error {
-	ctx := context.Background()
+	ctx := context.Background() //nolint:forbidigo // no *testing.T in reach
 	// The host's namespace is there already: testenv makes it.
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argocdNS}}); err != nil {
 		return err
@@ -228,7 +228,7 @@ func admin(t *testing.T, fn func(*pgx.Conn)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	defer conn.Close(context.Background()) //nolint:forbidigo // no *testing.T in reach
 	fn(conn)
 }
 

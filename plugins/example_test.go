@@ -107,7 +107,7 @@ func Example_plugin() {
 		return
 	}
 	rec := apply.NewRecorder(def.Kind(), p, def.Owns, apply.OptionsFor(def)...)
-	res, err := def.Plugin.Apply(context.Background(), plugins.Request{Profile: p, Config: cfg, Objects: rec})
+	res, err := def.Plugin.Apply(context.Background(), plugins.Request{Profile: p, Config: cfg, Objects: rec}) //nolint:forbidigo // no *testing.T in reach
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -55,7 +55,7 @@ func ExampleNewAdapter() {
 		return
 	}
 	r := &ProfileReconciler{Client: c, Scheme: scheme}
-	ctx := context.Background()
+	ctx := context.Background() //nolint:forbidigo // no *testing.T in reach
 
 	const name = "example-fork"
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

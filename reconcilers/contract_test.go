@@ -68,7 +68,7 @@ func TestPausedAnnotation(t *testing.T) {
 		if err := env.Client.Create(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 		return p
 	}
 

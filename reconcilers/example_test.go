@@ -76,7 +76,7 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // no *testing.T in reach
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -99,7 +99,7 @@ func ExampleNew() {
 			fmt.Println(err)
 			return
 		}
-		defer func() { _ = c.Delete(context.Background(), obj) }()
+		defer func() { _ = c.Delete(context.Background(), obj) }() //nolint:forbidigo // no *testing.T in reach
 	}
 
 	var cond *kubeflowv1.ProfileCondition

@@ -1,7 +1,6 @@
 package reconcilers_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func TestTenantCannotForgeTheOutsideRecord(t *testing.T) {
 // proof, the tenant could have written it) and, fail closed, removed with
 // the plugin, also what the Profile no longer names.
 func TestRecordsOfEarlierVersionsAreMoved(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	records := "records-" + rand.String(5)
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: records}}); err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func TestOutsideStateThroughTheHost(t *testing.T) {
 
 	var record corev1.ConfigMap
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		err := env.Client.Get(context.Background(), testhost.RecordKey("vault", p), &record)
+		err := env.Client.Get(t.Context(), testhost.RecordKey("vault", p), &record)
 		return err == nil, fmt.Sprintf("record: %v", err)
 	})
 	writes := h.ResyncWrites(t, 5, "vault")
@@ -145,7 +145,7 @@ func TestWaitingDeletionSaysWhyOnTheCondition(t *testing.T) {
 	v.down.Store(false)
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 		var left kubeflowv1.Profile
-		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &left)
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &left)
 		return apierrors.IsNotFound(err), fmt.Sprintf("Profile still there: %v", err)
 	})
 	if n := v.revokes.Load(); n != 1 {

@@ -99,12 +99,12 @@ func TestRecentWrites(t *testing.T) {
 // bound or its context.
 func TestPrecedenceYield(t *testing.T) {
 	p := NewPrecedence(time.Minute)
-	if d := first(p.yield(context.Background(), nil, time.Hour)); d != 0 {
+	if d := first(p.yield(t.Context(), nil, time.Hour)); d != 0 {
 		t.Fatalf("waited %s with nothing urgent", d)
 	}
 	end1, end2 := p.begin(), p.begin()
 	done := make(chan time.Duration)
-	go func() { done <- first(p.yield(context.Background(), nil, time.Hour)) }()
+	go func() { done <- first(p.yield(t.Context(), nil, time.Hour)) }()
 	end1()
 	select {
 	case d := <-done:
@@ -120,7 +120,7 @@ func TestPrecedenceYield(t *testing.T) {
 
 	end := p.begin()
 	defer end()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	if d := first(p.yield(ctx, nil, time.Hour)); d > 5*time.Second {
 		t.Fatalf("waited %s past its context", d)
@@ -128,10 +128,10 @@ func TestPrecedenceYield(t *testing.T) {
 	short := NewPrecedence(50 * time.Millisecond)
 	endShort := short.begin()
 	defer endShort()
-	if d := first(short.yield(context.Background(), nil, time.Hour)); d < 50*time.Millisecond || d > 5*time.Second {
+	if d := first(short.yield(t.Context(), nil, time.Hour)); d < 50*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("waited %s, want the bound of 50ms", d)
 	}
-	if d := first(NewPrecedence(0).yield(context.Background(), nil, time.Hour)); d != 0 {
+	if d := first(NewPrecedence(0).yield(t.Context(), nil, time.Hour)); d != 0 {
 		t.Fatalf("waited %s with no bound", d)
 	}
 }
@@ -157,12 +157,12 @@ func TestDeferrals(t *testing.T) {
 	}
 	p := NewPrecedence(time.Second)
 	defer p.begin()()
-	if waited, woken := p.yield(context.Background(), nil, time.Second-time.Since(first)); woken || waited > 900*time.Millisecond {
+	if waited, woken := p.yield(t.Context(), nil, time.Second-time.Since(first)); woken || waited > 900*time.Millisecond {
 		t.Errorf("waited %s (woken %t), want at most the 300ms left of the bound", waited, woken)
 	}
 	fresh := make(chan struct{})
 	go func() { fresh <- struct{}{} }()
-	if _, woken := p.yield(context.Background(), fresh, time.Minute); !woken {
+	if _, woken := p.yield(t.Context(), fresh, time.Minute); !woken {
 		t.Error("fresh work did not wake the wait")
 	}
 }

@@ -42,7 +42,7 @@ func entry(kind, spec string) kubeflowv1.Plugin {
 func getProfile(t *testing.T, name string) *kubeflowv1.Profile {
 	t.Helper()
 	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 		t.Fatal(err)
 	}
 	return &p
@@ -60,7 +60,7 @@ func pluginConditions(p *kubeflowv1.Profile) []kubeflowv1.ProfileCondition {
 }
 
 func exists(t *testing.T, obj client.Object) (bool, string) {
-	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		return false, fmt.Sprintf("%s not found", obj.GetName())
 	}
@@ -209,11 +209,11 @@ func TestFinalizerGuardsOutsideState(t *testing.T) {
 		t.Fatalf("finalizers = %v, want only profilekit.dev/vault", fins)
 	}
 
-	if err := env.Client.Delete(context.Background(), getProfile(t, name)); err != nil {
+	if err := env.Client.Delete(t.Context(), getProfile(t, name)); err != nil {
 		t.Fatal(err)
 	}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &kubeflowv1.Profile{})
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &kubeflowv1.Profile{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("profile still there: %v", err)
 	})
 	if n := revokes.Load(); n != 1 {
@@ -253,7 +253,7 @@ func TestStatusWriterGathersConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The manager is running: start the writer by hand.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { _ = w.Start(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -287,7 +287,7 @@ func startStatusWriter(t *testing.T, h *testhost.Host, delay time.Duration, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { _ = w.Start(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })

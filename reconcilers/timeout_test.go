@@ -63,7 +63,7 @@ func TestRequestsTimeOut(t *testing.T) {
 	} {
 		t.Run(tt.reason, func(t *testing.T) {
 			start := time.Now()
-			err := tt.call(context.Background())
+			err := tt.call(t.Context())
 			took := time.Since(start)
 			if err == nil {
 				t.Fatal("a request to a server that never answers succeeded")

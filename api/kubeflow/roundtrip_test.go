@@ -37,14 +37,14 @@ func TestProfileRoundTrip(t *testing.T) {
 					"resourceQuotaSpec": map[string]any{"hard": map[string]any{"pods": "10"}},
 				},
 			}}
-			if err := env.Client.Create(context.Background(), in); err != nil {
+			if err := env.Client.Create(t.Context(), in); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), in) })
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), in) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 			for _, readAs := range []string{"v1", "v1beta1"} {
 				out := &unstructured.Unstructured{}
 				out.SetGroupVersionKind(schema.GroupVersionKind{Group: "kubeflow.org", Version: readAs, Kind: "Profile"})
-				if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, out); err != nil {
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, out); err != nil {
 					t.Fatal(err)
 				}
 				if diff := cmp.Diff(normalize(t, in.Object["spec"]), normalize(t, out.Object["spec"])); diff != "" {

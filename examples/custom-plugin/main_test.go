@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,7 +258,7 @@ func waitConfigMap(t *testing.T, key client.ObjectKey, message string) *corev1.C
 	t.Helper()
 	var cm corev1.ConfigMap
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		if err := env.Client.Get(context.Background(), key, &cm); err != nil {
+		if err := env.Client.Get(t.Context(), key, &cm); err != nil {
 			return false, err.Error()
 		}
 		return cm.Data["message"] == message, "message = " + cm.Data["message"]

@@ -323,7 +323,7 @@ func TestHelmApply(t *testing.T) {
 				if u.GetNamespace() == "" && u.GetKind() != "CustomResourceDefinition" {
 					// Cluster-scoped objects go with the test; the Profile CRD
 					// stays for the other tests.
-					t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
+					t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 				}
 			}
 			for _, u := range objs {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ import (
 // into it, keyed by the Profile's UID, as intended and not made; the copy
 // in the Profile's namespace is gone.
 func TestHostMovesEarlierRecordsAtStart(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	hostNS := "host-" + rand.String(5)
 	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {

@@ -47,14 +47,14 @@ func TestSyncUnchangedWhenReadsLoseTheKind(t *testing.T) {
 			return err
 		},
 	})
-	first, err := apply.New(c, "settings", p, owns, apply.WithScheme(s)).Sync(context.Background(), want)
+	first, err := apply.New(c, "settings", p, owns, apply.WithScheme(s)).Sync(t.Context(), want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.Count(plugins.Created) != 1 {
 		t.Fatalf("first Sync = %s, want 1 created", first.Summary())
 	}
-	second, err := apply.New(c, "settings", p, owns, apply.WithScheme(s)).Sync(context.Background(), want)
+	second, err := apply.New(c, "settings", p, owns, apply.WithScheme(s)).Sync(t.Context(), want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +73,15 @@ func TestSyncNamespaceScope(t *testing.T) {
 	elsewhere := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "left", Namespace: "shared", Labels: plugins.OwnershipLabels("settings", "team")}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(elsewhere).Build()
 
-	_, err := apply.New(c, "settings", p, owns).Sync(context.Background(), corev1ac.ConfigMap("x", "shared"))
+	_, err := apply.New(c, "settings", p, owns).Sync(t.Context(), corev1ac.ConfigMap("x", "shared"))
 	if err == nil || !strings.Contains(err.Error(), `ConfigMap shared/x is outside the Profile's namespace team`) {
 		t.Errorf("Sync into another namespace: error %v, want it refused", err)
 	}
-	res, err := apply.New(c, "settings", p, owns).Sync(context.Background())
+	res, err := apply.New(c, "settings", p, owns).Sync(t.Context())
 	if err != nil || res.Count(plugins.Deleted) != 0 {
 		t.Errorf("Sync within the namespace = %s, %v; want the object in another namespace left alone", res.Summary(), err)
 	}
-	res, err = apply.New(c, "settings", p, owns, apply.WithAnyNamespace()).Sync(context.Background())
+	res, err = apply.New(c, "settings", p, owns, apply.WithAnyNamespace()).Sync(t.Context())
 	if err != nil || res.Count(plugins.Deleted) != 1 {
 		t.Errorf("Sync in any namespace = %s, %v; want the stale object in another namespace deleted", res.Summary(), err)
 	}
@@ -128,7 +128,7 @@ func TestSyncUpstreamObjects(t *testing.T) {
 			if tt.adopt {
 				a = a.(*apply.Applier).Adopting(tt.may)
 			}
-			res, err := a.Sync(context.Background(), tt.desired...)
+			res, err := a.Sync(t.Context(), tt.desired...)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Sync = %s, %v; want an error containing %q", res.Summary(), err, tt.wantErr)
@@ -152,7 +152,7 @@ func TestAppliedHashLeavesOutTheProfile(t *testing.T) {
 		p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: profile, UID: types.UID(uid)}}
 		rec := apply.NewRecorder("settings", p, owns)
 		want := corev1ac.ConfigMap("settings", profile).WithData(map[string]string{"owner": profile, "mode": value})
-		if _, err := rec.Sync(context.Background(), want); err != nil {
+		if _, err := rec.Sync(t.Context(), want); err != nil {
 			t.Fatal(err)
 		}
 		objs := rec.Recorded()
@@ -224,7 +224,7 @@ func TestApplySendsNamespacedObjectsTogether(t *testing.T) {
 		desired = append(desired, corev1ac.ConfigMap(fmt.Sprintf("settings-%d", i), "team").WithData(map[string]string{"n": fmt.Sprint(i)}))
 	}
 	desired = append(desired, corev1ac.Namespace("team-shared"))
-	res, err := apply.New(c, "settings", p, owns, apply.WithScheme(s), apply.WithAnyNamespace()).Apply(context.Background(), desired...)
+	res, err := apply.New(c, "settings", p, owns, apply.WithScheme(s), apply.WithAnyNamespace()).Apply(t.Context(), desired...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func plugin() kubeflowv1.Plugin {
 
 func getPolicy(ns, name string) (*securityv1.AuthorizationPolicy, error) {
 	var ap securityv1.AuthorizationPolicy
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &ap)
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &ap) //nolint:forbidigo // no *testing.T in reach
 	return &ap, err
 }
 
@@ -156,7 +156,7 @@ func TestContributorsComeAndGo(t *testing.T) {
 	// Upstream's own policy sits in the namespace and must never be touched.
 	upstream := &securityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "ns-owner-access-istio", Namespace: name}}
 	upstream.Spec.Rules = []*securityv1beta1.Rule{{When: []*securityv1beta1.Condition{{Key: "request.headers[kubeflow-userid]", Values: []string{owner}}}}}
-	if err := env.Client.Create(context.Background(), upstream); err != nil {
+	if err := env.Client.Create(t.Context(), upstream); err != nil {
 		t.Fatal(err)
 	}
 
@@ -218,7 +218,7 @@ func TestContributorsComeAndGo(t *testing.T) {
 		}
 		start := time.Now()
 		for _, rb := range []*rbacv1.RoleBinding{carol, admin, plain, bob} {
-			if err := env.Client.Create(context.Background(), rb); err != nil {
+			if err := env.Client.Create(t.Context(), rb); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -228,7 +228,7 @@ func TestContributorsComeAndGo(t *testing.T) {
 
 	t.Run("removing a contributor binding removes exactly that user", func(t *testing.T) {
 		start := time.Now()
-		if err := env.Client.Delete(context.Background(), bob); err != nil {
+		if err := env.Client.Delete(t.Context(), bob); err != nil {
 			t.Fatal(err)
 		}
 		ap := waitAccess(t, name, wantAccess(name, "accounts.example.org:carol@example.org", "accounts.example.org:"+owner))
@@ -255,11 +255,11 @@ func TestContributorsComeAndGo(t *testing.T) {
 
 	t.Run("a binding whose role changes to one that does not count drops the user", func(t *testing.T) {
 		var rb rbacv1.RoleBinding
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(carol), &rb); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(carol), &rb); err != nil {
 			t.Fatal(err)
 		}
 		rb.Annotations["role"] = "admin"
-		if err := env.Client.Update(context.Background(), &rb); err != nil {
+		if err := env.Client.Update(t.Context(), &rb); err != nil {
 			t.Fatal(err)
 		}
 		waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
@@ -271,7 +271,7 @@ func TestContributorsComeAndGo(t *testing.T) {
 			t.Fatal(err)
 		}
 		ap.Spec.Rules[0].When[0].Values = append(ap.Spec.Rules[0].When[0].Values, "accounts.example.org:mallory@example.org")
-		if err := env.Client.Update(context.Background(), ap); err != nil {
+		if err := env.Client.Update(t.Context(), ap); err != nil {
 			t.Fatal(err)
 		}
 		waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
@@ -289,16 +289,16 @@ func TestContributorsComeAndGo(t *testing.T) {
 
 	t.Run("removing the plugin deletes ours and keeps upstream's", func(t *testing.T) {
 		var cur kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &cur); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &cur); err != nil {
 			t.Fatal(err)
 		}
 		cur.Spec.Plugins = nil
-		if err := env.Client.Update(context.Background(), &cur); err != nil {
+		if err := env.Client.Update(t.Context(), &cur); err != nil {
 			t.Fatal(err)
 		}
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			var list securityv1.AuthorizationPolicyList
-			if err := env.Client.List(context.Background(), &list, client.InNamespace(name)); err != nil {
+			if err := env.Client.List(t.Context(), &list, client.InNamespace(name)); err != nil {
 				return false, err.Error()
 			}
 			var names []string
@@ -320,7 +320,7 @@ func TestResyncWithNothingChangedSendsNothing(t *testing.T) {
 		contributorBinding(name, "user-bob", "bob@example.org", "edit"),
 		contributorBinding(name, "user-carol", "carol@example.org", "view"),
 	} {
-		if err := env.Client.Create(context.Background(), rb); err != nil {
+		if err := env.Client.Create(t.Context(), rb); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,7 +342,7 @@ func TestUnrelatedRoleBindingsDoNotWakeThePlugin(t *testing.T) {
 	waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
 
 	other := uniqueName("other")
-	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond) // let the first passes settle
@@ -353,7 +353,7 @@ func TestUnrelatedRoleBindingsDoNotWakeThePlugin(t *testing.T) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "x@example.org"}},
 		}
-		if err := env.Client.Create(context.Background(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := env.Client.Create(t.Context(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}

@@ -107,7 +107,7 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(map[string]string{"team.example.org/contact": "alice"}))
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			var p kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")

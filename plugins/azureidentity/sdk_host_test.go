@@ -1,7 +1,6 @@
 package azureidentity_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -69,7 +68,7 @@ func TestSDKAzurePluginLifecycle(t *testing.T) {
 		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(nil))
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			var p kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")

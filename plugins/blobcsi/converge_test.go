@@ -5,7 +5,6 @@ package blobcsi_test
 // it concerns, and resyncs that send nothing.
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 )
 
 func TestProfileVolumesAndGrants(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, b, c := unique("team-a"), unique("team-b"), unique("team-c")
 	putGrants(t, "storage", grantsDoc{
 		Classifications: []string{"unclassified"},

@@ -5,7 +5,6 @@ package blobcsi_test
 // and the cap on volume deletions.
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,7 +29,7 @@ import (
 // like to the pvc-protection controller.
 func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
 	if err := env.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -80,7 +79,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 		t.Errorf("claim = deletion %v, finalizers %v; want deleted and held by kubernetes.io/pvc-protection", c.DeletionTimestamp, c.Finalizers)
 	}
 	var got corev1.Pod
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil || got.UID != pod.UID {
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil || got.UID != pod.UID {
 		t.Errorf("pod after the grant was withdrawn: %v, deletion %v; want it untouched", err, got.DeletionTimestamp)
 	}
 	// The PV waits for its claim.
@@ -89,13 +88,13 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	}
 	// A few seconds later the pod is still there and the claim still held.
 	time.Sleep(2 * time.Second)
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), &got); err != nil || got.DeletionTimestamp != nil {
 		t.Fatalf("pod: %v, deletion %v; want it untouched", err, got.DeletionTimestamp)
 	}
 
 	// The user stops the notebook: the claim and then the PV go, and the
 	// condition clears.
-	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+	if err := env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
@@ -190,7 +189,7 @@ func becomeWriter(t *testing.T, doc grantsDoc) {
 // condition is True.
 func replacedOnceStopped(t *testing.T, a string, pod *corev1.Pod, old types.UID) {
 	t.Helper()
-	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+	if err := env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
@@ -216,7 +215,7 @@ func TestRetention(t *testing.T) {
 			testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 				var p kubeflowv1.Profile
-				if err := env.Client.Get(context.Background(), client.ObjectKey{Name: a}, &p); err != nil {
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p); err != nil {
 					return false, err.Error()
 				}
 				return !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi"), fmt.Sprintf("finalizers %v", p.Finalizers)
@@ -262,7 +261,7 @@ func TestVolumeDeletesAreCapped(t *testing.T) {
 		held = 0
 		for _, n := range []string{a, b} {
 			var p kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: n}, &p); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: n}, &p); err != nil {
 				return false, err.Error()
 			}
 			c := plugins.FindCondition(p.Status.Conditions, condType)

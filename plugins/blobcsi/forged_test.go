@@ -32,7 +32,7 @@ func heldProfiles(t *testing.T, n int, names ...string) []string {
 		msgs = nil
 		for _, name := range names {
 			var p kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			if c := plugins.FindCondition(p.Status.Conditions, condType); c != nil && strings.Contains(c.Message, blobcsi.ReasonVolumeDeletesHeld) {
@@ -52,7 +52,7 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
 	record := unique("deletes")
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: record}, Data: map[string]string{"owner": "someone-else"}}
-	if err := env.Client.Create(context.Background(), foreign); err != nil {
+	if err := env.Client.Create(t.Context(), foreign); err != nil {
 		t.Fatal(err)
 	}
 	var cfg map[string]any
@@ -70,7 +70,7 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 	}
 	keptFor(t, 2*time.Second, a, want)
 	var got corev1.ConfigMap
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), &got); err != nil || !cmp.Equal(got.Data, foreign.Data) || len(got.Labels) != 0 {
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), &got); err != nil || !cmp.Equal(got.Data, foreign.Data) || len(got.Labels) != 0 {
 		t.Errorf("foreign ConfigMap after the pass: %v, data %v, labels %v; want it untouched", err, got.Data, got.Labels)
 	}
 }
@@ -112,10 +112,10 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: a, Name: fmt.Sprintf("forged-%d", i), UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))},
 			},
 		}
-		if err := env.Client.Create(context.Background(), kept); err != nil {
+		if err := env.Client.Create(t.Context(), kept); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), kept) })
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), kept) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 		pvc := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: a, Labels: ours},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -123,7 +123,7 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
 		}
-		if err := env.Client.Create(context.Background(), pvc); err != nil {
+		if err := env.Client.Create(t.Context(), pvc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 // delete carries the version the pass decided on, and a volume changed
 // since is deleted only if it is still ours.
 func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := unique("team-a")
 	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
 	h := start(t, hostConfig("storage", map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))

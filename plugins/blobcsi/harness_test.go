@@ -64,7 +64,7 @@ type grantsDoc struct {
 
 func putGrants(t *testing.T, path string, d grantsDoc) {
 	t.Helper()
-	if err := opaSrv.PutData(context.Background(), path, d); err != nil {
+	if err := opaSrv.PutData(t.Context(), path, d); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,7 +118,7 @@ func (p *perProfile) hideClaims() {
 func (p *perProfile) holdVolumes(t *testing.T) {
 	t.Helper()
 	var held corev1.PersistentVolumeList
-	if err := env.Client.List(context.Background(), &held); err != nil {
+	if err := env.Client.List(t.Context(), &held); err != nil {
 		t.Fatal(err)
 	}
 	p.mu.Lock()
@@ -269,7 +269,7 @@ func containers(t *testing.T) []string {
 	var names []string
 	pager := svc.NewListContainersPager(nil)
 	for pager.More() {
-		page, err := pager.NextPage(context.Background())
+		page, err := pager.NextPage(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func containers(t *testing.T) []string {
 func claims(t *testing.T, ns string) map[string]corev1.PersistentVolumeClaim {
 	t.Helper()
 	var l corev1.PersistentVolumeClaimList
-	if err := env.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+	if err := env.Client.List(t.Context(), &l, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]corev1.PersistentVolumeClaim{}
@@ -296,7 +296,7 @@ func claims(t *testing.T, ns string) map[string]corev1.PersistentVolumeClaim {
 func pv(t *testing.T, name string) (*corev1.PersistentVolume, error) {
 	t.Helper()
 	var v corev1.PersistentVolume
-	err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &v)
+	err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &v)
 	return &v, err
 }
 

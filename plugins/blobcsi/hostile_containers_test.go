@@ -1,7 +1,6 @@
 package blobcsi_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,10 +51,10 @@ func azureContainer(t *testing.T, name string) *container.Client {
 func foreignContainer(t *testing.T, name string, md map[string]*string) {
 	t.Helper()
 	cc := azureContainer(t, name)
-	if _, err := cc.Create(context.Background(), &container.CreateOptions{Metadata: md}); err != nil {
+	if _, err := cc.Create(t.Context(), &container.CreateOptions{Metadata: md}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cc.NewBlockBlobClient("data.csv").UploadBuffer(context.Background(), []byte("a,b\n1,2\n"), nil); err != nil {
+	if _, err := cc.NewBlockBlobClient("data.csv").UploadBuffer(t.Context(), []byte("a,b\n1,2\n"), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -64,7 +63,7 @@ func foreignContainer(t *testing.T, name string, md map[string]*string) {
 // when it does not exist.
 func metadataOf(t *testing.T, name string) map[string]string {
 	t.Helper()
-	props, err := azureContainer(t, name).GetProperties(context.Background(), nil)
+	props, err := azureContainer(t, name).GetProperties(t.Context(), nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		return nil
 	}
@@ -80,14 +79,14 @@ func metadataOf(t *testing.T, name string) map[string]string {
 
 func hasBlob(t *testing.T, name, blob string) bool {
 	t.Helper()
-	_, err := azureContainer(t, name).NewBlobClient(blob).GetProperties(context.Background(), nil)
+	_, err := azureContainer(t, name).NewBlobClient(blob).GetProperties(t.Context(), nil)
 	return err == nil
 }
 
 func profileUID(t *testing.T, name string) string {
 	t.Helper()
 	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 		t.Fatal(err)
 	}
 	return string(p.UID)
@@ -124,12 +123,12 @@ func TestForeignContainerIsAConflict(t *testing.T) {
 		}
 		// The Profile is deleted under retention Delete: the foreign
 		// container stays, with its data.
-		if err := env.Client.Delete(context.Background(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
+		if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
 			t.Fatal(err)
 		}
 		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 			var p kubeflowv1.Profile
-			err := env.Client.Get(context.Background(), client.ObjectKey{Name: a}, &p)
+			err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p)
 			return apierrors.IsNotFound(err), fmt.Sprintf("Profile: %v, finalizers %v", err, p.Finalizers)
 		})
 	})
@@ -212,12 +211,12 @@ func TestProfileDeletionWhileAzuriteIsDown(t *testing.T) {
 			_ = azurite.Start()
 		}
 	})
-	if err := env.Client.Delete(context.Background(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Second)
 	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: a}, &p); err != nil || !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi") {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p); err != nil || !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi") {
 		t.Fatalf("Profile while Azurite is down: %v, finalizers %v; want it held by profilekit.dev/blobcsi", err, p.Finalizers)
 	}
 	if c := plugins.FindCondition(p.Status.Conditions, condType); c == nil || c.Status != plugins.ConditionFalse || !strings.Contains(c.Message, blobcsi.SystemAzureBlob) {
@@ -228,7 +227,7 @@ func TestProfileDeletionWhileAzuriteIsDown(t *testing.T) {
 	}
 	restarted = true
 	testhost.Eventually(t, 60*time.Second, func() (bool, string) {
-		err := env.Client.Get(context.Background(), client.ObjectKey{Name: a}, &p)
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p)
 		return apierrors.IsNotFound(err), fmt.Sprintf("Profile: %v, finalizers %v", err, p.Finalizers)
 	})
 	if md := metadataOf(t, a); md != nil {
@@ -255,7 +254,7 @@ func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
 	}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		var cm corev1.ConfigMap
-		if err := env.Client.Get(context.Background(), testhost.RecordKey(blobcsi.Kind, p), &cm); err != nil {
+		if err := env.Client.Get(t.Context(), testhost.RecordKey(blobcsi.Kind, p), &cm); err != nil {
 			return false, err.Error()
 		}
 		raw := cm.Data["state.json"]
@@ -314,19 +313,19 @@ func TestReplacedContainerIsNotDeleted(t *testing.T) {
 	a := unique("team-a")
 	h.profile(t, a, blobPlugin("standard"))
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
-	if _, err := azureContainer(t, a).Delete(context.Background(), nil); err != nil {
+	if _, err := azureContainer(t, a).Delete(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		_, err := azureContainer(t, a).Create(context.Background(), &container.CreateOptions{Metadata: map[string]*string{"owner": to.Ptr("someone-else")}})
+		_, err := azureContainer(t, a).Create(t.Context(), &container.CreateOptions{Metadata: map[string]*string{"owner": to.Ptr("someone-else")}})
 		return err == nil, fmt.Sprint(err)
 	})
-	if err := env.Client.Delete(context.Background(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
+	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
 		t.Fatal(err)
 	}
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 		var p kubeflowv1.Profile
-		err := env.Client.Get(context.Background(), client.ObjectKey{Name: a}, &p)
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p)
 		return apierrors.IsNotFound(err), fmt.Sprintf("Profile: %v, finalizers %v", err, p.Finalizers)
 	})
 	if md := metadataOf(t, a); md["owner"] != "someone-else" {

@@ -1,7 +1,6 @@
 package blobcsi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -203,7 +202,7 @@ func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: systemNS},
 		Data: map[string]string{"unclassified": list("census-1", "census-2")}}
-	if err := env.Client.Create(context.Background(), cm); err != nil {
+	if err := env.Client.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	cfg := configMapSourceConfig(cmName)
@@ -214,7 +213,7 @@ func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 		waitVolumes(t, a, want, 30*time.Second)
 	})
-	if err := env.Client.Delete(context.Background(), cm); err != nil {
+	if err := env.Client.Delete(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
@@ -364,7 +363,7 @@ func deletesRecorded(t *testing.T, cfg []byte) []time.Time {
 		t.Fatal(err)
 	}
 	var cm corev1.ConfigMap
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: systemNS, Name: c.DeleteRecord.Name}, &cm)
+	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: systemNS, Name: c.DeleteRecord.Name}, &cm)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer func() { _ = env.Stop() }()
-	ctx := context.Background()
+	ctx := context.Background() //nolint:forbidigo // no *testing.T in reach
 	for _, obj := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: systemNS}, StringData: map[string]string{
 			blobcsi.SecretAccountName: azurite.Account, blobcsi.SecretAccountKey: azurite.Key}},

@@ -1,7 +1,6 @@
 package blobcsi_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -56,7 +55,7 @@ func TestScale(t *testing.T) {
 	}
 	testhost.Eventually(t, 30*time.Minute, func() (bool, string) {
 		var l kubeflowv1.ProfileList
-		if err := env.Client.List(context.Background(), &l, client.MatchingLabels(h.shard)); err != nil {
+		if err := env.Client.List(t.Context(), &l, client.MatchingLabels(h.shard)); err != nil {
 			return false, err.Error()
 		}
 		ready := 0

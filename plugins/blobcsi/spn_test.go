@@ -127,7 +127,7 @@ func principalSecret(t *testing.T, name, value string) {
 	if err := env.Client.Create(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 }
 
 // TestServicePrincipalCreatesContainers: an instance whose credentials are
@@ -314,7 +314,7 @@ func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
 	if err := env.Client.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	shard := newShard()
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	startShard(t, shard, configMapSourceConfig(cmName), reconcilers.WithResync(time.Hour))

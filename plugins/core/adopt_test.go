@@ -35,7 +35,7 @@ func ownerAccess(ns string, stop <-chan struct{}) (wait func() (reads, missing i
 			case <-time.After(10 * time.Millisecond):
 			}
 			var rb rbacv1.RoleBinding
-			err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: core.OwnerRoleBinding}, &rb)
+			err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: core.OwnerRoleBinding}, &rb) //nolint:forbidigo // no *testing.T in reach
 			mu.Lock()
 			reads++
 			if apierrors.IsNotFound(err) || rb.DeletionTimestamp != nil {
@@ -69,7 +69,7 @@ func TestAdoption(t *testing.T) {
 	// Every object carries our labels now.
 	for _, o := range before {
 		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
+			u, err := getObject(t.Context(), gvkOf(t, o), nsOf(o, name), o.GetName())
 			if err != nil {
 				return false, err.Error()
 			}
@@ -80,7 +80,7 @@ func TestAdoption(t *testing.T) {
 	reads, missing := wait()
 
 	for _, o := range before {
-		u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
+		u, err := getObject(t.Context(), gvkOf(t, o), nsOf(o, name), o.GetName())
 		if err != nil {
 			t.Fatalf("%T %s after adoption: %v", o, o.GetName(), err)
 		}
@@ -130,7 +130,7 @@ func TestNoAdoptionByDefault(t *testing.T) {
 		t.Errorf("condition %q does not say how to take the namespace over", cond.Message)
 	}
 	for _, o := range before {
-		u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
+		u, err := getObject(t.Context(), gvkOf(t, o), nsOf(o, name), o.GetName())
 		if err != nil {
 			t.Fatal(err)
 		}

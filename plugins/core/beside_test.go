@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func TestBesideUpstream(t *testing.T) {
 
 	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "1 objects in sync")
 	var rq corev1.ResourceQuota
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: quotas.DefaultName}, &rq); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: quotas.DefaultName}, &rq); err != nil {
 		t.Fatal(err)
 	}
 	if got := rq.Spec.Hard["limits.cpu"]; got.String() != "4" {
@@ -47,7 +46,7 @@ func TestBesideUpstream(t *testing.T) {
 		t.Errorf("mutating requests on resync = %v, want none", got)
 	}
 	for _, o := range upstream {
-		u, err := getObject(context.Background(), gvkOf(t, o), nsOf(o, name), o.GetName())
+		u, err := getObject(t.Context(), gvkOf(t, o), nsOf(o, name), o.GetName())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +78,7 @@ func TestPluginsWaitForCoreNamespace(t *testing.T) {
 		t.Errorf("quota requests = %v, want one apply", quotaApplies)
 	}
 	var evs eventsv1.EventList
-	if err := env.Client.List(context.Background(), &evs); err != nil {
+	if err := env.Client.List(t.Context(), &evs); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range evs.Items {

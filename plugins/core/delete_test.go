@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -28,7 +27,7 @@ func TestDeletingProfileDeletesNamespace(t *testing.T) {
 	p := newProfile(t, name, run, "alice@example.org", nil)
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 
-	ctx := context.Background()
+	ctx := t.Context()
 	users := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "notes", Namespace: name}, Data: map[string]string{"a": "b"}},
 		&corev1.PersistentVolumeClaim{

@@ -73,10 +73,10 @@ func newProfile(t *testing.T, name, run, owner string, mutate func(*kubeflowv1.P
 	if mutate != nil {
 		mutate(p)
 	}
-	if err := env.Client.Create(context.Background(), p); err != nil {
+	if err := env.Client.Create(context.Background(), p); err != nil { //nolint:forbidigo // no *testing.T in reach
 		t.Fatalf("create profile: %v", err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	return p
 }
 
@@ -124,7 +124,7 @@ func normalized(t *testing.T, p *kubeflowv1.Profile) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, o := range upstreamObjects {
-		u, err := getObject(context.Background(), o.gvk, p.Name, o.name)
+		u, err := getObject(t.Context(), o.gvk, p.Name, o.name)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -204,7 +204,7 @@ func TestUpstreamObjects(t *testing.T) {
 		p.Spec.ResourceQuotaSpec = quota("cpu", "8", "memory", "32Gi", "requests.nvidia.com/gpu", "2")
 	})
 	testhost.WaitCondition(t, env.Client, p.Name, condType, plugins.ConditionTrue, "8 objects in sync")
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), p); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), p); err != nil {
 		t.Fatal(err)
 	}
 	compareGolden(t, "team-golden.yaml", normalized(t, p))
@@ -217,7 +217,7 @@ func TestUpstreamObjects(t *testing.T) {
 
 	t.Run("the Profile itself is never written, only its status", func(t *testing.T) {
 		var got kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &got); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &got); err != nil {
 			t.Fatal(err)
 		}
 		if got.Generation != 1 || len(got.Finalizers) != 0 || len(got.Spec.Plugins) != 0 {
@@ -228,22 +228,22 @@ func TestUpstreamObjects(t *testing.T) {
 	t.Run("an empty hard list removes kf-resource-quota", func(t *testing.T) {
 		testhost.UpdateProfile(t, env.Client, p.Name, func(p *kubeflowv1.Profile) { p.Spec.ResourceQuotaSpec = corev1.ResourceQuotaSpec{} })
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-			_, err := getObject(context.Background(), corev1.SchemeGroupVersion.WithKind("ResourceQuota"), p.Name, core.ResourceQuota)
+			_, err := getObject(t.Context(), corev1.SchemeGroupVersion.WithKind("ResourceQuota"), p.Name, core.ResourceQuota)
 			return apierrors.IsNotFound(err), fmt.Sprintf("quota still there (%v)", err)
 		})
 	})
 
 	t.Run("a deleted RoleBinding comes back", func(t *testing.T) {
 		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Name, Name: core.OwnerRoleBinding}}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(rb), rb); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(rb), rb); err != nil {
 			t.Fatal(err)
 		}
 		old := rb.UID
-		if err := env.Client.Delete(context.Background(), rb); err != nil {
+		if err := env.Client.Delete(t.Context(), rb); err != nil {
 			t.Fatal(err)
 		}
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-			err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(rb), rb)
+			err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(rb), rb)
 			return err == nil && rb.UID != old, fmt.Sprintf("binding not back (%v)", err)
 		})
 	})
@@ -252,7 +252,7 @@ func TestUpstreamObjects(t *testing.T) {
 func namespaceLabels(t *testing.T, name string) map[string]string {
 	t.Helper()
 	var ns corev1.Namespace
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &ns); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &ns); err != nil {
 		return nil
 	}
 	return ns.Labels
@@ -280,11 +280,11 @@ func TestLabelsFile(t *testing.T) {
 	}
 	// Someone labels the first namespace by hand: the file does not change it.
 	var ns corev1.Namespace
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: names[0]}, &ns); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: names[0]}, &ns); err != nil {
 		t.Fatal(err)
 	}
 	ns.Labels["theirs"] = "by-hand"
-	if err := env.Client.Update(context.Background(), &ns); err != nil {
+	if err := env.Client.Update(t.Context(), &ns); err != nil {
 		t.Fatal(err)
 	}
 
@@ -328,7 +328,7 @@ func TestForeignNamespace(t *testing.T) {
 	startCore(t, run, map[string]any{"adopt": true})
 	name := "foreign-" + rand.String(5)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{core.AnnotationOwner: "bob@example.org"}}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
+	if err := env.Client.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	newProfile(t, name, run, "alice@example.org", nil)
@@ -337,14 +337,14 @@ func TestForeignNamespace(t *testing.T) {
 		t.Errorf("condition %q does not say whose the namespace is", cond.Message)
 	}
 	var got corev1.Namespace
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ns), &got); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.ResourceVersion != ns.ResourceVersion {
 		t.Errorf("namespace written: resourceVersion %s -> %s, labels %v", ns.ResourceVersion, got.ResourceVersion, got.Labels)
 	}
 	var rbs rbacv1.RoleBindingList
-	if err := env.Client.List(context.Background(), &rbs, client.InNamespace(name)); err != nil {
+	if err := env.Client.List(t.Context(), &rbs, client.InNamespace(name)); err != nil {
 		t.Fatal(err)
 	}
 	if len(rbs.Items) != 0 {
@@ -366,7 +366,7 @@ func TestUpstreamPluginKinds(t *testing.T) {
 	})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "7 objects in sync")
 	var p kubeflowv1.Profile
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 		t.Fatal(err)
 	}
 	if i := slices.IndexFunc(p.Status.Conditions, func(c kubeflowv1.ProfileCondition) bool { return c.Status != plugins.ConditionTrue }); i >= 0 {

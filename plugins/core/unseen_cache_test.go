@@ -47,11 +47,11 @@ func TestHandLabelUnseenByTheCache(t *testing.T) {
 		return l["keep"] == "1", fmt.Sprintf("labels %v", l)
 	})
 	var ns corev1.Namespace
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &ns); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &ns); err != nil {
 		t.Fatal(err)
 	}
 	ns.Labels["theirs"] = "by-hand"
-	if err := env.Client.Update(context.Background(), &ns); err != nil {
+	if err := env.Client.Update(t.Context(), &ns); err != nil {
 		t.Fatal(err)
 	}
 
@@ -119,7 +119,7 @@ func TestHandEditUnseenByTheCacheSurvivesANamespaceChange(t *testing.T) {
 			if err := env.Client.Create(ctx, p); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 			pass := func(c plugins.Cluster) {
 				t.Helper()
 				cfg, err := def.Decode([]byte(`{"mesh": "`+core.MeshNone+`", "namespaceLabelsPath": "`+labelsFile+`"}`), p)

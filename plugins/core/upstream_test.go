@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"context"
 	"testing"
 
 	securityapi "istio.io/api/security/v1beta1"
@@ -83,7 +82,7 @@ func createUpstreamShape(t *testing.T, p *kubeflowv1.Profile) []client.Object {
 		objs = append(objs, &corev1.ResourceQuota{ObjectMeta: meta("kf-resource-quota", nil), Spec: p.Spec.ResourceQuotaSpec})
 	}
 	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o, client.FieldOwner(upstreamManager)); err != nil {
+		if err := env.Client.Create(t.Context(), o, client.FieldOwner(upstreamManager)); err != nil {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
 	}

@@ -1,7 +1,6 @@
 package egress_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,7 +54,7 @@ func read(t *testing.T, ns string) (objects, int) {
 	var o objects
 	n := 0
 	get := func(name string, obj client.Object) bool {
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
 			return false
 		}
@@ -159,7 +158,7 @@ func TestGateLabelTurnsRoutingOnAndOff(t *testing.T) {
 
 	t.Run("no finalizer: nothing lives outside the Profile's namespace", func(t *testing.T) {
 		var live kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &live); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &live); err != nil {
 			t.Fatal(err)
 		}
 		if len(live.Finalizers) != 0 {
@@ -216,11 +215,11 @@ func TestSpecEnabledGatesWithoutLabel(t *testing.T) {
 	t.Run("a host outside allowedHosts is refused and changes nothing", func(t *testing.T) {
 		before, _ := read(t, name)
 		var live kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &live); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &live); err != nil {
 			t.Fatal(err)
 		}
 		live.Spec.Plugins = []kubeflowv1.Plugin{egressPlugin(t, map[string]any{"enabled": true, "hosts": []egress.ExternalHost{{Host: "evil.example.net"}}})}
-		if err := env.Client.Update(context.Background(), &live); err != nil {
+		if err := env.Client.Update(t.Context(), &live); err != nil {
 			t.Fatal(err)
 		}
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse,

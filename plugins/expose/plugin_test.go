@@ -52,7 +52,7 @@ func setPlugins(t *testing.T, name string, ps ...kubeflowv1.Plugin) {
 
 func getVS(ns, name string) (*istionetworkingv1.VirtualService, error) {
 	var vs istionetworkingv1.VirtualService
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &vs)
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &vs) //nolint:forbidigo // no *testing.T in reach
 	return &vs, err
 }
 
@@ -141,7 +141,7 @@ func TestExposeLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		vs.Spec.Http[0].Route[0].Destination.Port.Number = 9999
-		if err := env.Client.Update(context.Background(), vs); err != nil {
+		if err := env.Client.Update(t.Context(), vs); err != nil {
 			t.Fatal(err)
 		}
 		waitSpec(t, name, "docs", want[1].Spec)
@@ -251,7 +251,7 @@ func TestWorkspaceRoutesAreAcceptedByTheAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "my-workspace", Namespace: name},
 		Spec:       networkingv1.VirtualService{Hosts: []string{"*"}, Gateways: []string{"kubeflow/kubeflow-gateway"}, Http: routes},
 	}
-	if err := env.Client.Create(context.Background(), vs); err != nil {
+	if err := env.Client.Create(t.Context(), vs); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	got, err := getVS(name, "my-workspace")

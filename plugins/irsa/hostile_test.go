@@ -80,7 +80,7 @@ func stopListing(t *testing.T, name string) {
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 		var p kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return false, err.Error()
 		}
 		return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")

@@ -131,7 +131,7 @@ func TestSimultaneousClaimsOfOneRoleTrustOneProfile(t *testing.T) {
 		var msgs []string
 		for _, name := range []string{first, second} {
 			var p kubeflowv1.Profile
-			_ = env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p)
+			_ = env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
 			for _, c := range p.Status.Conditions {
 				if c.Type == condType {
 					msgs = append(msgs, name+": "+c.Message)

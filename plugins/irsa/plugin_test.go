@@ -154,7 +154,7 @@ func TestTrustLifecycle(t *testing.T) {
 		testhost.WaitServiceAccount(t, env.Client, name, "default-editor", annotationsAre(handWritten))
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			var p kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			return len(p.Finalizers) == 0 && plugins.FindCondition(p.Status.Conditions, condType) == nil,

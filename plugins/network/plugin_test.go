@@ -122,7 +122,7 @@ func start(t *testing.T, defaults []byte) *testhost.Host {
 func listPolicies(t *testing.T, ns string) map[string]networkingv1.NetworkPolicy {
 	t.Helper()
 	var list networkingv1.NetworkPolicyList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+	if err := env.Client.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]networkingv1.NetworkPolicy{}
@@ -300,7 +300,7 @@ func TestGateToggles(t *testing.T) {
 func TestPoliciesWeDoNotManageAreNeverTouched(t *testing.T) {
 	start(t, hostDefaults(t, "isolated", false))
 	name := uniqueName("theirs")
-	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
 	mine := func(n string) *networkingv1.NetworkPolicy {
@@ -311,7 +311,7 @@ func TestPoliciesWeDoNotManageAreNeverTouched(t *testing.T) {
 	}
 	clash, other := mine("allow-dns"), mine("hand-made")
 	for _, np := range []*networkingv1.NetworkPolicy{clash, other} {
-		if err := env.Client.Create(context.Background(), np); err != nil {
+		if err := env.Client.Create(t.Context(), np); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -319,10 +319,10 @@ func TestPoliciesWeDoNotManageAreNeverTouched(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{networkPlugin("")}},
 	}
-	if err := env.Client.Create(context.Background(), p); err != nil {
+	if err := env.Client.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "Conflict: NetworkPolicy "+name+"/allow-dns exists and is not managed")
 	waitPolicies(t, name, "allow-dns", "allow-ingress-gateway", "allow-istiod", "allow-same-namespace", "default-deny", "hand-made")
@@ -353,12 +353,12 @@ func TestHandEditsArePutBack(t *testing.T) {
 	t.Run("an allow-all rule added to our policy is removed", func(t *testing.T) {
 		np := got["allow-same-namespace"]
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
-		if err := env.Client.Update(context.Background(), &np); err != nil {
+		if err := env.Client.Update(t.Context(), &np); err != nil {
 			t.Fatal(err)
 		}
 		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 			var cur networkingv1.NetworkPolicy
-			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&np), &cur); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(&np), &cur); err != nil {
 				return false, err.Error()
 			}
 			d := cmp.Diff(want, cur.Spec)
@@ -368,12 +368,12 @@ func TestHandEditsArePutBack(t *testing.T) {
 
 	t.Run("a deleted policy comes back", func(t *testing.T) {
 		old := got["default-deny"]
-		if err := env.Client.Delete(context.Background(), &old); err != nil {
+		if err := env.Client.Delete(t.Context(), &old); err != nil {
 			t.Fatal(err)
 		}
 		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 			var cur networkingv1.NetworkPolicy
-			err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&old), &cur)
+			err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(&old), &cur)
 			return err == nil && cur.UID != old.UID, fmt.Sprintf("default-deny not recreated (%v)", err)
 		})
 	})

@@ -48,7 +48,7 @@ func listed() kubeflowv1.Plugin {
 func getPodDefault(ns, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(notebook.GroupVersionKind)
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u) //nolint:forbidigo // no *testing.T in reach
 	return u, err
 }
 
@@ -131,7 +131,7 @@ func usersPodDefault(t *testing.T, ns, name string) *unstructured.Unstructured {
 		},
 	}}
 	u.SetGroupVersionKind(notebook.GroupVersionKind)
-	if err := env.Client.Create(context.Background(), u); err != nil {
+	if err := env.Client.Create(t.Context(), u); err != nil {
 		t.Fatalf("create PodDefault %s: %v", name, err)
 	}
 	return u
@@ -192,7 +192,7 @@ func TestProtectedBLifecycle(t *testing.T) {
 		if err := unstructured.SetNestedField(u.Object, "unclassified", "spec", "labels", "data.statcan.gc.ca/classification"); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Update(context.Background(), u); err != nil {
+		if err := env.Client.Update(t.Context(), u); err != nil {
 			t.Fatal(err)
 		}
 		waitPodDefault(t, name, "protected-b", specIs(t, want))
@@ -203,7 +203,7 @@ func TestProtectedBLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Delete(context.Background(), old); err != nil {
+		if err := env.Client.Delete(t.Context(), old); err != nil {
 			t.Fatal(err)
 		}
 		waitPodDefault(t, name, "protected-b", func(u *unstructured.Unstructured) (bool, string) {
@@ -216,7 +216,7 @@ func TestProtectedBLifecycle(t *testing.T) {
 		waitGone(t, name, "protected-b")
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			var got kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &got); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &got); err != nil {
 				return false, err.Error()
 			}
 			c := plugins.FindCondition(got.Status.Conditions, condType)
@@ -256,7 +256,7 @@ func TestGatedPodDefaultFollowsProfileLabel(t *testing.T) {
 		if err := unstructured.SetNestedSlice(u.Object, append(env0, map[string]any{"name": "EXTRA", "value": "x"}), "spec", "env"); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Update(context.Background(), u); err != nil {
+		if err := env.Client.Update(t.Context(), u); err != nil {
 			t.Fatal(err)
 		}
 		waitPodDefault(t, name, "gpu-scratch", specIs(t, want))

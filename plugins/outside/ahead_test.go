@@ -36,7 +36,7 @@ func (r recordBehind) Get(ctx context.Context, key client.ObjectKey, obj client.
 // would skip the call and leave the piece missing (a trust statement, a
 // grant) while every record says it is there, until the next resync.
 func TestOutsideRemovedPieceIsMadeAgainWhileTheCacheIsBehind(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	server := outsideClient(t)
 	p := newProfile(nil)
 	records := outside.NewRecords()
@@ -106,7 +106,7 @@ func (refusedRecord) Apply(context.Context, runtime.ApplyConfiguration, ...clien
 }
 
 func TestOutsideEnsureAheadRecordsBeforeTheCall(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := newProfile(nil)
 
 	t.Run("a record that cannot be written holds the call back", func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestOutsideEnsureAheadRecordsBeforeTheCall(t *testing.T) {
 // records, failing closed, what a Profile being deleted names): it reads
 // the record first and keeps what it holds.
 func TestOutsideIntendAsTheFirstCall(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	p := newProfile(nil)
 	pass(t, outside.New(c, "iam", p, outside.Options{}), calls{}, map[string]any{"role/a": 1})

@@ -1,7 +1,6 @@
 package outside_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func legacyRecord(t *testing.T, c client.Client, kind string, p *kubeflowv1.Prof
 	labels[plugins.LabelRole] = plugins.RoleOutsideState
 	cm := corev1ac.ConfigMap(outside.StateName(kind), plugins.Namespace(p)).WithLabels(labels).
 		WithOwnerReferences(plugins.OwnerReference(p)).WithData(map[string]string{"state.json": string(data)})
-	if err := c.Apply(context.Background(), cm, client.FieldOwner(plugins.FieldManagerFor(kind)), client.ForceOwnership); err != nil {
+	if err := c.Apply(t.Context(), cm, client.FieldOwner(plugins.FieldManagerFor(kind)), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -64,7 +63,7 @@ func migrateClient(t *testing.T, profiles ...*kubeflowv1.Profile) client.Client 
 // by UID, as intended and not made (the tenant could have written them),
 // and the copies are deleted; once done, no copy is read again.
 func TestMigrateRecordsMovesWhatEarlierVersionsWrote(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	team := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1"}}
 	other := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "other", UID: "u2"}}
 	c := migrateClient(t, team, other)

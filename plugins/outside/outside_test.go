@@ -55,7 +55,7 @@ func newProfile(annotations map[string]string) *kubeflowv1.Profile {
 // then Flush.
 func pass(t *testing.T, o *outside.Outside, c calls, desired map[string]any) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for key, want := range desired {
 		if _, err := o.Ensure(ctx, "Test", key, want, c.fn(key, nil)); err != nil {
 			t.Fatalf("Ensure %s: %v", key, err)
@@ -85,7 +85,7 @@ func TestOutsideCallsOnlyWhatChanged(t *testing.T) {
 	}
 
 	var cm corev1.ConfigMap
-	if err := c.Get(context.Background(), recordOf("blob"), &cm); err != nil {
+	if err := c.Get(t.Context(), recordOf("blob"), &cm); err != nil {
 		t.Fatalf("record: %v", err)
 	}
 	if !plugins.IsOwnedBy(cm.Labels, "blob", "team") || cm.Labels[plugins.LabelRole] != plugins.RoleOutsideState {
@@ -126,7 +126,7 @@ func TestOutsideReverify(t *testing.T) {
 }
 
 func TestOutsideFailures(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	p := newProfile(nil)
 
@@ -161,7 +161,7 @@ func TestOutsideFailures(t *testing.T) {
 }
 
 func TestOutsideForgetDeletesAnEmptyRecord(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	p := newProfile(nil)
 	got := calls{}
@@ -198,7 +198,7 @@ func TestOutsideForgetDeletesAnEmptyRecord(t *testing.T) {
 
 // A record of the same name that is not ours is never used or overwritten.
 func TestOutsideRefusesAForeignRecord(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	key := recordOf("db")
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Data: map[string]string{"x": "y"}}
@@ -213,7 +213,7 @@ func TestOutsideRefusesAForeignRecord(t *testing.T) {
 }
 
 func TestOfflineOutsideCallsNothing(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	o := outside.NewOffline("blob", newProfile(nil))
 	got := calls{}
 	if called, err := o.Ensure(ctx, "AzureBlob", "container/a", "a", got.fn("a", nil)); called || err != nil {
@@ -233,7 +233,7 @@ func TestOfflineOutsideCallsNothing(t *testing.T) {
 // The Applier never prunes the outside-state record, even for a plugin that
 // owns ConfigMaps.
 func TestSyncKeepsTheOutsideRecord(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	p := newProfile(nil)
 	pass(t, outside.New(c, "settings", p, outside.Options{}), calls{}, map[string]any{"k": 1})
@@ -245,7 +245,7 @@ func TestSyncKeepsTheOutsideRecord(t *testing.T) {
 }
 
 func TestOutsideSweepForgetsOnlyWhatItRemoved(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	p := newProfile(nil)
 	pass(t, outside.New(c, "iam", p, outside.Options{}), calls{},
@@ -294,7 +294,7 @@ func TestOutsideSweepForgetsOnlyWhatItRemoved(t *testing.T) {
 // plugin's field manager, which any client may send), is never read:
 // nothing it names is swept, and what the Profile names is made true.
 func TestOutsideRecordLivesOutOfTheTenantsReach(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	p := newProfile(nil)
 	made := calls{}
@@ -336,7 +336,7 @@ func TestOutsideRecordLivesOutOfTheTenantsReach(t *testing.T) {
 // deleted one's name starts from no record; nothing the last one was given
 // passes to it as made.
 func TestOutsideRecordIsKeyedByTheProfilesUID(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c := outsideClient(t)
 	first := newProfile(nil)
 	made := calls{}

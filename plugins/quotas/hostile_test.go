@@ -1,7 +1,6 @@
 package quotas_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -43,7 +42,7 @@ func TestManyInvalidResourceNames(t *testing.T) {
 	var cond kubeflowv1.ProfileCondition
 	testhost.Eventually(t, 90*time.Second, func() (bool, string) {
 		var p kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return false, err.Error()
 		}
 		c := plugins.FindCondition(p.Status.Conditions, condType)
@@ -65,7 +64,7 @@ func TestManyInvalidResourceNames(t *testing.T) {
 	}
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		var evs eventsv1.EventList
-		if err := env.Client.List(context.Background(), &evs); err != nil {
+		if err := env.Client.List(t.Context(), &evs); err != nil {
 			return false, err.Error()
 		}
 		for _, e := range evs.Items {

@@ -43,7 +43,7 @@ func uniqueName(prefix string) string { return prefix + "-" + rand.String(5) }
 func getQuota(t *testing.T, ns string) (*corev1.ResourceQuota, error) {
 	t.Helper()
 	var rq corev1.ResourceQuota
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: quotas.DefaultName}, &rq)
+	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: quotas.DefaultName}, &rq)
 	return &rq, err
 }
 
@@ -100,7 +100,7 @@ func TestQuotaLifecycle(t *testing.T) {
 
 	t.Run("a deleted quota comes back", func(t *testing.T) {
 		old, _ := getQuota(t, name)
-		if err := env.Client.Delete(context.Background(), old); err != nil {
+		if err := env.Client.Delete(t.Context(), old); err != nil {
 			t.Fatal(err)
 		}
 		waitQuota(t, name, func(rq *corev1.ResourceQuota) (bool, string) {
@@ -111,7 +111,7 @@ func TestQuotaLifecycle(t *testing.T) {
 	t.Run("a hand edit is put back", func(t *testing.T) {
 		rq, _ := getQuota(t, name)
 		rq.Spec.Hard["limits.cpu"] = resource.MustParse("100")
-		if err := env.Client.Update(context.Background(), rq); err != nil {
+		if err := env.Client.Update(t.Context(), rq); err != nil {
 			t.Fatal(err)
 		}
 		waitQuota(t, name, hardIs(corev1.ResourceList{"requests.cpu": resource.MustParse("2"), "limits.cpu": resource.MustParse("4")}))
@@ -130,7 +130,7 @@ func TestQuotaLifecycle(t *testing.T) {
 				return false, fmt.Sprintf("quota still there (%v)", err)
 			}
 			var p kubeflowv1.Profile
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 				return false, err.Error()
 			}
 			c := plugins.FindCondition(p.Status.Conditions, condType)
@@ -148,24 +148,24 @@ func TestUnmanagedQuotaIsLeftAloneAndReported(t *testing.T) {
 	testhost.Start(t, env, testhost.Plugin{Def: quotas.Definition()})
 	name := uniqueName("conflict")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
+	if err := env.Client.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	theirs := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: quotas.DefaultName, Namespace: name},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("3")}},
 	}
-	if err := env.Client.Create(context.Background(), theirs); err != nil {
+	if err := env.Client.Create(t.Context(), theirs); err != nil {
 		t.Fatal(err)
 	}
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{quotaPlugin(map[string]string{"limits.cpu": "4"})}},
 	}
-	if err := env.Client.Create(context.Background(), p); err != nil {
+	if err := env.Client.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "Conflict: ResourceQuota "+name+"/"+quotas.DefaultName+" exists and is not managed")
 	got, err := getQuota(t, name)
@@ -199,7 +199,7 @@ func TestInvalidLabelKeepsQuotaAndOthersAreServed(t *testing.T) {
 
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		var evs eventsv1.EventList
-		if err := env.Client.List(context.Background(), &evs); err != nil {
+		if err := env.Client.List(t.Context(), &evs); err != nil {
 			return false, err.Error()
 		}
 		for _, e := range evs.Items {

@@ -78,7 +78,7 @@ func extraBinding(name, clusterRole string, subjects ...map[string]string) map[s
 
 func getBinding(ns, name string) (*rbacv1.RoleBinding, error) {
 	var rb rbacv1.RoleBinding
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &rb)
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &rb) //nolint:forbidigo // no *testing.T in reach
 	return &rb, err
 }
 
@@ -120,7 +120,7 @@ func upstreamBindings(t *testing.T, ns string) []*rbacv1.RoleBinding {
 		Subjects:   []rbacv1.Subject{alice},
 	}}
 	for _, b := range bs {
-		if err := env.Client.Create(context.Background(), b); err != nil {
+		if err := env.Client.Create(t.Context(), b); err != nil {
 			t.Fatalf("create %s: %v", b.Name, err)
 		}
 	}
@@ -175,7 +175,7 @@ func TestBindingsLifecycle(t *testing.T) {
 
 	t.Run("ownership", func(t *testing.T) {
 		var role rbacv1.Role
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: "pod-log-reader"}, &role); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "pod-log-reader"}, &role); err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range []client.Object{before, &role} {
@@ -225,7 +225,7 @@ func TestBindingsLifecycle(t *testing.T) {
 		}
 		want := rb.Subjects
 		rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory@example.org"})
-		if err := env.Client.Update(context.Background(), rb); err != nil {
+		if err := env.Client.Update(t.Context(), rb); err != nil {
 			t.Fatal(err)
 		}
 		waitBinding(t, name, "support-view", func(rb *rbacv1.RoleBinding) (bool, string) {
@@ -236,15 +236,15 @@ func TestBindingsLifecycle(t *testing.T) {
 
 	t.Run("a deleted Role comes back", func(t *testing.T) {
 		var role rbacv1.Role
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: "pod-log-reader"}, &role); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "pod-log-reader"}, &role); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Delete(context.Background(), &role); err != nil {
+		if err := env.Client.Delete(t.Context(), &role); err != nil {
 			t.Fatal(err)
 		}
 		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 			var got rbacv1.Role
-			err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: "pod-log-reader"}, &got)
+			err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "pod-log-reader"}, &got)
 			return err == nil && got.UID != role.UID, fmt.Sprintf("role not recreated (%v)", err)
 		})
 	})
@@ -282,10 +282,10 @@ func TestBindingsLifecycle(t *testing.T) {
 			var rbs rbacv1.RoleBindingList
 			var roles rbacv1.RoleList
 			sel := client.MatchingLabels(plugins.OwnershipLabels(rbac.Kind, name))
-			if err := env.Client.List(context.Background(), &rbs, client.InNamespace(name), sel); err != nil {
+			if err := env.Client.List(t.Context(), &rbs, client.InNamespace(name), sel); err != nil {
 				return false, err.Error()
 			}
-			if err := env.Client.List(context.Background(), &roles, client.InNamespace(name), sel); err != nil {
+			if err := env.Client.List(t.Context(), &roles, client.InNamespace(name), sel); err != nil {
 				return false, err.Error()
 			}
 			return len(rbs.Items)+len(roles.Items) == 0, fmt.Sprintf("%d bindings and %d roles of ours left", len(rbs.Items), len(roles.Items))
@@ -315,7 +315,7 @@ func TestUnmanagedBindingWithOurNameIsLeftAlone(t *testing.T) {
 func warningEvents(t *testing.T, name string) []string {
 	t.Helper()
 	var evs eventsv1.EventList
-	if err := env.Client.List(context.Background(), &evs); err != nil {
+	if err := env.Client.List(t.Context(), &evs); err != nil {
 		t.Fatal(err)
 	}
 	var out []string

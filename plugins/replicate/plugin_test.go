@@ -242,7 +242,7 @@ func setSecretData(t *testing.T, ns, name string, data map[string]string) {
 
 func getSecret(ns, name string) (*corev1.Secret, error) {
 	var s corev1.Secret
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s)
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s) //nolint:forbidigo // no *testing.T in reach
 	return &s, err
 }
 
@@ -349,7 +349,7 @@ func TestUnmanagedObjectIsNeverOverwritten(t *testing.T) {
 	if err := env.Client.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 
 	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "Conflict")
 	if !strings.Contains(cond.Message, "Secret "+name+"/regcred exists and is not managed by plugin replicate") {
@@ -374,7 +374,7 @@ func waitEvent(t *testing.T, profile, reason string) {
 	t.Helper()
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 		var list eventsv1.EventList
-		if err := env.Client.List(context.Background(), &list); err != nil {
+		if err := env.Client.List(t.Context(), &list); err != nil {
 			return false, err.Error()
 		}
 		for _, e := range list.Items {

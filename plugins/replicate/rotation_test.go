@@ -4,7 +4,6 @@ package replicate_test
 // Profiles, and the wait it needs.
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -177,7 +176,7 @@ func waitAll(t *testing.T, run string, names []string, want map[string]string, t
 	done := map[string]bool{}
 	testhost.Eventually(t, timeout, func() (bool, string) {
 		var list corev1.SecretList
-		if err := env.Client.List(context.Background(), &list, client.MatchingLabels{plugins.LabelPlugin: replicate.Kind}); err != nil {
+		if err := env.Client.List(t.Context(), &list, client.MatchingLabels{plugins.LabelPlugin: replicate.Kind}); err != nil {
 			return false, err.Error()
 		}
 		for _, s := range list.Items {

@@ -1,7 +1,6 @@
 package volumes_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -34,7 +33,7 @@ func setVolumes(t *testing.T, name string, spec map[string]any) {
 func claimSize(t *testing.T, ns, name string) string {
 	t.Helper()
 	var c corev1.PersistentVolumeClaim
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
 		t.Fatal(err)
 	}
 	q := c.Spec.Resources.Requests[corev1.ResourceStorage]
@@ -46,7 +45,7 @@ func claimSize(t *testing.T, ns, name string) string {
 // condition that says why; a template the host does not offer is refused
 // with a False condition naming the field and value, and nothing is made.
 func TestSizes(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	run := "size-" + rand.String(4)
 	grows, fixed := storageClass(t, true), storageClass(t, false)
 	startHost(t, run, map[string]any{

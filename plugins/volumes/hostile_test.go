@@ -72,7 +72,7 @@ func TestUnusableSweepRecordDeletesNothing(t *testing.T) {
 			if err := env.Client.Create(t.Context(), &cm); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &cm) })
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &cm) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 			rep, err := sweeper(cfg).Sweep(t.Context())
 			if !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != tc.want || len(rep.Deleted) != 0 {
 				t.Errorf("Sweep = deleted %v, error %v; want nothing deleted and a terminal %s", rep.Deleted, err, tc.want)
@@ -121,7 +121,7 @@ func TestVolumeThatOnlyLooksOursIsNeverSwept(t *testing.T) {
 	if err := env.Client.Create(t.Context(), pv); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	rep, err := sweeper(sweepConfig(id)).Sweep(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -50,10 +50,10 @@ func storageClass(t *testing.T, expandable bool) string {
 		ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
 		AllowVolumeExpansion: ptr.To(expandable),
 	}
-	if err := env.Client.Create(context.Background(), sc); err != nil {
+	if err := env.Client.Create(t.Context(), sc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), sc) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), sc) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	return sc.Name
 }
 
@@ -83,7 +83,7 @@ func startHostOf(t *testing.T, def plugins.Definition, run string, cfg map[strin
 // kube-controller-manager deletes the namespace after the Profile.
 func newProfile(t *testing.T, name, run, owner string, spec map[string]any) *kubeflowv1.Profile {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelRun: run}},
 		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: owner}},
@@ -106,8 +106,8 @@ func newProfile(t *testing.T, name, run, owner string, spec map[string]any) *kub
 		t.Fatalf("create namespace: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), p)
-		_ = env.Client.Delete(context.Background(), ns)
+		_ = env.Client.Delete(context.Background(), p)  //nolint:forbidigo // cleanups run after t.Context is canceled
+		_ = env.Client.Delete(context.Background(), ns) //nolint:forbidigo // cleanups run after t.Context is canceled
 	})
 	return p
 }
@@ -116,7 +116,7 @@ func newProfile(t *testing.T, name, run, owner string, spec map[string]any) *kub
 // are gone.
 func deleteProfile(t *testing.T, p *kubeflowv1.Profile) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := env.Client.Delete(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func deleteProfile(t *testing.T, p *kubeflowv1.Profile) {
 // to the claim; kube-controller-manager's binder completes the binding.
 func provision(t *testing.T, ns, claim string) *corev1.PersistentVolume {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	var pvc corev1.PersistentVolumeClaim
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &pvc)
@@ -168,14 +168,14 @@ func provision(t *testing.T, ns, claim string) *corev1.PersistentVolume {
 	if err := env.Client.Create(ctx, pv); err != nil {
 		t.Fatalf("provision volume for %s/%s: %v", ns, claim, err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	return pv
 }
 
 // waitBound waits until claim ns/name is Bound and returns it with its volume.
 func waitBound(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	var pvc corev1.PersistentVolumeClaim
 	var pv corev1.PersistentVolume
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -198,7 +198,7 @@ func waitVolume(t *testing.T, name string, timeout time.Duration, cond func(*cor
 	t.Helper()
 	var pv corev1.PersistentVolume
 	testhost.Eventually(t, timeout, func() (bool, string) {
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &pv); err != nil {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &pv); err != nil { //nolint:forbidigo // no *testing.T in reach
 			return false, err.Error()
 		}
 		return cond(&pv)
@@ -223,7 +223,7 @@ func hostConfig(sc string) map[string]any {
 // get it; the owner's Profile created again, whose new claim binds to the
 // same volume; and a pass with nothing changed that writes nothing.
 func TestVolumeOutlivesProfile(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	run := "life-" + rand.String(4)
 	name := "vol-" + rand.String(5)
 	sc := storageClass(t, true)

@@ -1,7 +1,6 @@
 package volumes_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 // TestRevokeKeepsVolume stops serving a Profile that stays: its claim is
 // deleted and its volume stays, Released, Retain and marked.
 func TestRevokeKeepsVolume(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	run := "revoke-" + rand.String(4)
 	name := "revoke-" + rand.String(5)
 	startHost(t, run, hostConfig(storageClass(t, true)))

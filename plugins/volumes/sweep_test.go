@@ -35,7 +35,7 @@ func releasedVolume(t *testing.T, name string, releasedAt time.Time, reserved bo
 // releasedVolumeOf is releasedVolume for a volume of owner.
 func releasedVolumeOf(t *testing.T, name, owner string, releasedAt time.Time, reserved bool) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "gone-" + name, Name: "workspace", UID: types.UID("0000-" + name)}
 	if reserved {
 		ref.UID = ""
@@ -63,7 +63,7 @@ func releasedVolumeOf(t *testing.T, name, owner string, releasedAt time.Time, re
 	if err := env.Client.Create(ctx, pv); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	if reserved {
 		return
 	}
@@ -88,7 +88,7 @@ func only(names []string, ours []string) []string {
 // nothing; the sweep deletes the oldest up to the cap and leaves the fresh
 // one, the one reserved for a returning Profile, and the deferred one.
 func TestSweepDeletesExpiredVolumes(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now()
 	id := rand.String(5)
 	oldest, older, old := "sweep-oldest-"+id, "sweep-older-"+id, "sweep-old-"+id
@@ -105,7 +105,7 @@ func TestSweepDeletesExpiredVolumes(t *testing.T) {
 	if err := env.Client.Create(ctx, back); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), back) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), back) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	ours := []string{oldest, older, old, fresh, reserved}
 
 	cfg := volumes.NewConfig()
@@ -246,7 +246,7 @@ func TestSweepTakesBackAReservationNoProfileWaitsFor(t *testing.T) {
 	if err := env.Client.Create(ctx, back); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), back) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), back) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 
 	rep, err := sweeper(sweepConfig(id)).Sweep(ctx)
 	if err != nil {

@@ -101,7 +101,7 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 	if err := env.Client.Create(t.Context(), next); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, outside.ReasonDanglingTrust)
 	if !strings.Contains(cond.Message, member) || !strings.Contains(cond.Message, key.Name) {
 		t.Errorf("condition %q does not name the grant and the record", cond.Message)

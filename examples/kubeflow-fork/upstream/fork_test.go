@@ -1,7 +1,6 @@
 package upstream_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 // against the real API server, without a manager: with nothing set up, the
 // plugins still apply and revoke.
 func TestForkDrivesPlugins(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	name := "fork-team"
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ import (
 // AwsIamForServiceAccount entries (and the Azure plugin beside them), through
 // the adapter against the real API server, with mocked cloud IAM.
 func TestForkDrivesCloudIdentity(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const (
 		name     = "fork-identity"
 		gsa      = "kf-user@proj-123.iam.gserviceaccount.com"

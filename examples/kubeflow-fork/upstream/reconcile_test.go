@@ -49,7 +49,7 @@ func startFork(t *testing.T) *recorder {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctrl.LoggerInto(ctx, testr.New(t))) }()
 	t.Cleanup(func() {
@@ -143,11 +143,11 @@ func createProfile(t *testing.T, name string, entries ...kubeflowv1.Plugin) {
 // deleteProfile deletes the Profile and waits until it is gone.
 func deleteProfile(t *testing.T, name string) {
 	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Client.Delete(context.Background(), p); client.IgnoreNotFound(err) != nil {
+	if err := env.Client.Delete(t.Context(), p); client.IgnoreNotFound(err) != nil {
 		t.Errorf("delete Profile %s: %v", name, err)
 		return
 	}
-	if err := poll(30*time.Second, func() error { return gone(context.Background(), &kubeflowv1.Profile{}, client.ObjectKey{Name: name}) }); err != nil {
+	if err := poll(30*time.Second, func() error { return gone(t.Context(), &kubeflowv1.Profile{}, client.ObjectKey{Name: name}) }); err != nil {
 		t.Errorf("Profile %s: %v", name, err)
 	}
 }

@@ -288,12 +288,12 @@ func TestHostDownAndEditsOfRefusedProfiles(t *testing.T) {
 	}
 	edit := func(mutate func(*unstructured.Unstructured)) error {
 		var live kubeflowv1.Profile
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &live); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &live); err != nil {
 			t.Fatal(err)
 		}
 		u := obj.DeepCopy()
 		mutate(u)
-		return env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"), client.ForceOwnership)
+		return env.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"), client.ForceOwnership)
 	}
 	t.Run("an edit of the owner only is admitted", func(t *testing.T) {
 		err := edit(func(u *unstructured.Unstructured) {
@@ -340,8 +340,8 @@ func TestHostDownAndEditsOfRefusedProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := profileWith(unique("unknown-kind"), nil, "sparkles", map[string]any{"glitter": true})
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u.DeepCopy()) })
-		if err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("kubectl")); err != nil {
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u.DeepCopy()) }) //nolint:forbidigo // cleanups run after t.Context is canceled
+		if err := c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("kubectl")); err != nil {
 			t.Fatalf("unknown kind denied: %v", err)
 		}
 		want := "spec.plugins[0] (sparkles): this host runs no such plugin; it is ignored"

@@ -1,7 +1,6 @@
 package admission_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,7 +47,7 @@ func BenchmarkAdmission(b *testing.B) {
 			for b.Loop() {
 				obj := tc.obj.DeepCopy()
 				start := time.Now()
-				err := env.Client.Create(context.Background(), obj, client.DryRunAll)
+				err := env.Client.Create(b.Context(), obj, client.DryRunAll)
 				lat = append(lat, time.Since(start))
 				if denied := err != nil && strings.Contains(err.Error(), "denied the request"); denied != tc.denied {
 					b.Fatalf("denied %v, want %v: %v", denied, tc.denied, err)
@@ -78,7 +77,7 @@ func BenchmarkAdmission(b *testing.B) {
 			var lat []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				v.Decide(context.Background(), nil, profiles[0])
+				v.Decide(b.Context(), nil, profiles[0])
 				lat = append(lat, time.Since(start))
 			}
 			report(b, lat)

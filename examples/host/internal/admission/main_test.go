@@ -155,7 +155,7 @@ func startHost(t testing.TB, edit func(string) string) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // no *testing.T in reach
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	stopped := false
@@ -198,14 +198,14 @@ func profileObject(t testing.TB, doc []byte) *unstructured.Unstructured {
 // namespace, and deletes both when the test ends.
 func apply(t testing.TB, u *unstructured.Unstructured) error {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}}
 	if err := env.Client.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), u.DeepCopy())
-		_ = env.Client.Delete(context.Background(), ns)
+		_ = env.Client.Delete(context.Background(), u.DeepCopy()) //nolint:forbidigo // cleanups run after t.Context is canceled
+		_ = env.Client.Delete(context.Background(), ns)           //nolint:forbidigo // cleanups run after t.Context is canceled
 	})
 	return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("kubectl"), client.ForceOwnership)
 }
@@ -214,14 +214,14 @@ func apply(t testing.TB, u *unstructured.Unstructured) error {
 // fields and annotations an apply adds.
 func create(t testing.TB, u *unstructured.Unstructured) error {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}}
 	if err := env.Client.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), u.DeepCopy())
-		_ = env.Client.Delete(context.Background(), ns)
+		_ = env.Client.Delete(context.Background(), u.DeepCopy()) //nolint:forbidigo // cleanups run after t.Context is canceled
+		_ = env.Client.Delete(context.Background(), ns)           //nolint:forbidigo // cleanups run after t.Context is canceled
 	})
 	return env.Client.Create(ctx, u.DeepCopy())
 }
@@ -248,7 +248,7 @@ func refusals(t testing.TB, name string, want int) map[string]string {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var p kubeflowv1.Profile
-		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p)
+		err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p)
 		got = map[string]string{}
 		for _, c := range p.Status.Conditions {
 			// Ready sums the plugins' conditions up; the plugins' own are

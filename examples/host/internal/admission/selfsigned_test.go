@@ -22,7 +22,7 @@ import (
 // stores it in a Secret, writes its CA into a webhook configuration that has
 // none, and the API server then reaches the webhook over TLS with it.
 func TestSelfSignedCertificate(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,10 +53,10 @@ func TestSelfSignedCertificate(t *testing.T) {
 	if err := env.Client.Create(ctx, vwc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), vwc) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), vwc) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	secretName := unique("profilekit-webhook-tls")
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: secretName}})
+		_ = env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: secretName}}) //nolint:forbidigo // cleanups run after t.Context is canceled
 	})
 
 	cfg, reg := hostConfig(t, nil)
