@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 )
 
@@ -30,12 +32,7 @@ var _ plugins.Plugin = Plugin{}
 
 // Definition returns the plugin, which calls Azure through c.
 func Definition(c Credentials) plugins.Definition {
-	return plugins.Definition{
-		Plugin:       Plugin{creds: c},
-		NewConfig:    func() any { return NewConfig() },
-		OutsideState: true,
-		Watches:      []plugins.Watch{serviceaccounts.Watch()},
-	}
+	return serviceaccounts.IdentityDefinition(Plugin{creds: c}, NewConfig)
 }
 
 // Kind returns "AzureWorkloadIdentity".
@@ -80,33 +77,46 @@ func parseKey(k string) (IdentityRef, string, bool) {
 // is not what was last made true). Credentials of ours that are no longer
 // wanted are deleted.
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
+	return p.identity().Apply(ctx, req)
+}
+
+// identity is the plugin in the shape every cloud identity plugin has.
+func (p Plugin) identity() serviceaccounts.Identity[Config] {
+	return serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+}
+
+// annotations are what the service accounts get.
+func (c *Config) annotations() map[string]string {
+	want := map[string]string{AnnotationClientID: c.ClientID}
+	if c.TenantID != "" {
+		want[AnnotationTenantID] = c.TenantID
+	}
+	return want
+}
+
+// ask is what a pass under cfg asks for: the policy matches the identity,
+// or the client ID where the Profile names no identity (annotateOnly).
+func ask(cfg *Config, _ *kubeflowv1.Profile) (serviceaccounts.Ask, error) {
+	a := serviceaccounts.Ask{
+		Identity:        cmp.Or(cfg.Identity, cfg.ClientID),
+		Policy:          cfg.AllowedIdentities,
+		ServiceAccounts: cfg.ServiceAccounts,
+		Annotations:     cfg.annotations(),
+		Keys:            []string{AnnotationClientID, AnnotationTenantID},
+		AnnotateOnly:    cfg.AnnotateOnly,
 	}
 	if cfg.ClientID == "" {
-		return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: clientId: required", Kind)
+		return a, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: clientId: required", Kind)
 	}
-	// The platform's to hand out: checked on every pass, before anything
-	// is written, the annotation included.
-	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cmp.Or(cfg.Identity, cfg.ClientID))
-	if err != nil {
-		// A policy narrowed since an earlier pass: its credentials go too.
-		return serviceaccounts.Refuse(ctx, req, cfg.ServiceAccounts, err,
-			func(ctx context.Context) (plugins.Result, error) { return p.deleteAll(ctx, req, nil, nil) },
-			AnnotationClientID, AnnotationTenantID)
-	}
-	if err := req.Outside.CheckDangling(ctx); err != nil {
-		return plugins.Result{}, err
-	}
-	want := map[string]string{AnnotationClientID: cfg.ClientID}
-	if cfg.TenantID != "" {
-		want[AnnotationTenantID] = cfg.TenantID
-	}
-	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, want)
-	if cfg.AnnotateOnly {
-		return res, annErr
-	}
+	return a, nil
+}
+
+// grant annotates the service accounts and puts a federated credential per
+// service account on the identity. Azure takes one credential per issuer
+// and subject, so the annotation comes first and the credentials no longer
+// wanted go before the new ones are put.
+func (p Plugin) grant(ctx context.Context, req plugins.Request, cfg *Config, allowance identities.Allowance) (plugins.Result, error) {
+	res, annErr := serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, cfg.annotations())
 	switch {
 	case cfg.Identity == "":
 		return res, errors.Join(annErr, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: identity: required unless annotateOnly", Kind))
@@ -210,50 +220,34 @@ func (c Credential) equal(o Credential) bool {
 // Revoke removes our annotations and deletes our federated credentials, and
 // no other credential of the identity.
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
-		func(ctx context.Context) (plugins.Result, error) {
-			// Failing closed: the credentials on the identity a Profile
-			// being deleted names (its spec still decodes) and on the
-			// identities the host's allowances name for it are swept
-			// whether or not the record holds them (a record lost, or moved
-			// from an earlier version's that the tenant could edit);
-			// recorded as intended, so that one of our name is deleted only
-			// when it is exactly what the plugin puts for this namespace.
-			if cfg.Issuer != "" && !cfg.AnnotateOnly {
-				var keys []string
-				for _, identity := range slices.Compact(append([]string{cfg.Identity}, cfg.AllowedIdentities.Named(req.Profile)...)) {
-					named := *cfg
-					named.Identity = identity
-					creds, err := named.credentials(plugins.Namespace(req.Profile))
-					if err != nil {
-						continue // not an identity we could have put a credential on
-					}
-					for _, c := range creds {
-						keys = append(keys, c.key)
-					}
-				}
-				if err := req.Outside.Intend(ctx, keys...); err != nil {
-					return plugins.Result{}, err
-				}
-			}
-			if req.Profile.DeletionTimestamp.IsZero() {
-				return p.deleteAll(ctx, req, nil, nil)
-			}
-			// A Profile being deleted also reports the credentials of our
-			// names, of someone else's, that trust its namespace: they
-			// outlive it.
-			var others []string
-			res, err := p.deleteAll(ctx, req, nil, &others)
+	return p.identity().Revoke(ctx, req)
+}
+
+// sweep deletes the credentials the record holds. Failing closed, the
+// credentials on each identity in named are recorded as intended first,
+// so that one of our name there is deleted too, and only when it is
+// exactly what the plugin puts for this namespace.
+func (p Plugin) sweep(ctx context.Context, req plugins.Request, cfg *Config, named []string, others *[]string) (plugins.Result, error) {
+	if cfg.Issuer != "" && !cfg.AnnotateOnly {
+		var keys []string
+		for _, identity := range named {
+			withIdentity := *cfg
+			withIdentity.Identity = identity
+			creds, err := withIdentity.credentials(plugins.Namespace(req.Profile))
 			if err != nil {
-				return res, err
+				continue // not an identity we could have put a credential on
 			}
-			return res, req.Outside.ReportDangling(ctx, others)
-		},
-		AnnotationClientID, AnnotationTenantID)
+			for _, c := range creds {
+				keys = append(keys, c.key)
+			}
+		}
+		if len(keys) > 0 {
+			if err := req.Outside.Intend(ctx, keys...); err != nil {
+				return plugins.Result{}, err
+			}
+		}
+	}
+	return p.deleteAll(ctx, req, nil, others)
 }
 
 // deleteAll deletes each credential recorded, except those in keep, and

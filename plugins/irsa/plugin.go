@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
@@ -32,12 +33,7 @@ var _ plugins.Plugin = Plugin{}
 
 // Definition returns the plugin, which calls IAM through c.
 func Definition(c IAM) plugins.Definition {
-	return plugins.Definition{
-		Plugin:       Plugin{iam: c},
-		NewConfig:    func() any { return NewConfig() },
-		OutsideState: true,
-		Watches:      []plugins.Watch{serviceaccounts.Watch()},
-	}
+	return serviceaccounts.IdentityDefinition(Plugin{iam: c}, NewConfig)
 }
 
 // roleLocks serializes the read, edit and write of each role's trust
@@ -70,92 +66,78 @@ func (Plugin) Kind() string { return Kind }
 // Apply, unless annotateOnly, adds the service accounts' subjects to the
 // role's trust policy (only when that is not what was last made true), then
 // annotates the service accounts; a role the Profile no longer names then
-// loses our subjects. With annotateOnly it only annotates.
+// loses our subjects. With annotateOnly it only annotates. The host's
+// policy is checked first (see serviceaccounts.Identity).
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
+	return p.identity().Apply(ctx, req)
+}
+
+// Revoke removes our annotation and our subjects from every role we added
+// them to and, failing closed, from the role a Profile being deleted names
+// and the roles the host's allowances name for it, whether or not the
+// record holds them: the statement is found by its Sid, which only this
+// Profile's namespace has.
+func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	return p.identity().Revoke(ctx, req)
+}
+
+// identity is the plugin in the shape every cloud identity plugin has.
+func (p Plugin) identity() serviceaccounts.Identity[Config] {
+	return serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+}
+
+// ask is what a pass under cfg asks for.
+func ask(cfg *Config, _ *kubeflowv1.Profile) (serviceaccounts.Ask, error) {
+	a := serviceaccounts.Ask{
+		Identity:        cfg.AwsIAMRole,
+		Policy:          cfg.AllowedIdentities,
+		ServiceAccounts: cfg.ServiceAccounts,
+		Annotations:     map[string]string{AnnotationRoleARN: cfg.AwsIAMRole},
+		Keys:            []string{AnnotationRoleARN},
+		AnnotateOnly:    cfg.AnnotateOnly,
 	}
 	if cfg.AwsIAMRole == "" {
-		return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: awsIamRole: required", Kind)
+		return a, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: awsIamRole: required", Kind)
 	}
+	if _, err := RoleName(cfg.AwsIAMRole); err != nil {
+		return a, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	return a, nil
+}
+
+// grant makes the role trust the service accounts, annotates them, and
+// then takes our subjects off the roles the Profile named before.
+func (p Plugin) grant(ctx context.Context, req plugins.Request, cfg *Config, allowance identities.Allowance) (plugins.Result, error) {
 	role, err := RoleName(cfg.AwsIAMRole)
 	if err != nil {
 		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
 	}
-	// The platform's to hand out: checked on every pass, before anything
-	// is written.
-	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cfg.AwsIAMRole)
-	if err != nil {
-		// A policy narrowed since an earlier pass: its trust goes too.
-		return serviceaccounts.Refuse(ctx, req, cfg.ServiceAccounts, err,
-			func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, "", nil, nil) },
-			AnnotationRoleARN)
-	}
-	if err := req.Outside.CheckDangling(ctx); err != nil {
-		return plugins.Result{}, err
-	}
-	annotation := map[string]string{AnnotationRoleARN: cfg.AwsIAMRole}
-	if cfg.AnnotateOnly {
-		return serviceaccounts.Annotate(ctx, req, cfg.ServiceAccounts, annotation)
-	}
-	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, annotation,
+	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationRoleARN: cfg.AwsIAMRole},
 		func(ctx context.Context) (plugins.Change, error) {
 			return p.trust(ctx, req, cfg, role, allowance)
 		},
 		func(ctx context.Context) (plugins.Result, error) { return p.untrustAll(ctx, req, cfg, role, nil, nil) })
 }
 
-// Revoke removes our annotation and our subjects from every role we added
-// them to and, failing closed, from the role a Profile being deleted names
-// and the roles the host's allowances name for it, whether or not the
-// record holds them (a record lost, or moved from an
-// earlier version's that the tenant could edit): the statement is found by
-// its Sid, which only this Profile's namespace has.
-func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	// The role the Profile names (known when it is being deleted: its spec
-	// still decodes), and the roles the host's templates give it (known
-	// when it stopped listing the plugin too).
-	var named []string
-	if !cfg.AnnotateOnly {
-		if cfg.AwsIAMRole != "" {
-			named = append(named, cfg.AwsIAMRole)
+// sweep removes our subjects from every role the record holds, then from
+// each role in named that was not among them.
+func (p Plugin) sweep(ctx context.Context, req plugins.Request, cfg *Config, named []string, others *[]string) (plugins.Result, error) {
+	swept := map[string]bool{}
+	res, err := p.untrustAll(ctx, req, cfg, "", swept, others)
+	errs := []error{err}
+	for _, arn := range named {
+		role, rerr := RoleName(arn)
+		if rerr != nil || swept[role] {
+			continue
 		}
-		named = append(named, cfg.AllowedIdentities.Named(req.Profile)...)
+		swept[role] = true
+		c, uerr := p.untrust(ctx, req, cfg, role, others)
+		if uerr == nil && c.Action != "" {
+			res.Add(c)
+		}
+		errs = append(errs, uerr)
 	}
-	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
-		func(ctx context.Context) (plugins.Result, error) {
-			// A Profile being deleted also reports the statements of
-			// someone else's that trust its namespace: they outlive it.
-			var others *[]string
-			if !req.Profile.DeletionTimestamp.IsZero() {
-				others = &[]string{}
-			}
-			swept := map[string]bool{}
-			res, err := p.untrustAll(ctx, req, cfg, "", swept, others)
-			errs := []error{err}
-			for _, arn := range named {
-				role, rerr := RoleName(arn)
-				if rerr != nil || swept[role] {
-					continue
-				}
-				swept[role] = true
-				c, uerr := p.untrust(ctx, req, cfg, role, others)
-				if uerr == nil && c.Action != "" {
-					res.Add(c)
-				}
-				errs = append(errs, uerr)
-			}
-			if others != nil && errors.Join(errs...) == nil {
-				errs = append(errs, req.Outside.ReportDangling(ctx, *others))
-			}
-			return res, errors.Join(errs...)
-		},
-		AnnotationRoleARN)
+	return res, errors.Join(errs...)
 }
 
 func (c *Config) edit(namespace string) trustpolicy.Edit {

@@ -49,12 +49,12 @@ func parseKey(k string) (prefix, gsa, member string, ok bool) {
 // the role: the record forgets it, and the next pass grants it as ours.
 var errForeignGone = errors.New("a member granted by someone else before the plugin no longer holds the role; the plugin grants it on the next pass")
 
-// grant makes each member hold the role on gsa (only when that is not what
+// grantMembers makes each member hold the role on gsa (only when that is not what
 // was last made true). A member that already holds it, unrecorded, was
 // granted by someone else: it is recorded as foreign and never removed. It
 // returns the keys of the record that stay. An account another Profile's
 // record holds a grant on is a Conflict, unless shared.
-func (p Plugin) grant(ctx context.Context, req plugins.Request, gsa string, members []string, shared bool) ([]string, plugins.Change, error) {
+func (p Plugin) grantMembers(ctx context.Context, req plugins.Request, gsa string, members []string, shared bool) ([]string, plugins.Change, error) {
 	change := plugins.Change{Kind: "GCPServiceAccountIAMPolicy", Name: gsa, Action: plugins.Unchanged}
 	recorded, err := req.Outside.Recorded(ctx)
 	if err != nil {
@@ -163,7 +163,7 @@ func (p Plugin) revokeAll(ctx context.Context, req plugins.Request, cfg *Config,
 		switch {
 		case prefix == legacyPrefix:
 			// An account we could not have granted has nothing to undo.
-			members, _ = cfg.members(req, gsa)
+			members, _ = cfg.members(req.Profile, gsa)
 		case prefix == grantPrefix && inNamespace(member, ns):
 			// Only a member of this Profile's namespace can be ours.
 			members = []string{member}

@@ -11,6 +11,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 )
 
@@ -31,12 +32,7 @@ var _ plugins.Plugin = Plugin{}
 
 // Definition returns the plugin, which calls IAM through c.
 func Definition(c IAM) plugins.Definition {
-	return plugins.Definition{
-		Plugin:       Plugin{iam: c},
-		NewConfig:    func() any { return NewConfig() },
-		OutsideState: true,
-		Watches:      []plugins.Watch{serviceaccounts.Watch()},
-	}
+	return serviceaccounts.IdentityDefinition(Plugin{iam: c}, NewConfig)
 }
 
 // Kind returns "WorkloadIdentity".
@@ -45,95 +41,86 @@ func (Plugin) Kind() string { return Kind }
 // Apply grants the service accounts the workload identity user role on the
 // Google service account (only when that is not what was last made true),
 // then annotates them. A Google service account the Profile no longer names
-// then loses the members we added.
+// then loses the members we added. The host's policy is checked first (see
+// serviceaccounts.Identity).
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	if cfg.GCPServiceAccount == "" {
-		return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: gcpServiceAccount: required (in the Profile or the host's defaults)", Kind)
-	}
-	members, err := cfg.members(req, cfg.GCPServiceAccount)
-	if err != nil {
-		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
-	}
-	// The platform's to hand out: checked on every pass, before anything
-	// is written.
-	allowance, err := cfg.AllowedIdentities.Allow(req.Profile, cfg.GCPServiceAccount)
-	if err != nil {
-		// A policy narrowed since an earlier pass: its grants go too.
-		return serviceaccounts.Refuse(ctx, req, cfg.ServiceAccounts, err,
-			func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, nil) },
-			AnnotationGSA)
-	}
-	if err := req.Outside.CheckDangling(ctx); err != nil {
-		return plugins.Result{}, err
-	}
-	var keep []string
-	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount},
-		func(ctx context.Context) (c plugins.Change, err error) {
-			keep, c, err = p.grant(ctx, req, cfg.GCPServiceAccount, members, allowance.Shared)
-			return c, err
-		},
-		func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, keep) })
+	return p.identity().Apply(ctx, req)
 }
 
 // Revoke removes our annotation and our members from every Google service
 // account we granted and, failing closed, the Profile's members from the
 // account it names and the accounts the host's allowances name for it when
-// the record says nothing of them (a
-// record lost, or moved from an earlier version's that the tenant could
-// edit). A member the record holds as granted by someone else is left and
-// logged as dangling trust.
+// the record says nothing of them. A member the record holds as granted by
+// someone else is left and, for a Profile being deleted, reported as
+// dangling trust.
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
+	return p.identity().Revoke(ctx, req)
+}
+
+// identity is the plugin in the shape every cloud identity plugin has.
+func (p Plugin) identity() serviceaccounts.Identity[Config] {
+	return serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+}
+
+// ask is what a pass under cfg asks for.
+func ask(cfg *Config, p *kubeflowv1.Profile) (serviceaccounts.Ask, error) {
+	a := serviceaccounts.Ask{
+		Identity:        cfg.GCPServiceAccount,
+		Policy:          cfg.AllowedIdentities,
+		ServiceAccounts: cfg.ServiceAccounts,
+		Annotations:     map[string]string{AnnotationGSA: cfg.GCPServiceAccount},
+		Keys:            []string{AnnotationGSA},
+	}
+	if cfg.GCPServiceAccount == "" {
+		return a, plugins.Terminalf(plugins.ReasonInvalidSpec, "plugin %s: gcpServiceAccount: required (in the Profile or the host's defaults)", Kind)
+	}
+	if _, err := cfg.members(p, cfg.GCPServiceAccount); err != nil {
+		return a, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	return a, nil
+}
+
+// grant makes the account trust the service accounts, annotates them, and
+// then takes our members off the accounts the Profile named before.
+func (p Plugin) grant(ctx context.Context, req plugins.Request, cfg *Config, allowance identities.Allowance) (plugins.Result, error) {
+	members, err := cfg.members(req.Profile, cfg.GCPServiceAccount)
+	if err != nil {
+		return plugins.Result{}, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	var keep []string
+	return serviceaccounts.Federate(ctx, req, cfg.ServiceAccounts, map[string]string{AnnotationGSA: cfg.GCPServiceAccount},
+		func(ctx context.Context) (c plugins.Change, err error) {
+			keep, c, err = p.grantMembers(ctx, req, cfg.GCPServiceAccount, members, allowance.Shared)
+			return c, err
+		},
+		func(ctx context.Context) (plugins.Result, error) { return p.revokeAll(ctx, req, cfg, keep) })
+}
+
+// sweep removes our members from every account the record holds, then,
+// failing closed, the Profile's members that the record says nothing of
+// from each account in named. The foreign keys stay in the record (which
+// goes with the Profile): a pass that runs again must still know those
+// members are someone else's, or the fail-closed removal would take them.
+func (p Plugin) sweep(ctx context.Context, req plugins.Request, cfg *Config, named []string, others *[]string) (plugins.Result, error) {
+	recorded, err := req.Outside.Recorded(ctx)
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	return serviceaccounts.Defederate(ctx, req, cfg.ServiceAccounts,
-		func(ctx context.Context) (plugins.Result, error) {
-			recorded, err := req.Outside.Recorded(ctx)
-			if err != nil {
-				return plugins.Result{}, err
-			}
-			// The foreign keys stay in the record (which goes with the
-			// Profile): a pass that runs again must still know those
-			// members are someone else's, or the fail-closed removal would
-			// take them.
-			keep := slices.DeleteFunc(slices.Clone(recorded), func(k string) bool { return !strings.HasPrefix(k, foreignPrefix) })
-			res, err := p.revokeAll(ctx, req, cfg, keep)
-			errs := []error{err}
-			for _, gsa := range cfg.named(req.Profile) {
-				errs = append(errs, p.revokeUnrecorded(ctx, req, cfg, gsa, recorded, &res))
-			}
-			return res, errors.Join(errs...)
-		},
-		AnnotationGSA)
-}
-
-// named returns the accounts where the Profile's grants can be whatever the
-// record says: the one it names (or the host's default), and the ones the
-// host's allowances name for it.
-func (c *Config) named(p *kubeflowv1.Profile) []string {
-	var out []string
-	if c.GCPServiceAccount != "" {
-		out = append(out, c.GCPServiceAccount)
+	keep := slices.DeleteFunc(slices.Clone(recorded), func(k string) bool { return !strings.HasPrefix(k, foreignPrefix) })
+	res, err := p.revokeAll(ctx, req, cfg, keep)
+	errs := []error{err}
+	for _, gsa := range named {
+		errs = append(errs, p.revokeUnrecorded(ctx, req, cfg, gsa, recorded, others, &res))
 	}
-	for _, gsa := range c.AllowedIdentities.Named(p) {
-		if !slices.Contains(out, gsa) {
-			out = append(out, gsa)
-		}
-	}
-	return out
+	return res, errors.Join(errs...)
 }
 
 // revokeUnrecorded removes from account gsa the members of
 // its service accounts that the record holds neither as granted nor as
-// someone else's, and reports the ones held as someone else's, when the
-// Profile is being deleted, as dangling trust (Outside.ReportDangling).
-func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *Config, gsa string, recorded []string, res *plugins.Result) error {
-	members, err := cfg.members(req, gsa)
+// someone else's, and adds the ones held as someone else's to others, when
+// it is not nil.
+func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *Config, gsa string, recorded []string, others *[]string, res *plugins.Result) error {
+	members, err := cfg.members(req.Profile, gsa)
 	if err != nil {
 		return nil // not an account we could have granted
 	}
@@ -146,17 +133,15 @@ func (p Plugin) revokeUnrecorded(ctx context.Context, req plugins.Request, cfg *
 			unrecorded = append(unrecorded, m)
 		}
 	}
-	if !req.Profile.DeletionTimestamp.IsZero() {
-		if err := req.Outside.ReportDangling(ctx, dangling); err != nil {
-			return err
-		}
+	if others != nil {
+		*others = append(*others, dangling...)
 	}
 	return p.removeMembers(ctx, req, gsa, unrecorded, res)
 }
 
 // members returns the IAM members of the Profile's service accounts in the
 // pool of gsa (or the configured one).
-func (c *Config) members(req plugins.Request, gsa string) ([]string, error) {
+func (c *Config) members(p *kubeflowv1.Profile, gsa string) ([]string, error) {
 	withGSA := *c
 	withGSA.GCPServiceAccount = gsa
 	pool, err := withGSA.Pool()
@@ -165,7 +150,7 @@ func (c *Config) members(req plugins.Request, gsa string) ([]string, error) {
 	}
 	out := make([]string, 0, len(c.ServiceAccounts))
 	for _, sa := range c.ServiceAccounts {
-		out = append(out, Member(pool, plugins.Namespace(req.Profile), sa))
+		out = append(out, Member(pool, plugins.Namespace(p), sa))
 	}
 	return out, nil
 }
