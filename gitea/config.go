@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/expose"
@@ -245,9 +246,9 @@ func (c *Config) Validate() error {
 	names := map[string]bool{}
 	servers := map[string][]Instance{}
 	for i, in := range c.instances() {
-		at := fmt.Sprintf("instances[%d]", i)
+		at := field.NewPath("instances").Index(i)
 		if in.Name != "" {
-			at = fmt.Sprintf("instances[%s]", in.Name)
+			at = field.NewPath("instances").Key(in.Name)
 		}
 		if names[in.Name] {
 			errs = append(errs, fmt.Errorf("%s: name is used twice", at))
@@ -268,18 +269,18 @@ func (c *Config) Validate() error {
 		}
 		servers[server] = append(servers[server], in)
 		if err := d.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s.database: %w", at, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("database"), err))
 		}
 		if err := in.Banner.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s.banner: %w", at, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("banner"), err))
 		}
 		if err := in.Placement.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s.placement: %w", at, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("placement"), err))
 		}
 	}
 	for i, n := range c.Enable {
 		if !names[n] {
-			errs = append(errs, fmt.Errorf("enable[%d] %q: no such instance", i, n))
+			errs = append(errs, fmt.Errorf("%s %q: no such instance", field.NewPath("enable").Index(i), n))
 		}
 	}
 	if len(errs) == 0 {
@@ -299,14 +300,14 @@ func (d Database) validate() error {
 	if d.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d is not between 1 and 65535", d.Port))
 	}
-	if err := d.AdminDSN.validate("adminDSN"); err != nil {
+	if err := d.AdminDSN.validate(field.NewPath("adminDSN")); err != nil {
 		errs = append(errs, err)
 	}
 	switch d.SSLMode {
 	case SSLVerifyFull:
 		if d.CA == nil {
 			errs = append(errs, errors.New("ca: required with sslMode verify-full"))
-		} else if err := d.CA.validate("ca"); err != nil {
+		} else if err := d.CA.validate(field.NewPath("ca")); err != nil {
 			errs = append(errs, err)
 		}
 	case SSLDisable:
@@ -327,13 +328,13 @@ func (d Database) validate() error {
 	return errors.Join(errs...)
 }
 
-func (k SecretKey) validate(field string) error {
+func (k SecretKey) validate(at *field.Path) error {
 	var errs []error
 	if msgs := validation.IsDNS1123Label(k.Namespace); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s.namespace %q: %s", field, k.Namespace, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("namespace"), k.Namespace, strings.Join(msgs, "; ")))
 	}
 	if msgs := validation.IsDNS1123Subdomain(k.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s.name %q: %s", field, k.Name, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("name"), k.Name, strings.Join(msgs, "; ")))
 	}
 	return errors.Join(errs...)
 }

@@ -55,7 +55,8 @@ func login(t *testing.T, user, password, database string) error {
 // when the test's context is done.
 func sqlExec(t *testing.T, stmts ...string) {
 	t.Helper()
-	ctx := t.Context()
+	// Not canceled with the test: cleanups run after t.Context() is done.
+	ctx := context.WithoutCancel(t.Context())
 	conn, err := pgx.Connect(ctx, pg.DSN(pg.User, pg.Password, "postgres", "verify-full", sharedCA))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
@@ -87,30 +88,31 @@ func (p Placement) validate() error {
 	var errs []error
 	for k, v := range p.NodeSelector {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("nodeSelector[%s]: %s", k, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s: %s", field.NewPath("nodeSelector").Key(k), strings.Join(msgs, "; ")))
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("nodeSelector[%s]=%q: %s", k, v, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s=%q: %s", field.NewPath("nodeSelector").Key(k), v, strings.Join(msgs, "; ")))
 		}
 	}
 	for i, t := range p.Tolerations {
+		at := field.NewPath("tolerations").Index(i)
 		switch t.Operator {
 		case "", corev1.TolerationOpEqual:
 		case corev1.TolerationOpExists:
 			if t.Value != "" {
-				errs = append(errs, fmt.Errorf("tolerations[%d]: operator Exists takes no value", i))
+				errs = append(errs, fmt.Errorf("%s: operator Exists takes no value", at))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("tolerations[%d]: operator %q: want Equal or Exists", i, t.Operator))
+			errs = append(errs, fmt.Errorf("%s: operator %q: want Equal or Exists", at, t.Operator))
 		}
 		switch t.Effect {
 		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
 		default:
-			errs = append(errs, fmt.Errorf("tolerations[%d]: effect %q: want NoSchedule, PreferNoSchedule or NoExecute", i, t.Effect))
+			errs = append(errs, fmt.Errorf("%s: effect %q: want NoSchedule, PreferNoSchedule or NoExecute", at, t.Effect))
 		}
 		if t.Key != "" {
 			if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("tolerations[%d]: key %q: %s", i, t.Key, strings.Join(msgs, "; ")))
+				errs = append(errs, fmt.Errorf("%s: key %q: %s", at, t.Key, strings.Join(msgs, "; ")))
 			}
 		}
 	}

@@ -23,8 +23,9 @@ import (
 // typical.
 const hostOnlyTag = "hostonly"
 
-// Validator is implemented by configs that check themselves after decoding.
-type Validator interface {
+// validator is implemented by configs that check themselves after decoding
+// (see Definition.NewConfig).
+type validator interface {
 	Validate() error
 }
 
@@ -160,7 +161,7 @@ func (d Definition) newConfig(defaults []byte) (any, error) {
 }
 
 func validate(cfg any) error {
-	if v, ok := cfg.(Validator); ok {
+	if v, ok := cfg.(validator); ok {
 		return v.Validate()
 	}
 	return nil

@@ -86,7 +86,7 @@
 // [Objects] and [Outside], which hosts implement and plugins call; [Cluster];
 // [Definition]'s fields Plugin, NewConfig, Owns, OutsideState and
 // ConditionType, and its methods Kind, Condition, Finalizer, FieldManager,
-// Decode and DecodeHostDefaults; [ConfigOf], [Validator],
+// Decode and DecodeHostDefaults; [ConfigOf], a config's Validate() error method,
 // the `profilekit:"hostonly"` field tag, [EntryPath] and [Listed]; [Registry] with
 // [NewRegistry]; [TerminalError], [Terminal], [Terminalf], [IsTerminal], [ReasonOf] and the
 // Reason constants ([ReasonApplied], [ReasonApplyFailed], [ReasonConflict],

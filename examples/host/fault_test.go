@@ -162,7 +162,7 @@ func startHost(t *testing.T, name string, restCfg *rest.Config, cfg *hostconfig.
 	if err != nil {
 		t.Fatalf("host %s: %v", name, err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // the host serves the cleanups, which run after t.Context is canceled
 	h.cancel = cancel
 	go func() { h.done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

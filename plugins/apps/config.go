@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/expose"
@@ -172,9 +173,9 @@ func (c *Config) Validate() error {
 	names := map[string]bool{}
 	prefixes := map[string]bool{}
 	for i, a := range c.Apps {
-		at := fmt.Sprintf("apps[%d]", i)
+		at := field.NewPath("apps").Index(i)
 		if a.Name != "" {
-			at = fmt.Sprintf("apps[%s]", a.Name)
+			at = field.NewPath("apps").Key(a.Name)
 		}
 		if names[a.Name] {
 			errs = append(errs, fmt.Errorf("%s: name is used twice", at))
@@ -192,7 +193,7 @@ func (c *Config) Validate() error {
 	}
 	for i, n := range c.Enable {
 		if !names[n] {
-			errs = append(errs, fmt.Errorf("enable[%d] %q: no such app (known: %s)", i, n, strings.Join(slices.Sorted(mapsKeys(names)), ", ")))
+			errs = append(errs, fmt.Errorf("%s %q: no such app (known: %s)", field.NewPath("enable").Index(i), n, strings.Join(slices.Sorted(mapsKeys(names)), ", ")))
 		}
 	}
 	if len(errs) == 0 {

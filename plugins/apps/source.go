@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/profilekit/profilekit/plugins/placeholders"
 )
 
@@ -119,13 +121,13 @@ func (s *SyncPolicy) validate() error {
 				continue
 			}
 			if _, err := time.ParseDuration(d.v); err != nil {
-				errs = append(errs, fmt.Errorf("retry.backoff.%s %q: %w", d.field, d.v, err))
+				errs = append(errs, fmt.Errorf("%s %q: %w", field.NewPath("retry", "backoff", d.field), d.v, err))
 			}
 		}
 	}
 	for i, o := range s.SyncOptions {
 		if !strings.Contains(o, "=") {
-			errs = append(errs, fmt.Errorf("syncOptions[%d] %q: want Key=Value", i, o))
+			errs = append(errs, fmt.Errorf("%s %q: want Key=Value", field.NewPath("syncOptions").Index(i), o))
 		}
 	}
 	return errors.Join(errs...)
@@ -151,7 +153,7 @@ func (s *Source) validate() error {
 	if s.Chart != "" && (s.Kustomize != nil || s.Directory != nil) {
 		errs = append(errs, errors.New("a chart takes helm options only"))
 	}
-	s.eachTemplate(func(at, v string) {
+	s.eachTemplate(func(at *field.Path, v string) {
 		if err := placeholders.Check(v, placeholderNames...); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
@@ -159,7 +161,7 @@ func (s *Source) validate() error {
 	if s.Helm != nil {
 		for i, p := range s.Helm.Parameters {
 			if p.Name == "" {
-				errs = append(errs, fmt.Errorf("helm.parameters[%d]: name required", i))
+				errs = append(errs, fmt.Errorf("%s: name required", field.NewPath("helm", "parameters").Index(i)))
 			}
 		}
 	}
@@ -167,49 +169,49 @@ func (s *Source) validate() error {
 }
 
 // eachTemplate calls fn with every value that takes placeholders.
-func (s *Source) eachTemplate(fn func(at, v string)) {
+func (s *Source) eachTemplate(fn func(at *field.Path, v string)) {
 	if h := s.Helm; h != nil {
-		fn("helm.releaseName", h.ReleaseName)
+		fn(field.NewPath("helm", "releaseName"), h.ReleaseName)
 		for i, p := range h.Parameters {
-			fn(fmt.Sprintf("helm.parameters[%d].value", i), p.Value)
+			fn(field.NewPath("helm", "parameters").Index(i).Child("value"), p.Value)
 		}
-		walkStrings("helm.valuesObject", h.ValuesObject, fn)
+		walkStrings(field.NewPath("helm", "valuesObject"), h.ValuesObject, fn)
 	}
 	if k := s.Kustomize; k != nil {
-		fn("kustomize.namePrefix", k.NamePrefix)
-		fn("kustomize.nameSuffix", k.NameSuffix)
+		fn(field.NewPath("kustomize", "namePrefix"), k.NamePrefix)
+		fn(field.NewPath("kustomize", "nameSuffix"), k.NameSuffix)
 		for _, key := range slices.Sorted(mapKeys(k.CommonLabels)) {
-			fn("kustomize.commonLabels["+key+"]", k.CommonLabels[key])
+			fn(field.NewPath("kustomize", "commonLabels").Key(key), k.CommonLabels[key])
 		}
 		for _, key := range slices.Sorted(mapKeys(k.CommonAnnotations)) {
-			fn("kustomize.commonAnnotations["+key+"]", k.CommonAnnotations[key])
+			fn(field.NewPath("kustomize", "commonAnnotations").Key(key), k.CommonAnnotations[key])
 		}
 	}
 	if d := s.Directory; d != nil && d.Jsonnet != nil {
 		for i, v := range d.Jsonnet.ExtVars {
 			if !v.Code {
-				fn(fmt.Sprintf("directory.jsonnet.extVars[%d].value", i), v.Value)
+				fn(field.NewPath("directory", "jsonnet", "extVars").Index(i).Child("value"), v.Value)
 			}
 		}
 		for i, v := range d.Jsonnet.TLAs {
 			if !v.Code {
-				fn(fmt.Sprintf("directory.jsonnet.tlas[%d].value", i), v.Value)
+				fn(field.NewPath("directory", "jsonnet", "tlas").Index(i).Child("value"), v.Value)
 			}
 		}
 	}
 }
 
-func walkStrings(at string, v any, fn func(at, v string)) {
+func walkStrings(at *field.Path, v any, fn func(at *field.Path, v string)) {
 	switch v := v.(type) {
 	case string:
 		fn(at, v)
 	case map[string]any:
 		for _, k := range slices.Sorted(mapKeys(v)) {
-			walkStrings(at+"."+k, v[k], fn)
+			walkStrings(at.Key(k), v[k], fn)
 		}
 	case []any:
 		for i, e := range v {
-			walkStrings(fmt.Sprintf("%s[%d]", at, i), e, fn)
+			walkStrings(at.Index(i), e, fn)
 		}
 	}
 }
@@ -226,13 +228,13 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 func (s *Source) usesAppURL() bool {
 	used := false
-	s.eachTemplate(func(_, v string) { used = used || placeholders.Uses(v, PlaceholderAppURL) })
+	s.eachTemplate(func(_ *field.Path, v string) { used = used || placeholders.Uses(v, PlaceholderAppURL) })
 	return used
 }
 
 func (s *Source) usesRootURL() bool {
 	used := false
-	s.eachTemplate(func(_, v string) {
+	s.eachTemplate(func(_ *field.Path, v string) {
 		used = used || placeholders.Uses(v, PlaceholderRootURL) || placeholders.Uses(v, PlaceholderAppURL)
 	})
 	return used

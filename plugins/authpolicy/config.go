@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -162,7 +163,7 @@ func newConfig(getenv func(string) string) *Config {
 func (c *Config) Validate() error {
 	var errs []error
 	names := map[string]bool{}
-	checkName := func(at, name string) {
+	checkName := func(at *fieldpath.Path, name string) {
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("%s %q: %s", at, name, strings.Join(msgs, "; ")))
 		}
@@ -174,7 +175,7 @@ func (c *Config) Validate() error {
 		}
 		names[name] = true
 	}
-	checkName("name", c.Name)
+	checkName(fieldpath.NewPath("name"), c.Name)
 	if !isToken(c.UserIDHeader) {
 		errs = append(errs, fmt.Errorf("userIDHeader %q: not an HTTP header name", c.UserIDHeader))
 	}
@@ -182,26 +183,26 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("gatewayPrincipals: at least one is needed, or no user could reach the namespace"))
 	}
 	errs = append(errs,
-		checkStrings("gatewayPrincipals", c.GatewayPrincipals),
-		checkStrings("probePaths", c.ProbePaths),
-		checkStrings("notebookController.principals", c.NotebookController.Principals),
-		checkStrings("notebookController.paths", c.NotebookController.Paths),
+		checkStrings(fieldpath.NewPath("gatewayPrincipals"), c.GatewayPrincipals),
+		checkStrings(fieldpath.NewPath("probePaths"), c.ProbePaths),
+		checkStrings(fieldpath.NewPath("notebookController", "principals"), c.NotebookController.Principals),
+		checkStrings(fieldpath.NewPath("notebookController", "paths"), c.NotebookController.Paths),
 	)
 	if len(c.ContributorRoles) == 0 {
 		errs = append(errs, errors.New("contributorRoles: at least one role is needed"))
 	}
 	for i, p := range c.Policies {
-		at := fmt.Sprintf("policies[%d]", i)
-		checkName(at+".name", p.Name)
+		at := fieldpath.NewPath("policies").Index(i)
+		checkName(at.Child("name"), p.Name)
 		if p.Name != "" {
-			at = fmt.Sprintf("policies[%s]", p.Name)
+			at = fieldpath.NewPath("policies").Key(p.Name)
 		}
 		errs = append(errs, p.validate(at))
 	}
 	return errors.Join(errs...)
 }
 
-func (p *Policy) validate(at string) error {
+func (p *Policy) validate(at *fieldpath.Path) error {
 	var errs []error
 	switch p.Action {
 	case "ALLOW":
@@ -210,34 +211,34 @@ func (p *Policy) validate(at string) error {
 		}
 	case "DENY":
 	default:
-		errs = append(errs, fmt.Errorf("%s.action %q: want ALLOW or DENY", at, p.Action))
+		errs = append(errs, fmt.Errorf("%s %q: want ALLOW or DENY", at.Child("action"), p.Action))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Selector)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.selector: key %q: %s", at, k, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s: key %q: %s", at.Child("selector"), k, strings.Join(msgs, "; ")))
 		}
 		if err := checkTemplate(p.Selector[k]); err != nil {
-			errs = append(errs, fmt.Errorf("%s.selector[%s]: %w", at, k, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("selector").Key(k), err))
 		}
 	}
 	for i, r := range p.Rules {
-		rat := fmt.Sprintf("%s.rules[%d]", at, i)
+		rat := at.Child("rules").Index(i)
 		for j, s := range r.From {
 			for _, f := range s.Source.fields() {
-				errs = append(errs, checkStrings(fmt.Sprintf("%s.from[%d].%s", rat, j, f.name), *f.values))
+				errs = append(errs, checkStrings(rat.Child("from").Index(j).Child(f.name), *f.values))
 			}
 		}
 		for j, o := range r.To {
 			for _, f := range o.Operation.fields() {
-				errs = append(errs, checkStrings(fmt.Sprintf("%s.to[%d].%s", rat, j, f.name), *f.values))
+				errs = append(errs, checkStrings(rat.Child("to").Index(j).Child(f.name), *f.values))
 			}
 		}
 		for j, w := range r.When {
 			if w.Key == "" || len(w.Values)+len(w.NotValues) == 0 {
-				errs = append(errs, fmt.Errorf("%s.when[%d]: needs a key and values or notValues", rat, j))
+				errs = append(errs, fmt.Errorf("%s: needs a key and values or notValues", rat.Child("when").Index(j)))
 			}
-			errs = append(errs, checkStrings(fmt.Sprintf("%s.when[%d].values", rat, j), w.Values),
-				checkStrings(fmt.Sprintf("%s.when[%d].notValues", rat, j), w.NotValues))
+			errs = append(errs, checkStrings(rat.Child("when").Index(j).Child("values"), w.Values),
+				checkStrings(rat.Child("when").Index(j).Child("notValues"), w.NotValues))
 		}
 	}
 	return errors.Join(errs...)
@@ -265,15 +266,15 @@ func (o *Operation) fields() []field {
 }
 
 // checkStrings wants non-empty values with valid placeholders.
-func checkStrings(at string, values []string) error {
+func checkStrings(at *fieldpath.Path, values []string) error {
 	var errs []error
 	for i, v := range values {
 		if strings.TrimSpace(v) == "" {
-			errs = append(errs, fmt.Errorf("%s[%d]: empty", at, i))
+			errs = append(errs, fmt.Errorf("%s: empty", at.Index(i)))
 			continue
 		}
 		if err := checkTemplate(v); err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %w", at, i, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Index(i), err))
 		}
 	}
 	return errors.Join(errs...)

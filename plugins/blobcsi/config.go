@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/opa"
 	"github.com/profilekit/profilekit/plugins"
@@ -186,47 +187,47 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("principals: a principal has an empty name"))
 		}
 		if err := c.Principals[name].validate(); err != nil {
-			errs = append(errs, fmt.Errorf("principals[%s]: %w", name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", field.NewPath("principals").Key(name), err))
 		}
 	}
 	for i, in := range c.Storage {
 		if err := in.validate(c.Principals); err != nil {
-			errs = append(errs, fmt.Errorf("storage[%d]: %w", i, err))
+			errs = append(errs, fmt.Errorf("%s: %w", field.NewPath("storage").Index(i), err))
 		}
 		if seen[in.Name] {
-			errs = append(errs, fmt.Errorf("storage[%d]: name %q is used twice", i, in.Name))
+			errs = append(errs, fmt.Errorf("%s: name %q is used twice", field.NewPath("storage").Index(i), in.Name))
 		}
 		seen[in.Name] = true
 	}
 	for i, name := range c.Instances {
 		if !seen[name] {
-			errs = append(errs, fmt.Errorf("instances[%d]: %q is not an instance the host offers (%s)", i, name, strings.Join(c.instanceNames(), ", ")))
+			errs = append(errs, fmt.Errorf("%s: %q is not an instance the host offers (%s)", field.NewPath("instances").Index(i), name, strings.Join(c.instanceNames(), ", ")))
 		}
 	}
 	sources := map[string]bool{}
 	for i, s := range c.GrantSources {
 		if err := s.validate(seen); err != nil {
-			errs = append(errs, fmt.Errorf("grantSources[%d]: %w", i, err))
+			errs = append(errs, fmt.Errorf("%s: %w", field.NewPath("grantSources").Index(i), err))
 		}
 		if sources[s.Name] {
-			errs = append(errs, fmt.Errorf("grantSources[%d]: name %q is used twice", i, s.Name))
+			errs = append(errs, fmt.Errorf("%s: name %q is used twice", field.NewPath("grantSources").Index(i), s.Name))
 		}
 		sources[s.Name] = true
 	}
 	for k, v := range c.PVCLabels {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("pvcLabels[%s]: %s", k, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s: %s", field.NewPath("pvcLabels").Key(k), strings.Join(msgs, "; ")))
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("pvcLabels[%s]=%q: %s", k, v, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s=%q: %s", field.NewPath("pvcLabels").Key(k), v, strings.Join(msgs, "; ")))
 		}
 	}
 	if msgs := validation.IsQualifiedName(c.Names.ClassificationLabel); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("names.classificationLabel %q: %s", c.Names.ClassificationLabel, strings.Join(msgs, "; ")))
 	}
-	for field, tmpl := range map[string]string{"container": c.Names.Container, "persistentVolume": c.Names.PersistentVolume, "claim": c.Names.Claim} {
+	for name, tmpl := range map[string]string{"container": c.Names.Container, "persistentVolume": c.Names.PersistentVolume, "claim": c.Names.Claim} {
 		if _, err := render(tmpl, "example", "volume"); err != nil {
-			errs = append(errs, fmt.Errorf("names.%s: %w", field, err))
+			errs = append(errs, fmt.Errorf("%s: %w", field.NewPath("names").Child(name), err))
 		}
 	}
 	if err := injective(c.Names.PersistentVolume); err != nil && !(playEarlierVersion && c.Names.PersistentVolume == legacyPVName) {

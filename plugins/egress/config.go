@@ -115,12 +115,12 @@ func (c *Config) Validate() error {
 	}
 	for i, pattern := range c.AllowedHosts {
 		if msgs := validation.IsDNS1123Subdomain(strings.TrimPrefix(pattern, "*.")); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("allowedHosts[%d] %q: want a host name or *.<domain>", i, pattern))
+			errs = append(errs, fmt.Errorf("%s %q: want a host name or *.<domain>", field.NewPath("allowedHosts").Index(i), pattern))
 		}
 	}
 	seen := map[string]bool{}
 	for i, h := range c.Hosts {
-		f := field.NewPath("hosts").Index(i).String()
+		f := field.NewPath("hosts").Index(i)
 		if msgs := validation.IsDNS1123Subdomain(h.Host); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("%s: host %q: %s", f, h.Host, strings.Join(msgs, "; ")))
 			continue

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -139,7 +140,7 @@ func (c *Config) Validate() error {
 	}
 	for i, gw := range c.Gateways {
 		if err := validateGateway(gw); err != nil {
-			errs = append(errs, fmt.Errorf("gateways[%d] %q: %w", i, gw, err))
+			errs = append(errs, fmt.Errorf("%s %q: %w", field.NewPath("gateways").Index(i), gw, err))
 		}
 	}
 	if len(c.Hosts) == 0 {
@@ -147,7 +148,7 @@ func (c *Config) Validate() error {
 	}
 	for i, h := range c.Hosts {
 		if h == "" || strings.ContainsAny(h, " /") {
-			errs = append(errs, fmt.Errorf("hosts[%d] %q: not a host name", i, h))
+			errs = append(errs, fmt.Errorf("%s %q: not a host name", field.NewPath("hosts").Index(i), h))
 		}
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
@@ -156,16 +157,16 @@ func (c *Config) Validate() error {
 	names := map[string]bool{}
 	prefixes := map[string]bool{}
 	for i, a := range c.Apps {
-		field := fmt.Sprintf("apps[%d]", i)
+		at := field.NewPath("apps").Index(i)
 		if a.Name != "" {
-			field = fmt.Sprintf("apps[%s]", a.Name)
+			at = field.NewPath("apps").Key(a.Name)
 		}
-		errs = append(errs, validateApp(field, a)...)
+		errs = append(errs, validateApp(at, a)...)
 		if names[a.Name] {
-			errs = append(errs, fmt.Errorf("%s: name is used twice", field))
+			errs = append(errs, fmt.Errorf("%s: name is used twice", at))
 		}
 		if prefixes[a.prefix()] {
-			errs = append(errs, fmt.Errorf("%s: prefix %q is used twice", field, a.prefix()))
+			errs = append(errs, fmt.Errorf("%s: prefix %q is used twice", at, a.prefix()))
 		}
 		names[a.Name], prefixes[a.prefix()] = true, true
 	}
@@ -196,28 +197,28 @@ func validateGateway(gw string) error {
 	return nil
 }
 
-func validateApp(field string, a App) []error {
+func validateApp(at *field.Path, a App) []error {
 	var errs []error
 	if msgs := validation.IsDNS1123Label(a.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s: name %q: %s", field, a.Name, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("%s: name %q: %s", at, a.Name, strings.Join(msgs, "; ")))
 	}
 	if plugins.IsUpstreamName(a.Name) {
-		errs = append(errs, fmt.Errorf("%s: name %q belongs to the upstream profile controller", field, a.Name))
+		errs = append(errs, fmt.Errorf("%s: name %q belongs to the upstream profile controller", at, a.Name))
 	}
 	if a.Prefix != "" {
 		if msgs := validation.IsDNS1123Label(a.Prefix); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s: prefix %q: %s", field, a.Prefix, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s: prefix %q: %s", at, a.Prefix, strings.Join(msgs, "; ")))
 		}
 	}
 	if msgs := validation.IsDNS1123Label(a.Service); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s: service %q: %s", field, a.Service, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("%s: service %q: %s", at, a.Service, strings.Join(msgs, "; ")))
 	}
 	if a.Port == 0 || a.Port > 65535 {
-		errs = append(errs, fmt.Errorf("%s: port %d is not between 1 and 65535", field, a.Port))
+		errs = append(errs, fmt.Errorf("%s: port %d is not between 1 and 65535", at, a.Port))
 	}
 	if a.RequestHeaders != nil {
 		if err := a.RequestHeaders.validateNames(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: requestHeaders: %w", field, err))
+			errs = append(errs, fmt.Errorf("%s: requestHeaders: %w", at, err))
 		}
 	}
 	return errs

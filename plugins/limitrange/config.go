@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/profilekit/profilekit/plugins"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -109,4 +107,4 @@ func notAbove(lowField string, low corev1.ResourceList, highField string, high c
 	return errs
 }
 
-var _ plugins.Validator = (*Config)(nil)
+var _ interface{ Validate() error } = (*Config)(nil)

@@ -10,6 +10,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
@@ -29,23 +30,23 @@ func checkTemplate(s string) error {
 
 // checkTemplates checks the placeholders of a selector's values; keys and
 // operators take none.
-func checkTemplates(at string, s *metav1.LabelSelector) error {
+func checkTemplates(at *field.Path, s *metav1.LabelSelector) error {
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
 		if strings.Contains(k, "{{") {
-			errs = append(errs, fmt.Errorf("%s.matchLabels: key %q: placeholders go in values only", at, k))
+			errs = append(errs, fmt.Errorf("%s: key %q: placeholders go in values only", at.Child("matchLabels"), k))
 		}
 		if err := checkTemplate(s.MatchLabels[k]); err != nil {
-			errs = append(errs, fmt.Errorf("%s.matchLabels[%s]: %w", at, k, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("matchLabels").Key(k), err))
 		}
 	}
 	for i, r := range s.MatchExpressions {
 		if strings.Contains(r.Key, "{{") {
-			errs = append(errs, fmt.Errorf("%s.matchExpressions[%d]: key %q: placeholders go in values only", at, i, r.Key))
+			errs = append(errs, fmt.Errorf("%s: key %q: placeholders go in values only", at.Child("matchExpressions").Index(i), r.Key))
 		}
 		for _, v := range r.Values {
 			if err := checkTemplate(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s.matchExpressions[%d]: %w", at, i, err))
+				errs = append(errs, fmt.Errorf("%s: %w", at.Child("matchExpressions").Index(i), err))
 			}
 		}
 	}
@@ -167,7 +168,7 @@ func buildPolicy(pol Policy, v placeholders.Values) (*networkingv1ac.NetworkPoli
 		for j, peer := range r.From {
 			pa, err := peerOf(peer, v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("ingress[%d].from[%d]: %w", i, j, err))
+				errs = append(errs, fmt.Errorf("%s: %w", field.NewPath("ingress").Index(i).Child("from").Index(j), err))
 				continue
 			}
 			rule.WithFrom(pa)
@@ -179,7 +180,7 @@ func buildPolicy(pol Policy, v placeholders.Values) (*networkingv1ac.NetworkPoli
 		for j, peer := range r.To {
 			pa, err := peerOf(peer, v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("egress[%d].to[%d]: %w", i, j, err))
+				errs = append(errs, fmt.Errorf("%s: %w", field.NewPath("egress").Index(i).Child("to").Index(j), err))
 				continue
 			}
 			rule.WithTo(pa)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -129,18 +130,18 @@ func (c *Config) Validate() error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Gates)) {
 		if !specGates[k] {
-			errs = append(errs, fmt.Errorf("gates[%s]: no policy has a spec gate of that name", k))
+			errs = append(errs, fmt.Errorf("%s: no policy has a spec gate of that name", field.NewPath("gates").Key(k)))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // policyPath names a policy in errors, by name when it has one.
-func policyPath(i int, p Policy) string {
+func policyPath(i int, p Policy) *field.Path {
 	if p.Name != "" {
-		return fmt.Sprintf("policies[%s]", p.Name)
+		return field.NewPath("policies").Key(p.Name)
 	}
-	return fmt.Sprintf("policies[%d]", i)
+	return field.NewPath("policies").Index(i)
 }
 
 func (p *Policy) validate() error {
@@ -149,16 +150,16 @@ func (p *Policy) validate() error {
 	if p.Gate != nil {
 		errs = append(errs, p.Gate.validate())
 	}
-	errs = append(errs, checkSelector("podSelector", &p.PodSelector))
+	errs = append(errs, checkSelector(field.NewPath("podSelector"), &p.PodSelector))
 	if len(p.PolicyTypes) == 0 {
 		errs = append(errs, errors.New("policyTypes: must be given (Ingress, Egress or both)"))
 	}
 	for i, t := range p.PolicyTypes {
 		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
-			errs = append(errs, fmt.Errorf("policyTypes[%d]: %q is not Ingress or Egress", i, t))
+			errs = append(errs, fmt.Errorf("%s: %q is not Ingress or Egress", field.NewPath("policyTypes").Index(i), t))
 		}
 		if slices.Index(p.PolicyTypes, t) != i {
-			errs = append(errs, fmt.Errorf("policyTypes[%d]: %q given twice", i, t))
+			errs = append(errs, fmt.Errorf("%s: %q given twice", field.NewPath("policyTypes").Index(i), t))
 		}
 	}
 	// Rules of a type the policy does not have would be silently ignored.
@@ -169,10 +170,10 @@ func (p *Policy) validate() error {
 		errs = append(errs, errors.New("egress rules without policy type Egress would be ignored"))
 	}
 	for i, r := range p.Ingress {
-		errs = append(errs, checkPeers(fmt.Sprintf("ingress[%d].from", i), r.From), checkPorts(fmt.Sprintf("ingress[%d].ports", i), r.Ports))
+		errs = append(errs, checkPeers(field.NewPath("ingress").Index(i).Child("from"), r.From), checkPorts(field.NewPath("ingress").Index(i).Child("ports"), r.Ports))
 	}
 	for i, r := range p.Egress {
-		errs = append(errs, checkPeers(fmt.Sprintf("egress[%d].to", i), r.To), checkPorts(fmt.Sprintf("egress[%d].ports", i), r.Ports))
+		errs = append(errs, checkPeers(field.NewPath("egress").Index(i).Child("to"), r.To), checkPorts(field.NewPath("egress").Index(i).Child("ports"), r.Ports))
 	}
 	return errors.Join(errs...)
 }
@@ -196,7 +197,7 @@ func (g *Gate) validate() error {
 // checkSelector checks a selector's placeholders, then the selector as it
 // would be for a Profile named like the longest namespace, so that a selector
 // which could never be valid fails at load.
-func checkSelector(at string, s *metav1.LabelSelector) error {
+func checkSelector(at *field.Path, s *metav1.LabelSelector) error {
 	if s == nil {
 		return nil
 	}
@@ -209,19 +210,19 @@ func checkSelector(at string, s *metav1.LabelSelector) error {
 	return nil
 }
 
-func checkPeers(at string, peers []networkingv1.NetworkPolicyPeer) error {
+func checkPeers(at *field.Path, peers []networkingv1.NetworkPolicyPeer) error {
 	var errs []error
 	for i, p := range peers {
-		pat := fmt.Sprintf("%s[%d]", at, i)
+		pat := at.Index(i)
 		switch {
 		case p.PodSelector == nil && p.NamespaceSelector == nil && p.IPBlock == nil:
 			errs = append(errs, fmt.Errorf("%s: set podSelector, namespaceSelector or ipBlock", pat))
 		case p.IPBlock != nil && (p.PodSelector != nil || p.NamespaceSelector != nil):
 			errs = append(errs, fmt.Errorf("%s: ipBlock cannot be combined with a selector", pat))
 		}
-		errs = append(errs, checkSelector(pat+".podSelector", p.PodSelector), checkSelector(pat+".namespaceSelector", p.NamespaceSelector))
+		errs = append(errs, checkSelector(pat.Child("podSelector"), p.PodSelector), checkSelector(pat.Child("namespaceSelector"), p.NamespaceSelector))
 		if p.IPBlock != nil {
-			errs = append(errs, checkIPBlock(pat+".ipBlock", p.IPBlock))
+			errs = append(errs, checkIPBlock(pat.Child("ipBlock"), p.IPBlock))
 		}
 	}
 	return errors.Join(errs...)
@@ -229,19 +230,19 @@ func checkPeers(at string, peers []networkingv1.NetworkPolicyPeer) error {
 
 // checkIPBlock wants canonical prefixes (10.0.0.0/8, not 10.1.2.3/8), so that
 // what is stored is what we wrote, and exceptions strictly inside the block.
-func checkIPBlock(at string, b *networkingv1.IPBlock) error {
+func checkIPBlock(at *field.Path, b *networkingv1.IPBlock) error {
 	cidr, err := canonicalPrefix(b.CIDR)
 	if err != nil {
-		return fmt.Errorf("%s.cidr: %w", at, err)
+		return fmt.Errorf("%s: %w", at.Child("cidr"), err)
 	}
 	var errs []error
 	for i, e := range b.Except {
 		ex, err := canonicalPrefix(e)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("%s.except[%d]: %w", at, i, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("except").Index(i), err))
 		case ex.Addr().Is4() != cidr.Addr().Is4() || ex.Bits() <= cidr.Bits() || !cidr.Contains(ex.Addr()):
-			errs = append(errs, fmt.Errorf("%s.except[%d]: %s is not strictly inside %s", at, i, e, b.CIDR))
+			errs = append(errs, fmt.Errorf("%s: %s is not strictly inside %s", at.Child("except").Index(i), e, b.CIDR))
 		}
 	}
 	return errors.Join(errs...)
@@ -258,25 +259,25 @@ func canonicalPrefix(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-func checkPorts(at string, ports []networkingv1.NetworkPolicyPort) error {
+func checkPorts(at *field.Path, ports []networkingv1.NetworkPolicyPort) error {
 	var errs []error
 	for i, p := range ports {
-		pat := fmt.Sprintf("%s[%d]", at, i)
+		pat := at.Index(i)
 		if p.Protocol != nil && !slices.Contains([]corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}, *p.Protocol) {
-			errs = append(errs, fmt.Errorf("%s.protocol: %q is not TCP, UDP or SCTP", pat, *p.Protocol))
+			errs = append(errs, fmt.Errorf("%s: %q is not TCP, UDP or SCTP", pat.Child("protocol"), *p.Protocol))
 		}
 		if p.Port != nil {
 			if p.Port.Type == intstr.Int {
 				if msgs := validation.IsValidPortNum(p.Port.IntValue()); len(msgs) > 0 {
-					errs = append(errs, fmt.Errorf("%s.port: %s", pat, strings.Join(msgs, "; ")))
+					errs = append(errs, fmt.Errorf("%s: %s", pat.Child("port"), strings.Join(msgs, "; ")))
 				}
 			} else if msgs := validation.IsValidPortName(p.Port.StrVal); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("%s.port %q: %s", pat, p.Port.StrVal, strings.Join(msgs, "; ")))
+				errs = append(errs, fmt.Errorf("%s %q: %s", pat.Child("port"), p.Port.StrVal, strings.Join(msgs, "; ")))
 			}
 		}
 		if p.EndPort != nil {
 			if p.Port == nil || p.Port.Type != intstr.Int || int(*p.EndPort) < p.Port.IntValue() || *p.EndPort > 65535 {
-				errs = append(errs, fmt.Errorf("%s.endPort: needs a numeric port not above it, and at most 65535", pat))
+				errs = append(errs, fmt.Errorf("%s: needs a numeric port not above it, and at most 65535", pat.Child("endPort")))
 			}
 		}
 	}

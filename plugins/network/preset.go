@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
@@ -134,9 +135,9 @@ func (c *Config) validatePreset() error {
 	for i, name := range c.Exclude {
 		switch {
 		case !slices.ContainsFunc(base, func(p Policy) bool { return p.Name == name }):
-			errs = append(errs, fmt.Errorf("exclude[%d]: preset %s has no policy %q", i, c.Preset, name))
+			errs = append(errs, fmt.Errorf("%s: preset %s has no policy %q", field.NewPath("exclude").Index(i), c.Preset, name))
 		case slices.ContainsFunc(c.Policies, func(p Policy) bool { return p.Name == name }):
-			errs = append(errs, fmt.Errorf("exclude[%d]: %q is also under policies; replace it or exclude it, not both", i, name))
+			errs = append(errs, fmt.Errorf("%s: %q is also under policies; replace it or exclude it, not both", field.NewPath("exclude").Index(i), name))
 		}
 	}
 	return errors.Join(errs...)

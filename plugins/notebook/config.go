@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 )
@@ -48,9 +49,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	seen := map[string]int{}
 	for i, d := range c.PodDefaults {
-		at := fmt.Sprintf("podDefaults[%d]", i)
+		at := field.NewPath("podDefaults").Index(i)
 		if prev, dup := seen[d.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s: name %q is also used by podDefaults[%d]", at, d.Name, prev))
+			errs = append(errs, fmt.Errorf("%s: name %q is also used by %s", at, d.Name, field.NewPath("podDefaults").Index(prev)))
 		}
 		seen[d.Name] = i
 		errs = append(errs, d.validate(at)...)
@@ -58,9 +59,9 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (d PodDefault) validate(at string) []error {
+func (d PodDefault) validate(at *field.Path) []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(at+": "+format, args...)) }
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(at.String()+": "+format, args...)) }
 	if msgs := validation.IsDNS1123Subdomain(d.Name); len(msgs) > 0 {
 		add("name %q: %s", d.Name, strings.Join(msgs, "; "))
 	}
@@ -82,7 +83,7 @@ func (d PodDefault) validate(at string) []error {
 			add("labels: key %q: %s", k, strings.Join(msgs, "; "))
 		}
 		if msgs := validation.IsValidLabelValue(d.Labels[k]); len(msgs) > 0 {
-			add("labels[%s]: value %q: %s", k, d.Labels[k], strings.Join(msgs, "; "))
+			add("%s: value %q: %s", field.NewPath("labels").Key(k), d.Labels[k], strings.Join(msgs, "; "))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Annotations)) {
@@ -97,22 +98,22 @@ func (d PodDefault) validate(at string) []error {
 	}
 	for i, e := range d.Env {
 		if e.Name == "" {
-			add("env[%d]: no name", i)
+			add("%s: no name", field.NewPath("env").Index(i))
 		}
 	}
 	volumes := map[string]bool{}
 	for i, v := range d.Volumes {
 		if msgs := validation.IsDNS1123Label(v.Name); len(msgs) > 0 {
-			add("volumes[%d]: name %q: %s", i, v.Name, strings.Join(msgs, "; "))
+			add("%s: name %q: %s", field.NewPath("volumes").Index(i), v.Name, strings.Join(msgs, "; "))
 		}
 		if volumes[v.Name] {
-			add("volumes[%d]: name %q is used twice", i, v.Name)
+			add("%s: name %q is used twice", field.NewPath("volumes").Index(i), v.Name)
 		}
 		volumes[v.Name] = true
 	}
 	for i, m := range d.VolumeMounts {
 		if m.Name == "" || m.MountPath == "" {
-			add("volumeMounts[%d]: needs a name and a mountPath", i)
+			add("%s: needs a name and a mountPath", field.NewPath("volumeMounts").Index(i))
 		}
 	}
 	for i, t := range d.Tolerations {
@@ -120,15 +121,15 @@ func (d PodDefault) validate(at string) []error {
 		case "", corev1.TolerationOpEqual:
 		case corev1.TolerationOpExists:
 			if t.Value != "" {
-				add("tolerations[%d]: operator Exists takes no value", i)
+				add("%s: operator Exists takes no value", field.NewPath("tolerations").Index(i))
 			}
 		default:
-			add("tolerations[%d]: operator %q is neither Equal nor Exists", i, t.Operator)
+			add("%s: operator %q is neither Equal nor Exists", field.NewPath("tolerations").Index(i), t.Operator)
 		}
 		switch t.Effect {
 		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
 		default:
-			add("tolerations[%d]: unknown effect %q", i, t.Effect)
+			add("%s: unknown effect %q", field.NewPath("tolerations").Index(i), t.Effect)
 		}
 	}
 	return errs

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -128,7 +129,7 @@ func Subjects(subs []Subject, p *kubeflowv1.Profile) ([]rbacv1.Subject, error) {
 	out := make([]rbacv1.Subject, 0, len(subs))
 	var errs []error
 	for i, s := range subs {
-		at := fmt.Sprintf("subjects[%d]", i)
+		at := field.NewPath("subjects").Index(i)
 		name, err := fill(s.Name, p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", at, err))

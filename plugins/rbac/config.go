@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/placeholders"
@@ -89,10 +90,10 @@ func NewConfig() *Config { return &Config{} }
 // selectors, and that every extra binding refers to an allowed role.
 func (c *Config) Validate() error {
 	var errs []error
-	names := map[string]string{}
-	checkBindings := func(field string, bs []Binding) {
+	names := map[string]*field.Path{}
+	checkBindings := func(path *field.Path, bs []Binding) {
 		for i, b := range bs {
-			at := fmt.Sprintf("%s[%d]", field, i)
+			at := path.Index(i)
 			if prev, dup := names[b.Name]; dup {
 				errs = append(errs, fmt.Errorf("%s: name %q is also used by %s", at, b.Name, prev))
 			}
@@ -100,19 +101,19 @@ func (c *Config) Validate() error {
 			errs = append(errs, b.validate(at)...)
 		}
 	}
-	checkBindings("bindings", c.Bindings)
-	checkBindings("extraBindings", c.ExtraBindings)
+	checkBindings(field.NewPath("bindings"), c.Bindings)
+	checkBindings(field.NewPath("extraBindings"), c.ExtraBindings)
 	for i, b := range c.ExtraBindings {
 		if !slices.Contains(c.AllowedRoles, b.RoleRef) {
-			errs = append(errs, fmt.Errorf("extraBindings[%d]: %s %q is not among the allowed roles", i, b.RoleRef.Kind, b.RoleRef.Name))
+			errs = append(errs, fmt.Errorf("%s: %s %q is not among the allowed roles", field.NewPath("extraBindings").Index(i), b.RoleRef.Kind, b.RoleRef.Name))
 		}
 	}
 	for i, r := range c.AllowedRoles {
-		errs = append(errs, r.validate(fmt.Sprintf("allowedRoles[%d]", i))...)
+		errs = append(errs, r.validate(field.NewPath("allowedRoles").Index(i))...)
 	}
 	roles := map[string]bool{}
 	for i, r := range c.Roles {
-		at := fmt.Sprintf("roles[%d]", i)
+		at := field.NewPath("roles").Index(i)
 		if roles[r.Name] {
 			errs = append(errs, fmt.Errorf("%s: name %q is used twice", at, r.Name))
 		}
@@ -122,22 +123,22 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (b Binding) validate(at string) []error {
+func (b Binding) validate(at *field.Path) []error {
 	errs := validName(at, b.Name)
-	errs = append(errs, b.RoleRef.validate(at+".roleRef")...)
+	errs = append(errs, b.RoleRef.validate(at.Child("roleRef"))...)
 	if len(b.Subjects) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no subjects", at))
 	}
 	for i, s := range b.Subjects {
-		errs = append(errs, s.validate(fmt.Sprintf("%s.subjects[%d]", at, i))...)
+		errs = append(errs, s.validate(at.Child("subjects").Index(i))...)
 	}
 	if err := validSelector(b.ProfileSelector); err != nil {
-		errs = append(errs, fmt.Errorf("%s.profileSelector: %w", at, err))
+		errs = append(errs, fmt.Errorf("%s: %w", at.Child("profileSelector"), err))
 	}
 	return errs
 }
 
-func (r RoleRef) validate(at string) []error {
+func (r RoleRef) validate(at *field.Path) []error {
 	var errs []error
 	if r.Kind != "ClusterRole" && r.Kind != "Role" {
 		errs = append(errs, fmt.Errorf("%s: kind %q is neither ClusterRole nor Role", at, r.Kind))
@@ -148,7 +149,7 @@ func (r RoleRef) validate(at string) []error {
 	return errs
 }
 
-func (s Subject) validate(at string) []error {
+func (s Subject) validate(at *field.Path) []error {
 	var errs []error
 	switch s.Kind {
 	case rbacv1.UserKind, rbacv1.GroupKind:
@@ -176,7 +177,7 @@ func (s Subject) validate(at string) []error {
 
 // serviceAccountErrors checks a service account's name and namespace, except
 // parts that still hold a placeholder.
-func serviceAccountErrors(at, name, namespace string) []error {
+func serviceAccountErrors(at *field.Path, name, namespace string) []error {
 	var errs []error
 	if !strings.Contains(name, "{") {
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
@@ -191,13 +192,13 @@ func serviceAccountErrors(at, name, namespace string) []error {
 	return errs
 }
 
-func (r Role) validate(at string) []error {
+func (r Role) validate(at *field.Path) []error {
 	errs := validName(at, r.Name)
 	if len(r.Rules) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no rules", at))
 	}
 	for i, rule := range r.Rules {
-		rat := fmt.Sprintf("%s.rules[%d]", at, i)
+		rat := at.Child("rules").Index(i)
 		if len(rule.Verbs) == 0 {
 			errs = append(errs, fmt.Errorf("%s: no verbs", rat))
 		}
@@ -212,12 +213,12 @@ func (r Role) validate(at string) []error {
 		}
 	}
 	if err := validSelector(r.ProfileSelector); err != nil {
-		errs = append(errs, fmt.Errorf("%s.profileSelector: %w", at, err))
+		errs = append(errs, fmt.Errorf("%s: %w", at.Child("profileSelector"), err))
 	}
 	return errs
 }
 
-func validName(at, name string) []error {
+func validName(at *field.Path, name string) []error {
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return []error{fmt.Errorf("%s: name %q: %s", at, name, strings.Join(msgs, "; "))}
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -101,14 +102,14 @@ func (c *Config) Validate() error {
 	ids := map[string]bool{}
 	copies := map[string]string{}
 	for i, s := range c.Sources {
-		at := fmt.Sprintf("sources[%d]", i)
+		at := field.NewPath("sources").Index(i)
 		if s.ID != "" {
-			at = fmt.Sprintf("sources[%s]", s.ID)
+			at = field.NewPath("sources").Key(s.ID)
 		}
 		if msgs := validation.IsDNS1123Label(s.ID); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.id %q: %s", at, s.ID, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("id"), s.ID, strings.Join(msgs, "; ")))
 		} else if ids[s.ID] {
-			errs = append(errs, fmt.Errorf("%s.id %q: given twice", at, s.ID))
+			errs = append(errs, fmt.Errorf("%s %q: given twice", at.Child("id"), s.ID))
 		}
 		ids[s.ID] = true
 		errs = append(errs, s.validate(at))
@@ -117,12 +118,12 @@ func (c *Config) Validate() error {
 			if other, ok := copies[k]; ok {
 				errs = append(errs, fmt.Errorf("%s: its copy %s %q is also %s's", at, s.Kind, s.copyName(), other))
 			}
-			copies[k] = at
+			copies[k] = at.String()
 		}
 	}
 	for i, id := range c.Include {
 		if !ids[id] {
-			errs = append(errs, fmt.Errorf("include[%d] %q: the host offers no such source (offered: %s)", i, id, strings.Join(c.ids(), ", ")))
+			errs = append(errs, fmt.Errorf("%s %q: the host offers no such source (offered: %s)", field.NewPath("include").Index(i), id, strings.Join(c.ids(), ", ")))
 		}
 	}
 	return errors.Join(errs...)
@@ -145,13 +146,13 @@ func (p OnSourceDeleted) validate() error {
 	return fmt.Errorf("%q: want Retain or Delete", string(p))
 }
 
-func (s *Source) validate(at string) error {
+func (s *Source) validate(at *field.Path) error {
 	var errs []error
 	if s.Kind != KindSecret && s.Kind != KindConfigMap {
-		errs = append(errs, fmt.Errorf("%s.kind %q: want Secret or ConfigMap", at, s.Kind))
+		errs = append(errs, fmt.Errorf("%s %q: want Secret or ConfigMap", at.Child("kind"), s.Kind))
 	}
 	if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s.namespace %q: %s", at, s.Namespace, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("namespace"), s.Namespace, strings.Join(msgs, "; ")))
 	}
 	switch {
 	case s.Name == "" && s.Selector == nil:
@@ -160,48 +161,48 @@ func (s *Source) validate(at string) error {
 		errs = append(errs, fmt.Errorf("%s: set name or selector, not both", at))
 	case s.Name != "":
 		if msgs := validation.IsDNS1123Subdomain(s.Name); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.name %q: %s", at, s.Name, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("name"), s.Name, strings.Join(msgs, "; ")))
 		}
 		if s.CopyPrefix != "" {
-			errs = append(errs, fmt.Errorf("%s.copyPrefix %q: only for a selector source; use copyName", at, s.CopyPrefix))
+			errs = append(errs, fmt.Errorf("%s %q: only for a selector source; use copyName", at.Child("copyPrefix"), s.CopyPrefix))
 		}
 		if msgs := validation.IsDNS1123Subdomain(s.copyName()); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.copyName %q: %s", at, s.copyName(), strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("copyName"), s.copyName(), strings.Join(msgs, "; ")))
 		}
 		if plugins.IsUpstreamName(s.copyName()) {
-			errs = append(errs, fmt.Errorf("%s.copyName %q belongs to the upstream profile controller", at, s.copyName()))
+			errs = append(errs, fmt.Errorf("%s %q belongs to the upstream profile controller", at.Child("copyName"), s.copyName()))
 		}
 	default:
 		sel, err := metav1.LabelSelectorAsSelector(s.Selector)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.selector: %w", at, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("selector"), err))
 		} else if sel.Empty() {
-			errs = append(errs, fmt.Errorf("%s.selector: empty, which would copy every %s of namespace %s", at, s.Kind, s.Namespace))
+			errs = append(errs, fmt.Errorf("%s: empty, which would copy every %s of namespace %s", at.Child("selector"), s.Kind, s.Namespace))
 		}
 		if s.CopyName != "" {
-			errs = append(errs, fmt.Errorf("%s.copyName %q: only for a name source; use copyPrefix", at, s.CopyName))
+			errs = append(errs, fmt.Errorf("%s %q: only for a name source; use copyPrefix", at.Child("copyName"), s.CopyName))
 		}
 		if msgs := validation.IsDNS1123Subdomain(s.CopyPrefix + "x"); s.CopyPrefix != "" && len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.copyPrefix %q: %s", at, s.CopyPrefix, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("copyPrefix"), s.CopyPrefix, strings.Join(msgs, "; ")))
 		}
 	}
 	if s.ProfileSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(s.ProfileSelector); err != nil {
-			errs = append(errs, fmt.Errorf("%s.profileSelector: %w", at, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("profileSelector"), err))
 		}
 	}
 	if err := s.OnSourceDeleted.validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%s.onSourceDeleted: %w", at, err))
+		errs = append(errs, fmt.Errorf("%s: %w", at.Child("onSourceDeleted"), err))
 	}
 	targets := map[string]bool{}
 	for j, k := range s.Keys {
 		for _, f := range []struct{ name, v string }{{"key", k.Key}, {"as", k.as()}} {
 			if msgs := validation.IsConfigMapKey(f.v); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("%s.keys[%d].%s %q: %s", at, j, f.name, f.v, strings.Join(msgs, "; ")))
+				errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("keys").Index(j).Child(f.name), f.v, strings.Join(msgs, "; ")))
 			}
 		}
 		if targets[k.as()] {
-			errs = append(errs, fmt.Errorf("%s.keys[%d]: key %q in the copy is given twice", at, j, k.as()))
+			errs = append(errs, fmt.Errorf("%s: key %q in the copy is given twice", at.Child("keys").Index(j), k.as()))
 		}
 		targets[k.as()] = true
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/outside"
@@ -131,56 +132,56 @@ func (c *Config) Validate() error {
 	claims := map[string]bool{}
 	for i, t := range c.Templates {
 		t = t.withDefaults()
-		at := fmt.Sprintf("templates[%d]", i)
+		at := field.NewPath("templates").Index(i)
 		if msgs := validation.IsDNS1123Label(t.Name); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.name %q: %s", at, t.Name, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("name"), t.Name, strings.Join(msgs, "; ")))
 		}
 		if names[t.Name] {
-			errs = append(errs, fmt.Errorf("%s.name %q: listed twice", at, t.Name))
+			errs = append(errs, fmt.Errorf("%s %q: listed twice", at.Child("name"), t.Name))
 		}
 		names[t.Name] = true
 		if msgs := validation.IsDNS1123Subdomain(t.ClaimName); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s.claimName %q: %s", at, t.ClaimName, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", at.Child("claimName"), t.ClaimName, strings.Join(msgs, "; ")))
 		}
 		if claims[t.ClaimName] {
-			errs = append(errs, fmt.Errorf("%s.claimName %q: another template has this claim name", at, t.ClaimName))
+			errs = append(errs, fmt.Errorf("%s %q: another template has this claim name", at.Child("claimName"), t.ClaimName))
 		}
 		claims[t.ClaimName] = true
 		if plugins.IsUpstreamName(t.ClaimName) {
-			errs = append(errs, fmt.Errorf("%s.claimName %q belongs to the upstream profile controller", at, t.ClaimName))
+			errs = append(errs, fmt.Errorf("%s %q belongs to the upstream profile controller", at.Child("claimName"), t.ClaimName))
 		}
 		if t.Size.Sign() <= 0 {
-			errs = append(errs, fmt.Errorf("%s.size %q: must be positive", at, t.Size.String()))
+			errs = append(errs, fmt.Errorf("%s %q: must be positive", at.Child("size"), t.Size.String()))
 		}
 		if !t.MaxSize.IsZero() && t.MaxSize.Cmp(t.Size) < 0 {
-			errs = append(errs, fmt.Errorf("%s.maxSize %s is below size %s", at, t.MaxSize.String(), t.Size.String()))
+			errs = append(errs, fmt.Errorf("%s %s is below size %s", at.Child("maxSize"), t.MaxSize.String(), t.Size.String()))
 		}
 		for _, m := range t.AccessModes {
 			switch m {
 			case corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod:
 			default:
-				errs = append(errs, fmt.Errorf("%s.accessModes: %q is not an access mode", at, m))
+				errs = append(errs, fmt.Errorf("%s: %q is not an access mode", at.Child("accessModes"), m))
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
 			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("%s.labels[%s]: %s", at, k, strings.Join(msgs, "; ")))
+				errs = append(errs, fmt.Errorf("%s: %s", at.Child("labels").Key(k), strings.Join(msgs, "; ")))
 			}
 			if msgs := validation.IsValidLabelValue(t.Labels[k]); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("%s.labels[%s]=%q: %s", at, k, t.Labels[k], strings.Join(msgs, "; ")))
+				errs = append(errs, fmt.Errorf("%s=%q: %s", at.Child("labels").Key(k), t.Labels[k], strings.Join(msgs, "; ")))
 			}
 		}
 	}
 	chosen := map[string]bool{}
 	for i, v := range c.Volumes {
-		at := fmt.Sprintf("volumes[%d]", i)
+		at := field.NewPath("volumes").Index(i)
 		t, ok := c.Template(v.Template)
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s.template %q: not one of the host's templates %v", at, v.Template, sortedNames(c.Templates)))
+			errs = append(errs, fmt.Errorf("%s %q: not one of the host's templates %v", at.Child("template"), v.Template, sortedNames(c.Templates)))
 			continue
 		}
 		if chosen[v.Template] {
-			errs = append(errs, fmt.Errorf("%s.template %q: chosen twice", at, v.Template))
+			errs = append(errs, fmt.Errorf("%s %q: chosen twice", at.Child("template"), v.Template))
 		}
 		chosen[v.Template] = true
 		if v.Size == nil {
@@ -188,11 +189,11 @@ func (c *Config) Validate() error {
 		}
 		switch {
 		case v.Size.Cmp(t.Size) < 0:
-			errs = append(errs, fmt.Errorf("%s.size %s is below the template's size %s", at, v.Size.String(), t.Size.String()))
+			errs = append(errs, fmt.Errorf("%s %s is below the template's size %s", at.Child("size"), v.Size.String(), t.Size.String()))
 		case v.Size.Cmp(t.Size) > 0 && t.MaxSize.IsZero():
-			errs = append(errs, fmt.Errorf("%s.size %s: template %q has a fixed size %s", at, v.Size.String(), t.Name, t.Size.String()))
+			errs = append(errs, fmt.Errorf("%s %s: template %q has a fixed size %s", at.Child("size"), v.Size.String(), t.Name, t.Size.String()))
 		case !t.MaxSize.IsZero() && v.Size.Cmp(t.MaxSize) > 0:
-			errs = append(errs, fmt.Errorf("%s.size %s is above the template's cap %s", at, v.Size.String(), t.MaxSize.String()))
+			errs = append(errs, fmt.Errorf("%s %s is above the template's cap %s", at.Child("size"), v.Size.String(), t.MaxSize.String()))
 		}
 	}
 	switch c.Match {

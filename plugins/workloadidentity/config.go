@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 )
@@ -97,7 +99,7 @@ func (c *Config) Validate() error {
 	}
 	for i, a := range c.AllowedIdentities {
 		if a.NeedsTag() {
-			errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag: the plugin reads no tags of its cloud's identities; list the identities instead", i))
+			errs = append(errs, fmt.Errorf("%s: the plugin reads no tags of its cloud's identities; list the identities instead", field.NewPath("allowedIdentities").Index(i).Child("tag")))
 		}
 	}
 	return errors.Join(errs...)

@@ -49,7 +49,7 @@ func startFork(t *testing.T) *recorder {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // the manager serves the cleanups, which run after t.Context is canceled
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctrl.LoggerInto(ctx, testr.New(t))) }()
 	t.Cleanup(func() {
@@ -140,14 +140,16 @@ func createProfile(t *testing.T, name string, entries ...kubeflowv1.Plugin) {
 	t.Cleanup(func() { deleteProfile(t, name) })
 }
 
-// deleteProfile deletes the Profile and waits until it is gone.
+// deleteProfile deletes the Profile and waits until it is gone, also from
+// a cleanup, when the test's context is done.
 func deleteProfile(t *testing.T, name string) {
+	ctx := context.WithoutCancel(t.Context())
 	p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Client.Delete(t.Context(), p); client.IgnoreNotFound(err) != nil {
+	if err := env.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 		t.Errorf("delete Profile %s: %v", name, err)
 		return
 	}
-	if err := poll(30*time.Second, func() error { return gone(t.Context(), &kubeflowv1.Profile{}, client.ObjectKey{Name: name}) }); err != nil {
+	if err := poll(30*time.Second, func() error { return gone(ctx, &kubeflowv1.Profile{}, client.ObjectKey{Name: name}) }); err != nil {
 		t.Errorf("Profile %s: %v", name, err)
 	}
 }

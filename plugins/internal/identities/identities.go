@@ -16,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -65,24 +66,25 @@ type Policy []Allowance
 func (p Policy) Validate() error {
 	var errs []error
 	for i, a := range p {
+		at := field.NewPath("allowedIdentities").Index(i)
 		switch {
 		case strings.TrimSpace(a.Identity) == "" && a.Tag == nil:
-			errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: required unless tag is set", i))
+			errs = append(errs, fmt.Errorf("%s: required unless tag is set", at.Child("identity")))
 		default:
 			if err := placeholders.Check(a.Identity, placeholders.Namespace, placeholders.Profile); err != nil {
-				errs = append(errs, fmt.Errorf("allowedIdentities[%d].identity: %w", i, err))
+				errs = append(errs, fmt.Errorf("%s: %w", at.Child("identity"), err))
 			}
 		}
 		if a.Tag != nil {
 			if strings.TrimSpace(a.Tag.Key) == "" {
-				errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag.key: required", i))
+				errs = append(errs, fmt.Errorf("%s: required", at.Child("tag", "key")))
 			}
 			if err := placeholders.Check(a.Tag.Value, placeholders.Namespace, placeholders.Profile); err != nil {
-				errs = append(errs, fmt.Errorf("allowedIdentities[%d].tag.value: %w", i, err))
+				errs = append(errs, fmt.Errorf("%s: %w", at.Child("tag", "value"), err))
 			}
 		}
 		if _, err := metav1.LabelSelectorAsSelector(a.ProfileSelector); err != nil {
-			errs = append(errs, fmt.Errorf("allowedIdentities[%d].profileSelector: %w", i, err))
+			errs = append(errs, fmt.Errorf("%s: %w", at.Child("profileSelector"), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Check checks the service accounts a plugin's config names
@@ -20,7 +21,7 @@ func Check(names []string) error {
 	var errs []error
 	for i, sa := range names {
 		if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("serviceAccounts[%d] %q: %s", i, sa, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("%s %q: %s", field.NewPath("serviceAccounts").Index(i), sa, strings.Join(msgs, "; ")))
 		}
 	}
 	return errors.Join(errs...)
