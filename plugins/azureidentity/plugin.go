@@ -24,7 +24,13 @@ const keyPrefix = "credential/"
 
 // Plugin annotates the Profile's service accounts with a managed identity's
 // client ID and federates them with the identity.
+//
+// Its Apply and Revoke are the cloud identity skeleton's
+// (serviceaccounts.Identity): the host's policy is checked on every pass
+// before anything is written, a policy narrowed since takes back what it
+// no longer allows, and Revoke fails closed.
 type Plugin struct {
+	serviceaccounts.Identity[Config]
 	creds Credentials
 }
 
@@ -32,11 +38,10 @@ var _ plugins.Plugin = Plugin{}
 
 // Definition returns the plugin, which calls Azure through c.
 func Definition(c Credentials) plugins.Definition {
-	return serviceaccounts.IdentityDefinition(Plugin{creds: c}, NewConfig)
+	p := Plugin{creds: c}
+	p.Identity = serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+	return serviceaccounts.IdentityDefinition(p, NewConfig)
 }
-
-// Kind returns "AzureWorkloadIdentity".
-func (Plugin) Kind() string { return Kind }
 
 type credential struct {
 	key  string
@@ -70,19 +75,6 @@ func parseKey(k string) (IdentityRef, string, bool) {
 		return IdentityRef{}, "", false
 	}
 	return IdentityRef{Subscription: parts[0], ResourceGroup: parts[1], Name: parts[2]}, parts[3], true
-}
-
-// Apply annotates the service accounts and, unless annotateOnly, puts a
-// federated credential per service account on the identity (only when that
-// is not what was last made true). Credentials of ours that are no longer
-// wanted are deleted.
-func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.identity().Apply(ctx, req)
-}
-
-// identity is the plugin in the shape every cloud identity plugin has.
-func (p Plugin) identity() serviceaccounts.Identity[Config] {
-	return serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
 }
 
 // annotations are what the service accounts get.
@@ -215,12 +207,6 @@ func (p Plugin) put(ctx context.Context, c credential, recorded bool) (plugins.A
 
 func (c Credential) equal(o Credential) bool {
 	return c.Issuer == o.Issuer && c.Subject == o.Subject && slices.Equal(c.Audiences, o.Audiences)
-}
-
-// Revoke removes our annotations and deletes our federated credentials, and
-// no other credential of the identity.
-func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.identity().Revoke(ctx, req)
 }
 
 // sweep deletes the credentials the record holds. Failing closed, the

@@ -25,7 +25,13 @@ const keyPrefix = "role/"
 
 // Plugin annotates the Profile's service accounts with an IAM role and lets
 // them assume it.
+//
+// Its Apply and Revoke are the cloud identity skeleton's
+// (serviceaccounts.Identity): the host's policy is checked on every pass
+// before anything is written, a policy narrowed since takes back what it
+// no longer allows, and Revoke fails closed.
 type Plugin struct {
+	serviceaccounts.Identity[Config]
 	iam IAM
 }
 
@@ -33,7 +39,9 @@ var _ plugins.Plugin = Plugin{}
 
 // Definition returns the plugin, which calls IAM through c.
 func Definition(c IAM) plugins.Definition {
-	return serviceaccounts.IdentityDefinition(Plugin{iam: c}, NewConfig)
+	p := Plugin{iam: c}
+	p.Identity = serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+	return serviceaccounts.IdentityDefinition(p, NewConfig)
 }
 
 // roleLocks serializes the read, edit and write of each role's trust
@@ -58,32 +66,6 @@ func lockRole(role string) (unlock func()) {
 	roleLocks.mu.Unlock()
 	l.Lock()
 	return l.Unlock
-}
-
-// Kind returns "AwsIamForServiceAccount".
-func (Plugin) Kind() string { return Kind }
-
-// Apply, unless annotateOnly, adds the service accounts' subjects to the
-// role's trust policy (only when that is not what was last made true), then
-// annotates the service accounts; a role the Profile no longer names then
-// loses our subjects. With annotateOnly it only annotates. The host's
-// policy is checked first (see serviceaccounts.Identity).
-func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.identity().Apply(ctx, req)
-}
-
-// Revoke removes our annotation and our subjects from every role we added
-// them to and, failing closed, from the role a Profile being deleted names
-// and the roles the host's allowances name for it, whether or not the
-// record holds them: the statement is found by its Sid, which only this
-// Profile's namespace has.
-func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.identity().Revoke(ctx, req)
-}
-
-// identity is the plugin in the shape every cloud identity plugin has.
-func (p Plugin) identity() serviceaccounts.Identity[Config] {
-	return serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
 }
 
 // ask is what a pass under cfg asks for.

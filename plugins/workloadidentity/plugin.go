@@ -24,7 +24,13 @@ const conflictRetries = 5
 
 // Plugin annotates the Profile's service accounts with a Google service
 // account and lets them act as it.
+//
+// Its Apply and Revoke are the cloud identity skeleton's
+// (serviceaccounts.Identity): the host's policy is checked on every pass
+// before anything is written, a policy narrowed since takes back what it
+// no longer allows, and Revoke fails closed.
 type Plugin struct {
+	serviceaccounts.Identity[Config]
 	iam IAM
 }
 
@@ -32,34 +38,9 @@ var _ plugins.Plugin = Plugin{}
 
 // Definition returns the plugin, which calls IAM through c.
 func Definition(c IAM) plugins.Definition {
-	return serviceaccounts.IdentityDefinition(Plugin{iam: c}, NewConfig)
-}
-
-// Kind returns "WorkloadIdentity".
-func (Plugin) Kind() string { return Kind }
-
-// Apply grants the service accounts the workload identity user role on the
-// Google service account (only when that is not what was last made true),
-// then annotates them. A Google service account the Profile no longer names
-// then loses the members we added. The host's policy is checked first (see
-// serviceaccounts.Identity).
-func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.identity().Apply(ctx, req)
-}
-
-// Revoke removes our annotation and our members from every Google service
-// account we granted and, failing closed, the Profile's members from the
-// account it names and the accounts the host's allowances name for it when
-// the record says nothing of them. A member the record holds as granted by
-// someone else is left and, for a Profile being deleted, reported as
-// dangling trust.
-func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.identity().Revoke(ctx, req)
-}
-
-// identity is the plugin in the shape every cloud identity plugin has.
-func (p Plugin) identity() serviceaccounts.Identity[Config] {
-	return serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+	p := Plugin{iam: c}
+	p.Identity = serviceaccounts.Identity[Config]{KindName: Kind, Ask: ask, Grant: p.grant, Sweep: p.sweep}
+	return serviceaccounts.IdentityDefinition(p, NewConfig)
 }
 
 // ask is what a pass under cfg asks for.
