@@ -82,11 +82,7 @@ type work struct {
 // An instance the Profile no longer wants loses its app; its database and
 // Secret stay unless retention is Delete.
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	o, err := outsideOf(req)
+	cfg, o, err := begin(req)
 	if err != nil {
 		return plugins.Result{}, err
 	}
@@ -242,11 +238,16 @@ func (w work) lostSecret(ctx context.Context, o plugins.Outside, spec DatabaseSp
 	return true, err
 }
 
-func outsideOf(req plugins.Request) (plugins.Outside, error) {
-	if req.Outside == nil {
-		return nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
+// begin returns a pass's config and outside-state record.
+func begin(req plugins.Request) (*Config, plugins.Outside, error) {
+	cfg, err := plugins.ConfigOf[Config](req)
+	if err != nil {
+		return nil, nil, err
 	}
-	return req.Outside, nil
+	if req.Outside == nil {
+		return nil, nil, fmt.Errorf("plugin %s: the host gave no outside-state record", Kind)
+	}
+	return cfg, req.Outside, nil
 }
 
 // target is the instance's role and database for Profile p, with the

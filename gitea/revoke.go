@@ -17,11 +17,7 @@ import (
 // connections are terminated and database and role dropped first. A Profile
 // being deleted loses its Secrets with its namespace.
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	cfg, err := plugins.ConfigOf[Config](req)
-	if err != nil {
-		return plugins.Result{}, err
-	}
-	o, err := outsideOf(req)
+	cfg, o, err := begin(req)
 	if err != nil {
 		return plugins.Result{}, err
 	}
