@@ -128,7 +128,7 @@ func evalGate(policy string, g *Gate, p *kubeflowv1.Profile, gates map[string]Ga
 		off.Source = "label " + g.Label
 		raw, set = p.Labels[g.Label]
 	} else {
-		off.Source = "gates[" + g.Spec + "]"
+		off.Source = field.NewPath("gates").Key(g.Spec).String()
 		var gv GateValue
 		gv, set = gates[g.Spec]
 		raw = string(gv)
