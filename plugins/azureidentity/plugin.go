@@ -24,11 +24,8 @@ const keyPrefix = "credential/"
 
 // Plugin annotates the Profile's service accounts with a managed identity's
 // client ID and federates them with the identity.
-//
-// Its Apply and Revoke are the cloud identity skeleton's
-// (serviceaccounts.Identity): the host's policy is checked on every pass
-// before anything is written, a policy narrowed since takes back what it
-// no longer allows, and Revoke fails closed.
+// Its Apply and Revoke
+// are those of every cloud identity plugin (see the package doc).
 type Plugin struct {
 	serviceaccounts.Identity[Config]
 	creds Credentials

@@ -25,11 +25,8 @@ const keyPrefix = "role/"
 
 // Plugin annotates the Profile's service accounts with an IAM role and lets
 // them assume it.
-//
-// Its Apply and Revoke are the cloud identity skeleton's
-// (serviceaccounts.Identity): the host's policy is checked on every pass
-// before anything is written, a policy narrowed since takes back what it
-// no longer allows, and Revoke fails closed.
+// Its Apply and Revoke
+// are those of every cloud identity plugin (see the package doc).
 type Plugin struct {
 	serviceaccounts.Identity[Config]
 	iam IAM
