@@ -1,0 +1,94 @@
+package plugintest_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/plugins/limitrange"
+	"github.com/profilekit/profilekit/plugins/network"
+	"github.com/profilekit/profilekit/plugins/plugintest"
+	"github.com/profilekit/profilekit/plugins/quotas"
+	"github.com/profilekit/profilekit/plugins/rbac"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// scenarios are the object-writing plugins, each made, changed in a way
+// that rewrites, adds or deletes objects, and removed.
+func scenarios(t *testing.T) []plugintest.Scenario {
+	return []plugintest.Scenario{
+		{Def: quotas.Definition(), Steps: []plugintest.Step{
+			{Name: "create", Spec: map[string]any{"hard": map[string]string{"limits.cpu": "4", "requests.memory": "8Gi"}}},
+			{Name: "change", Spec: map[string]any{"hard": map[string]string{"limits.cpu": "8"}}},
+			{Name: "remove", Remove: true},
+		}},
+		{Def: limitrange.Definition(), Steps: []plugintest.Step{
+			{Name: "create", Spec: map[string]any{"container": map[string]any{"max": map[string]string{"cpu": "2"}}}},
+			{Name: "change", Spec: map[string]any{"container": map[string]any{"max": map[string]string{"cpu": "4"}, "default": map[string]string{"cpu": "1"}}}},
+			{Name: "remove", Remove: true},
+		}},
+		{Def: rbac.Definition(), Defaults: mustJSON(t, map[string]any{
+			"bindings": []any{map[string]any{"name": "support-view", "roleRef": map[string]string{"kind": "ClusterRole", "name": "view"},
+				"subjects": []any{map[string]string{"kind": "Group", "name": "support@example.org"}}}},
+			"roles":        []any{map[string]any{"name": "pod-log-reader", "rules": []any{map[string]any{"apiGroups": []string{""}, "resources": []string{"pods/log"}, "verbs": []string{"get"}}}}},
+			"allowedRoles": []any{map[string]string{"kind": "ClusterRole", "name": "view"}, map[string]string{"kind": "ClusterRole", "name": "edit"}},
+		}), Steps: []plugintest.Step{
+			{Name: "create"},
+			{Name: "add a binding", Spec: map[string]any{"extraBindings": []any{map[string]any{"name": "team", "roleRef": map[string]string{"kind": "ClusterRole", "name": "view"},
+				"subjects": []any{map[string]string{"kind": "User", "name": "bob@example.org"}}}}}},
+			{Name: "change its role", Spec: map[string]any{"extraBindings": []any{map[string]any{"name": "team", "roleRef": map[string]string{"kind": "ClusterRole", "name": "edit"},
+				"subjects": []any{map[string]string{"kind": "User", "name": "bob@example.org"}}}}}},
+			{Name: "remove", Remove: true},
+		}},
+		{Def: network.Definition(), Defaults: mustJSON(t, map[string]any{
+			"policies": []any{
+				map[string]any{"name": "deny-ingress", "podSelector": map[string]any{}, "policyTypes": []string{"Ingress"}},
+				map[string]any{"name": "allow-monitoring", "gate": map[string]string{"spec": "monitoring"}, "podSelector": map[string]any{}, "policyTypes": []string{"Ingress"},
+					"ingress": []any{map[string]any{"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]string{"name": "monitoring"}}}}}}},
+			},
+		}), Steps: []plugintest.Step{
+			{Name: "create"},
+			{Name: "open a gate", Spec: map[string]any{"gates": map[string]any{"monitoring": true}}},
+			{Name: "close it", Spec: map[string]any{"gates": map[string]any{"monitoring": false}}},
+			{Name: "remove", Remove: true},
+		}},
+	}
+}
+
+func TestBuiltinPluginsSurviveACrashAfterEveryWrite(t *testing.T) {
+	h := plugintest.Harness{Client: env.Client}
+	for _, sc := range scenarios(t) {
+		t.Run(sc.Def.Kind(), func(t *testing.T) {
+			plans := h.CrashAfterEveryWrite(t, sc)
+			t.Logf("%s: %d crash plans, %d failed", sc.Def.Kind(), plans.Run, plans.Failed)
+			if plans.Run == 0 {
+				t.Error("no plan ran: the scenario writes nothing")
+			}
+		})
+	}
+}
+
+func TestBuiltinPluginsSurviveAStaleViewAtEveryWrite(t *testing.T) {
+	h := plugintest.Harness{Client: env.Client}
+	for _, sc := range scenarios(t) {
+		t.Run(sc.Def.Kind(), func(t *testing.T) {
+			plans := h.StaleAtEveryWrite(t, sc)
+			t.Logf("%s: %d stale plans, %d failed", sc.Def.Kind(), plans.Run, plans.Failed)
+			if plans.Run == 0 {
+				t.Error("no plan ran: the scenario writes nothing")
+			}
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package plugintest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// baseline is a scenario run without perturbation: after each step, the
+// writes of its first pass and the state it settled in.
+type baseline struct {
+	writes []([]Write)
+	states []map[string]string
+}
+
+// Baseline runs sc without perturbation and returns, for each step, the
+// writes of its first pass and what the plugin holds once it is quiet.
+func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
+	r, err := h.newRun(ctx, sc, "base")
+	if err != nil {
+		return nil, err
+	}
+	b := &baseline{}
+	for _, s := range sc.Steps {
+		if err := r.set(s); err != nil {
+			return nil, err
+		}
+		passes, err := r.quiet(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("step %q without perturbation: %w", s.Name, err)
+		}
+		state, err := r.state(ctx)
+		if err != nil {
+			return nil, err
+		}
+		first := passes[0]
+		for i := range first {
+			first[i].Namespace = r.generic(first[i].Namespace)
+		}
+		b.writes = append(b.writes, first)
+		b.states = append(b.states, state)
+	}
+	return b, nil
+}
+
+// PlanEnv, set in the environment, runs only the plans whose description
+// holds its value, such as "rbac crash step 2 (change its role) write 1",
+// as a failing plan prints it.
+const PlanEnv = "PLUGINTEST_PLAN"
+
+// Plans counts the plans one pattern ran.
+type Plans struct{ Run, Failed int }
+
+// CrashAfterEveryWrite runs, for every step of sc and every write k of
+// that step's first pass, a plan in which the host stops right after k
+// writes (the rest are never sent), then starts again with nothing of the
+// last process (a fresh Applier, record cache and reads from the API
+// server) and runs the step to quiet. What the plugin holds must then be
+// what the run without perturbation holds, and no write of the plan may
+// touch an object that neither the step before nor the step after holds.
+func (h Harness) CrashAfterEveryWrite(t T, sc Scenario) Plans {
+	t.Helper()
+	return h.each(t, sc, "crash", func(ctx context.Context, r *run, k int, rec *recorder) error {
+		_ = r.pass(ctx, h.Client, rec.wrap(h.Client, k, nil)) // the process stops: its error goes with it
+		return nil
+	})
+}
+
+// StaleAtEveryWrite runs, for every step and every write k of its first
+// pass, a plan in which the pass runs whole, and the next pass (a second
+// replica taking over, say) reads from a cache that holds nothing written
+// from write k on: the objects as they were right before it, the
+// outside-state records included. Then the step is run to quiet, and the
+// same invariants hold as for CrashAfterEveryWrite.
+func (h Harness) StaleAtEveryWrite(t T, sc Scenario) Plans {
+	t.Helper()
+	return h.each(t, sc, "stale", func(ctx context.Context, r *run, k int, rec *recorder) error {
+		var snap []client.Object
+		var snapErr error
+		if err := r.pass(ctx, h.Client, rec.wrap(h.Client, -1, func(i int) {
+			if i == k {
+				snap, snapErr = r.snapshot(ctx)
+			}
+		})); err != nil {
+			return fmt.Errorf("the pass before the stale one: %w", err)
+		}
+		if snapErr != nil {
+			return snapErr
+		}
+		stale := fake.NewClientBuilder().WithScheme(h.Client.Scheme()).WithObjects(snap...).Build()
+		_ = r.pass(ctx, stale, rec.wrap(h.Client, -1, nil)) // decided from the stale view; its error is retried
+		return nil
+	})
+}
+
+// each runs one plan per step and write of the baseline.
+func (h Harness) each(t T, sc Scenario, pattern string, perturb func(ctx context.Context, r *run, k int, rec *recorder) error) Plans {
+	t.Helper()
+	ctx := t.Context()
+	base, err := h.baseline(ctx, sc)
+	if err != nil {
+		t.Fatalf("%s: %v", sc.Def.Kind(), err)
+	}
+	var plans Plans
+	for s, step := range sc.Steps {
+		for k := range base.writes[s] {
+			if testing.Short() && k > 0 && k < len(base.writes[s])-1 {
+				continue // the first and the last write of each step
+			}
+			plan := fmt.Sprintf("%s %s step %d (%s) write %d of %d: %s", sc.Def.Kind(), pattern, s, step.Name, k, len(base.writes[s]), base.writes[s][k])
+			if only := os.Getenv(PlanEnv); only != "" && !strings.Contains(plan, only) {
+				continue
+			}
+			plans.Run++
+			if !h.plan(t, sc, base, s, k, plan, perturb) {
+				plans.Failed++
+			}
+		}
+	}
+	return plans
+}
+
+// plan runs one plan and checks its invariants; it reports whether they
+// held.
+func (h Harness) plan(t T, sc Scenario, base *baseline, s, k int, plan string, perturb func(ctx context.Context, r *run, k int, rec *recorder) error) bool {
+	t.Helper()
+	ctx := t.Context()
+	r, err := h.newRun(ctx, sc, "plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s {
+		if err := r.set(sc.Steps[i]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.quiet(ctx); err != nil {
+			fail(t, plan, "step %d before the perturbation: %v", i, err)
+			return false
+		}
+	}
+	if err := r.set(sc.Steps[s]); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	if err := perturb(ctx, r, k, rec); err != nil {
+		fail(t, plan, "%v", err)
+		return false
+	}
+	passes, err := r.quiet(ctx)
+	if err != nil {
+		fail(t, plan, "after the perturbation: %v", err)
+		return false
+	}
+	ok := true
+	state, err := r.state(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(base.states[s], state); diff != "" {
+		fail(t, plan, "liveness: what the plugin holds differs from the run without perturbation (-want +got):\n%s", diff)
+		ok = false
+	}
+	// Safety: every write names an object the step before or the step
+	// after holds; nothing else of the namespace is touched.
+	allowed := names(base.states[s])
+	if s > 0 {
+		allowed = names(base.states[s-1], base.states[s])
+	}
+	all := rec.writes
+	for _, p := range passes {
+		all = append(all, p...)
+	}
+	for _, w := range all {
+		if w.Verb == "deletecollection" || w.Kind == "ConfigMap" && w.Namespace == h.recordsNamespace() {
+			continue // by label, ours alone; the outside-state record
+		}
+		key := w.Kind + " " + r.generic(w.Namespace+"/"+w.Name)
+		if !allowed[key] {
+			fail(t, plan, "safety: %s touched %s, which neither the step before nor this one holds", w.Verb, key)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// snapshot lists what a cache of the host would hold: every object of the
+// plugin's kinds in the Profile's namespace, and the outside-state records.
+func (r *run) snapshot(ctx context.Context) ([]client.Object, error) {
+	var out []client.Object
+	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}, r.sc.Def.Owns...)
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range kinds {
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.h.Client.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("snapshot %s: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			u := &list.Items[i]
+			if ns := u.GetNamespace(); ns != r.profile.Name && ns != r.h.recordsNamespace() && !strings.HasPrefix(ns, r.profile.Name) {
+				continue
+			}
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}

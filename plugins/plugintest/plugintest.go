@@ -1,0 +1,239 @@
+package plugintest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
+)
+
+// T is what the harness needs of a test: a *testing.T.
+type T interface {
+	Helper()
+	Name() string
+	Context() context.Context
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Fatal(args ...any)
+}
+
+var _ T = (*testing.T)(nil)
+
+// Scenario is one plugin, the host's defaults for it, and the steps one
+// Profile takes with it: each step sets (or removes) the Profile's
+// spec.plugins entry and is run to quiet.
+type Scenario struct {
+	// Def is the plugin.
+	Def plugins.Definition
+	// Defaults are the host's defaults for it (JSON), as a host passes them.
+	Defaults []byte
+	// Steps are run in order; the first makes the Profile.
+	Steps []Step
+}
+
+// Step is one change of the Profile.
+type Step struct {
+	// Name says what the step does, for messages.
+	Name string
+	// Spec is the plugin's spec.plugins entry after the step (marshalled to
+	// JSON; nil lists the plugin without a spec).
+	Spec any
+	// Remove drops the plugin from spec.plugins: the passes revoke.
+	Remove bool
+}
+
+// Harness runs scenarios against a real API server and checks what each
+// perturbed run leaves against the run without perturbation.
+type Harness struct {
+	// Client reaches the API server without a cache.
+	Client client.Client
+	// RecordsNamespace holds the outside-state records; it is made when
+	// missing.
+	RecordsNamespace string
+}
+
+// maxPasses bounds a run to quiet: a plugin that still writes after so
+// many passes never settles.
+const maxPasses = 6
+
+// run is one Profile of a scenario on the API server.
+type run struct {
+	h       Harness
+	sc      Scenario
+	profile *kubeflowv1.Profile
+	records *outside.Records
+}
+
+// newRun makes a namespace and a Profile named for one run.
+func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, error) {
+	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.recordsNamespace()}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	name := prefix + "-" + rand.String(5)
+	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		return nil, err
+	}
+	p := &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "owner@example.org"}},
+	}
+	if err := h.Client.Create(ctx, p); err != nil {
+		return nil, err
+	}
+	return &run{h: h, sc: sc, profile: p, records: outside.NewRecords()}, nil
+}
+
+func (h Harness) recordsNamespace() string {
+	if h.RecordsNamespace != "" {
+		return h.RecordsNamespace
+	}
+	return outside.DefaultRecordsNamespace
+}
+
+// set makes the Profile what step s says.
+func (r *run) set(s Step) error {
+	kind := r.sc.Def.Kind()
+	r.profile.Spec.Plugins = slices.DeleteFunc(r.profile.Spec.Plugins, func(p kubeflowv1.Plugin) bool { return p.Kind == kind })
+	if s.Remove {
+		return nil
+	}
+	entry := kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: kind}}
+	if s.Spec != nil {
+		raw, err := json.Marshal(s.Spec)
+		if err != nil {
+			return err
+		}
+		entry.Spec = &runtime.RawExtension{Raw: raw}
+	}
+	r.profile.Spec.Plugins = append(r.profile.Spec.Plugins, entry)
+	return nil
+}
+
+// pass runs one pass of the plugin for the Profile as a host does: a fresh
+// Applier and outside-state record, reading through reads (the host's
+// cache) and writing through writes, then the record written.
+func (r *run) pass(ctx context.Context, reads client.Reader, writes client.Client) error {
+	def := r.sc.Def
+	c := split{Client: writes, reads: reads}
+	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
+		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records))
+	req := plugins.Request{
+		Profile:   r.profile,
+		Client:    c,
+		Objects:   apply.New(c, def.Kind(), r.profile, def.Owns, append(apply.OptionsFor(def), apply.WithLiveReader(r.h.Client))...),
+		Outside:   record,
+		Retention: plugins.RetentionRetain,
+		Live:      r.h.Client,
+	}
+	var err error
+	if plugins.Listed(r.profile, def.Kind()) {
+		if req.Config, err = def.Decode(r.sc.Defaults, r.profile); err != nil {
+			return err
+		}
+		_, err = def.Plugin.Apply(ctx, req)
+	} else {
+		if req.Config, err = def.DecodeHostDefaults(r.sc.Defaults); err != nil {
+			return err
+		}
+		_, err = def.Plugin.Revoke(ctx, req)
+	}
+	return errors.Join(err, record.Flush(ctx))
+}
+
+// quiet runs passes, each with a fresh process state and reading from the
+// API server, until one writes nothing. It returns the writes of every
+// pass, and fails when the plugin does not settle or its last pass fails.
+func (r *run) quiet(ctx context.Context) ([][]Write, error) {
+	var passes [][]Write
+	for range maxPasses {
+		r.records = outside.NewRecords()
+		rec := &recorder{}
+		err := r.pass(ctx, r.h.Client, rec.wrap(r.h.Client, -1, nil))
+		passes = append(passes, rec.writes)
+		if len(rec.writes) == 0 {
+			if err != nil {
+				return passes, fmt.Errorf("the pass that wrote nothing failed: %w", err)
+			}
+			return passes, nil
+		}
+	}
+	return passes, fmt.Errorf("not quiet after %d passes; the last wrote %v", maxPasses, passes[len(passes)-1])
+}
+
+// state is what the plugin holds for the Profile: every object of its
+// kinds that carries its labels for the Profile, as JSON without what the
+// API server sets, with the Profile's name and UID replaced, by kind and
+// name.
+func (r *run) state(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for _, gvk := range r.sc.Def.Owns {
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for _, u := range list.Items {
+			if u.GetDeletionTimestamp() != nil {
+				continue
+			}
+			key := gvk.Kind + " " + r.generic(u.GetNamespace()+"/"+u.GetName())
+			out[key] = r.generic(normalized(u))
+		}
+	}
+	return out, nil
+}
+
+// generic replaces the Profile's UID and name in s, so that two runs of a
+// scenario compare.
+func (r *run) generic(s string) string {
+	if uid := string(r.profile.UID); uid != "" {
+		s = strings.ReplaceAll(s, uid, "<uid>")
+	}
+	return strings.ReplaceAll(s, r.profile.Name, "<profile>")
+}
+
+// normalized is u as JSON without what the API server sets.
+func normalized(u unstructured.Unstructured) string {
+	obj := u.DeepCopy().Object
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+		unstructured.RemoveNestedField(obj, "metadata", f)
+	}
+	delete(obj, "status")
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
+
+// names returns the keys of states.
+func names(states ...map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range states {
+		for k := range maps.Keys(s) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// fail reports a violation with the line that reruns its plan.
+func fail(t T, plan string, format string, args ...any) {
+	t.Helper()
+	t.Errorf("%s: %s\n\trerun: %s=%q go test -run '^%s$'", plan, fmt.Sprintf(format, args...), PlanEnv, plan, t.Name())
+}

@@ -1,0 +1,133 @@
+package plugintest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// Write is one write request a pass sent to the API server.
+type Write struct {
+	// Verb is create, update, patch, apply or delete.
+	Verb string
+	// Kind, Namespace and Name name the object.
+	Kind, Namespace, Name string
+}
+
+func (w Write) String() string {
+	return fmt.Sprintf("%s %s %s/%s", w.Verb, w.Kind, w.Namespace, w.Name)
+}
+
+// errCrashed is what a write after the crash gets: the process is gone.
+var errCrashed = errors.New("plugintest: the host stopped before this write")
+
+// recorder records the writes sent through the clients it wraps.
+type recorder struct {
+	mu     sync.Mutex
+	writes []Write
+}
+
+// wrap returns c with every write recorded. After allow writes (none
+// when allow is negative) every further write fails with errCrashed and
+// is not sent. before, when set, runs before each write is sent, with its
+// index.
+func (r *recorder) wrap(cl client.Client, allow int, before func(i int)) client.Client {
+	c := withWatch{cl}
+	gate := func(verb string, obj runtime.Object) error {
+		w := Write{Verb: verb}
+		if gvk, err := apiutil.GVKForObject(obj, c.Scheme()); err == nil {
+			w.Kind = gvk.Kind
+		}
+		if o, ok := obj.(client.Object); ok {
+			w.Namespace, w.Name = o.GetNamespace(), o.GetName()
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if allow >= 0 && len(r.writes) >= allow {
+			return errCrashed
+		}
+		if before != nil {
+			before(len(r.writes))
+		}
+		r.writes = append(r.writes, w)
+		return nil
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := gate("create", obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := gate("update", obj); err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := gate("patch", obj); err != nil {
+				return err
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				return err
+			}
+			o := unstructuredOf(u)
+			if err := gate("apply", o); err != nil {
+				return err
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if err := gate("delete", obj); err != nil {
+				return err
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			if err := gate("deletecollection", obj); err != nil {
+				return err
+			}
+			return c.DeleteAllOf(ctx, obj, opts...)
+		},
+	})
+}
+
+// unstructuredOf is an object of u's content, for the write's name.
+func unstructuredOf(u map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: u}
+}
+
+// withWatch gives a client the Watch the interceptor's type asks for; the
+// harness never watches.
+type withWatch struct{ client.Client }
+
+func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("plugintest: no watch")
+}
+
+// split reads through reads and writes through its Client.
+type split struct {
+	client.Client
+	reads client.Reader
+}
+
+func (s split) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return s.reads.Get(ctx, key, obj, opts...)
+}
+
+func (s split) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return s.reads.List(ctx, list, opts...)
+}
