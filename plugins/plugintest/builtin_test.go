@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/plugins/core"
+	"github.com/profilekit/profilekit/plugins/egress"
+	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/limitrange"
 	"github.com/profilekit/profilekit/plugins/network"
 	"github.com/profilekit/profilekit/plugins/plugintest"
@@ -14,7 +17,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{Istio: true}) }
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
@@ -62,6 +65,22 @@ func scenarios(t *testing.T) []plugintest.Scenario {
 			{Name: "create"},
 			{Name: "open a gate", Spec: map[string]any{"gates": map[string]any{"monitoring": true}}},
 			{Name: "close it", Spec: map[string]any{"gates": map[string]any{"monitoring": false}}},
+			{Name: "remove", Remove: true},
+		}},
+		{Def: core.Definition(), MakesNamespace: true, Steps: []plugintest.Step{
+			{Name: "create", Spec: map[string]any{}},
+			{Name: "remove", Remove: true},
+		}},
+		{Def: egress.Definition(), Defaults: []byte(`{"allowedHosts":["*.example.com"]}`), Steps: []plugintest.Step{
+			{Name: "create", Spec: map[string]any{"enabled": true, "hosts": []any{map[string]any{"host": "storage.example.com", "port": 8443}}}},
+			{Name: "another host", Spec: map[string]any{"enabled": true, "hosts": []any{map[string]any{"host": "storage.example.com", "port": 8443}, map[string]any{"host": "api.example.com"}}}},
+			{Name: "off", Spec: map[string]any{"enabled": false}},
+			{Name: "remove", Remove: true},
+		}},
+		{Def: expose.Definition(), Defaults: []byte(`{"hosts":["kubeflow.example.org"]}`), Steps: []plugintest.Step{
+			{Name: "create", Spec: map[string]any{"apps": []any{map[string]any{"name": "docs", "service": "docs", "port": 8080}}}},
+			{Name: "another app", Spec: map[string]any{"apps": []any{map[string]any{"name": "docs", "service": "docs", "port": 8080}, map[string]any{"name": "rstudio", "service": "rstudio", "port": 8787}}}},
+			{Name: "the first goes", Spec: map[string]any{"apps": []any{map[string]any{"name": "rstudio", "service": "rstudio", "port": 8787}}}},
 			{Name: "remove", Remove: true},
 		}},
 	}

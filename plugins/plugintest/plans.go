@@ -192,7 +192,8 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, s, k int, plan string, p
 }
 
 // snapshot lists what a cache of the host would hold: every object of the
-// plugin's kinds in the Profile's namespace, and the outside-state records.
+// plugin's kinds in the Profile's namespace, the namespace itself, and the
+// outside-state records.
 func (r *run) snapshot(ctx context.Context) ([]client.Object, error) {
 	var out []client.Object
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}, r.sc.Def.Owns...)
@@ -209,7 +210,9 @@ func (r *run) snapshot(ctx context.Context) ([]client.Object, error) {
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
-			if ns := u.GetNamespace(); ns != r.profile.Name && ns != r.h.recordsNamespace() && !strings.HasPrefix(ns, r.profile.Name) {
+			ns := u.GetNamespace()
+			ours := ns == r.profile.Name || ns == r.h.recordsNamespace() || ns == "" && u.GetName() == r.profile.Name
+			if !ours {
 				continue
 			}
 			out = append(out, u)

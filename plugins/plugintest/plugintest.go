@@ -47,6 +47,10 @@ type Scenario struct {
 	Defaults []byte
 	// Steps are run in order; the first makes the Profile.
 	Steps []Step
+	// MakesNamespace is true for a plugin that makes the Profile's
+	// namespace itself (core); otherwise the harness makes it, as the
+	// upstream controller or core would.
+	MakesNamespace bool
 }
 
 // Step is one change of the Profile.
@@ -88,8 +92,10 @@ func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, 
 		return nil, err
 	}
 	name := prefix + "-" + rand.String(5)
-	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		return nil, err
+	if !sc.MakesNamespace {
+		if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return nil, err
+		}
 	}
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
