@@ -57,12 +57,37 @@ func (o *Outside) Call(ctx context.Context, system string, fn func(context.Conte
 	return o.call(ctx, system, fn)
 }
 
+// CallGate stands before and after every outside call of a plugin, for
+// tests that perturb them (plugins/plugintest).
+type CallGate struct {
+	// Before runs before a call; an error fails the call, which is not
+	// made.
+	Before func(system string) error
+	// After runs after a call was made and returns its result, or another:
+	// an error for a call that succeeded is a call made whose answer was
+	// lost.
+	After func(system string, err error) error
+}
+
+// WithCallGate puts g before and after every outside call.
+func WithCallGate(g CallGate) Option {
+	return func(o *Outside) { o.gate = g }
+}
+
 // call runs fn with the timeout and counts it by plugin, system and result.
 func (o *Outside) call(ctx context.Context, system string, fn func(context.Context) error) error {
+	if o.gate.Before != nil {
+		if err := o.gate.Before(system); err != nil {
+			return &Error{System: system, Err: err}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
 	defer cancel()
 	start := time.Now()
 	err := fn(ctx)
+	if o.gate.After != nil {
+		err = o.gate.After(system, err)
+	}
 	outsideSeconds.WithLabelValues(o.kind, system).Observe(time.Since(start).Seconds())
 	result := "ok"
 	switch {

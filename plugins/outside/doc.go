@@ -37,5 +37,5 @@
 // [Outside.ReportDangling], [Outside.Dangled] and [Outside.CheckDangling]
 // with [DanglingName], [RoleDanglingTrust] and [ReasonDanglingTrust]; [Lazy]
 // with [NewLazy]; [Ledger] with [RoleLedger], [ReasonLedger] and
-// [ConfigMapRef].
+// [ConfigMapRef]; [CallGate] with [WithCallGate].
 package outside

@@ -52,6 +52,8 @@ type Outside struct {
 	skipped []string
 	// dangled are the grants ReportDangling reported in this pass.
 	dangled []string
+	// gate, when set, stands before and after every call (WithCallGate).
+	gate CallGate
 }
 
 type outsideEntry struct {

@@ -121,3 +121,95 @@ func TestHarnessSeesBrokenPlugins(t *testing.T) {
 		})
 	}
 }
+
+// store is an outside system that holds named items, per namespace.
+type store struct {
+	mu    sync.Mutex
+	items map[string][]string
+}
+
+func (s *store) add(namespace, item string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.items == nil {
+		s.items = map[string][]string{}
+	}
+	s.items[namespace] = append(s.items[namespace], item)
+}
+
+func (s *store) observe(_ context.Context, namespace string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return map[string]string{"items": fmt.Sprint(len(s.items[namespace]))}, nil
+}
+
+// doubling adds an item to the store in a call that is not idempotent: a
+// call made whose answer was lost is made again, and the store holds two.
+func doubling(s *store) plugins.Definition {
+	return plugins.Definition{
+		Plugin: plugins.Funcs{KindName: "doubling",
+			ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				ns := plugins.Namespace(req.Profile)
+				_, err := req.Outside.Ensure(ctx, "Store", "item", 1, func(context.Context) error {
+					s.add(ns, "item")
+					return nil
+				})
+				return plugins.Result{}, err
+			},
+		},
+		OutsideState: true,
+	}
+}
+
+// trusting records its item before the call and takes a recorded item for
+// made: a call refused after the record never happens.
+func trusting(s *store) plugins.Definition {
+	return plugins.Definition{
+		Plugin: plugins.Funcs{KindName: "trusting",
+			ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				ns := plugins.Namespace(req.Profile)
+				recorded, err := req.Outside.Recorded(ctx)
+				if err != nil || len(recorded) > 0 {
+					return plugins.Result{}, err
+				}
+				if err := req.Outside.Intend(ctx, "item"); err != nil {
+					return plugins.Result{}, err
+				}
+				return plugins.Result{}, req.Outside.Call(ctx, "Store", func(context.Context) error {
+					s.add(ns, "item")
+					return nil
+				})
+			},
+		},
+		OutsideState: true,
+	}
+}
+
+// TestHarnessSeesBrokenOutsideCalls: a lost answer makes the
+// non-idempotent call twice, and a refused call never happens for the
+// plugin that trusts its record over the system.
+func TestHarnessSeesBrokenOutsideCalls(t *testing.T) {
+	h := plugintest.Harness{Client: env.Client}
+	for _, tt := range []struct {
+		pattern string
+		run     func(plugintest.T, plugintest.Scenario) plugintest.Plans
+		broken  func(*store) plugins.Definition
+	}{
+		{"lost", h.LoseEveryOutsideAnswer, doubling},
+		{"refused", h.FailEveryOutsideCall, trusting},
+	} {
+		t.Run(tt.pattern, func(t *testing.T) {
+			st := &store{}
+			s := &spy{T: t}
+			def := tt.broken(st)
+			plans := tt.run(s, plugintest.Scenario{Def: def, Steps: []plugintest.Step{{Name: "create"}}, Observe: st.observe})
+			if plans.Failed == 0 || len(s.errors) == 0 {
+				t.Fatalf("%s plans of %s: %d run, none failed; the harness did not see the bug", tt.pattern, def.Kind(), plans.Run)
+			}
+			if !strings.Contains(s.errors[0], "liveness") || !strings.Contains(s.errors[0], "observed items") {
+				t.Errorf("the finding names no liveness violation of the store:\n%s", s.errors[0])
+			}
+			t.Logf("%s: %d of %d plans failed; first finding:\n%s", def.Kind(), plans.Failed, plans.Run, s.errors[0])
+		})
+	}
+}

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -68,8 +69,8 @@ type Plans struct{ Run, Failed int }
 // touch an object that neither the step before nor the step after holds.
 func (h Harness) CrashAfterEveryWrite(t T, sc Scenario) Plans {
 	t.Helper()
-	return h.each(t, sc, "crash", func(ctx context.Context, r *run, k int, rec *recorder) error {
-		_ = r.pass(ctx, h.Client, rec.wrap(h.Client, k, nil)) // the process stops: its error goes with it
+	return h.each(t, sc, "crash", anyWrite, func(ctx context.Context, r *run, k int, rec *recorder) error {
+		_ = r.pass(ctx, h.Client, rec, perturbation{allow: k}) // the process stops: its error goes with it
 		return nil
 	})
 }
@@ -82,27 +83,75 @@ func (h Harness) CrashAfterEveryWrite(t T, sc Scenario) Plans {
 // same invariants hold as for CrashAfterEveryWrite.
 func (h Harness) StaleAtEveryWrite(t T, sc Scenario) Plans {
 	t.Helper()
-	return h.each(t, sc, "stale", func(ctx context.Context, r *run, k int, rec *recorder) error {
+	return h.each(t, sc, "stale", anyWrite, func(ctx context.Context, r *run, k int, rec *recorder) error {
 		var snap []client.Object
 		var snapErr error
-		if err := r.pass(ctx, h.Client, rec.wrap(h.Client, -1, func(i int) {
+		if err := r.pass(ctx, h.Client, rec, perturbation{allow: -1, before: func(i int) {
 			if i == k {
 				snap, snapErr = r.snapshot(ctx)
 			}
-		})); err != nil {
+		}}); err != nil {
 			return fmt.Errorf("the pass before the stale one: %w", err)
 		}
 		if snapErr != nil {
 			return snapErr
 		}
 		stale := fake.NewClientBuilder().WithScheme(h.Client.Scheme()).WithObjects(snap...).Build()
-		_ = r.pass(ctx, stale, rec.wrap(h.Client, -1, nil)) // decided from the stale view; its error is retried
+		_ = r.pass(ctx, stale, rec, whole) // decided from the stale view; its error is retried
 		return nil
 	})
 }
 
-// each runs one plan per step and write of the baseline.
-func (h Harness) each(t T, sc Scenario, pattern string, perturb func(ctx context.Context, r *run, k int, rec *recorder) error) Plans {
+// anyWrite takes every write and outside call.
+func anyWrite(Write) bool { return true }
+
+// outsideCall takes the outside calls alone.
+func outsideCall(w Write) bool { return w.Verb == "call" }
+
+// errRefused and errLost are the outside system's failures a plan makes.
+var (
+	errRefused = errors.New("plugintest: connection refused before the call reached the system")
+	errLost    = errors.New("plugintest: the call was made and its answer lost")
+)
+
+// FailEveryOutsideCall runs, for every outside call k of each step's first
+// pass, a plan in which that call fails before it reaches the system (a
+// connection refused, a timeout), and the pass goes on as the plugin
+// lets it; then the step runs to quiet. The invariants of
+// CrashAfterEveryWrite hold.
+func (h Harness) FailEveryOutsideCall(t T, sc Scenario) Plans {
+	t.Helper()
+	return h.each(t, sc, "refused", outsideCall, func(ctx context.Context, r *run, k int, rec *recorder) error {
+		_ = r.pass(ctx, h.Client, rec, perturbation{allow: -1, fail: func(i int, made bool) error {
+			if i == k && !made {
+				return errRefused
+			}
+			return nil
+		}})
+		return nil
+	})
+}
+
+// LoseEveryOutsideAnswer runs, for every outside call k of each step's
+// first pass, a plan in which the call is made and succeeds but the
+// plugin sees a failure (the ambiguous write: a reset connection, a
+// timeout after the server acted); then the step runs to quiet. The
+// invariants of CrashAfterEveryWrite hold.
+func (h Harness) LoseEveryOutsideAnswer(t T, sc Scenario) Plans {
+	t.Helper()
+	return h.each(t, sc, "lost", outsideCall, func(ctx context.Context, r *run, k int, rec *recorder) error {
+		_ = r.pass(ctx, h.Client, rec, perturbation{allow: -1, fail: func(i int, made bool) error {
+			if i == k && made {
+				return errLost
+			}
+			return nil
+		}})
+		return nil
+	})
+}
+
+// each runs one plan per step and write of the baseline that at takes.
+func (h Harness) each(t T, sc Scenario, pattern string, at func(Write) bool, perturb func(ctx context.Context, r *run, k int, rec *recorder) error) Plans {
 	t.Helper()
 	ctx := t.Context()
 	base, err := h.baseline(ctx, sc)
@@ -112,6 +161,9 @@ func (h Harness) each(t T, sc Scenario, pattern string, perturb func(ctx context
 	var plans Plans
 	for s, step := range sc.Steps {
 		for k := range base.writes[s] {
+			if !at(base.writes[s][k]) {
+				continue
+			}
 			if testing.Short() && k > 0 && k < len(base.writes[s])-1 {
 				continue // the first and the last write of each step
 			}
@@ -174,13 +226,16 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, s, k int, plan string, p
 	if s > 0 {
 		allowed = names(base.states[s-1], base.states[s])
 	}
+	for _, k := range sc.Touches {
+		allowed[k] = true
+	}
 	all := rec.writes
 	for _, p := range passes {
 		all = append(all, p...)
 	}
 	for _, w := range all {
-		if w.Verb == "deletecollection" || w.Kind == "ConfigMap" && w.Namespace == h.recordsNamespace() {
-			continue // by label, ours alone; the outside-state record
+		if w.Verb == "deletecollection" || w.Verb == "call" || w.Kind == "ConfigMap" && w.Namespace == h.recordsNamespace() {
+			continue // by label, ours alone; an outside call (Observe holds its result); the outside-state record
 		}
 		key := w.Kind + " " + r.generic(w.Namespace+"/"+w.Name)
 		if !allowed[key] {

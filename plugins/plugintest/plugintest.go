@@ -51,6 +51,18 @@ type Scenario struct {
 	// namespace itself (core); otherwise the harness makes it, as the
 	// upstream controller or core would.
 	MakesNamespace bool
+	// Setup, when set, makes what the plugin expects in a new Profile's
+	// namespace, such as the service accounts a cloud identity plugin
+	// annotates.
+	Setup func(ctx context.Context, c client.Client, namespace string) error
+	// Observe, when set, returns what the plugin made true beyond its
+	// objects for the Profile of namespace (an outside system's state, the
+	// annotations it owns on objects it does not), compared after every
+	// plan like its objects.
+	Observe func(ctx context.Context, namespace string) (map[string]string, error)
+	// Touches are the objects the plugin may write although it does not
+	// own them (the objects it annotates), as "Kind <profile>/name".
+	Touches []string
 }
 
 // Step is one change of the Profile.
@@ -58,7 +70,9 @@ type Step struct {
 	// Name says what the step does, for messages.
 	Name string
 	// Spec is the plugin's spec.plugins entry after the step (marshalled to
-	// JSON; nil lists the plugin without a spec).
+	// JSON; nil lists the plugin without a spec). {{ .Profile }} in it
+	// stands for the run's Profile name, as for an outside identity made
+	// for each run.
 	Spec any
 	// Remove drops the plugin from spec.plugins: the passes revoke.
 	Remove bool
@@ -104,6 +118,11 @@ func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, 
 	if err := h.Client.Create(ctx, p); err != nil {
 		return nil, err
 	}
+	if sc.Setup != nil {
+		if err := sc.Setup(ctx, h.Client, name); err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+	}
 	return &run{h: h, sc: sc, profile: p, records: outside.NewRecords()}, nil
 }
 
@@ -127,20 +146,34 @@ func (r *run) set(s Step) error {
 		if err != nil {
 			return err
 		}
+		raw = []byte(strings.ReplaceAll(string(raw), "{{ .Profile }}", r.profile.Name))
 		entry.Spec = &runtime.RawExtension{Raw: raw}
 	}
 	r.profile.Spec.Plugins = append(r.profile.Spec.Plugins, entry)
 	return nil
 }
 
+// perturbation is what one pass suffers: the writes and outside calls it
+// may make before the host stops (all when negative), a hook before write
+// i, and a failure of outside call i before or after it is made.
+type perturbation struct {
+	allow  int
+	before func(i int)
+	fail   func(i int, made bool) error
+}
+
+// whole is a pass that nothing perturbs.
+var whole = perturbation{allow: -1}
+
 // pass runs one pass of the plugin for the Profile as a host does: a fresh
 // Applier and outside-state record, reading through reads (the host's
-// cache) and writing through writes, then the record written.
-func (r *run) pass(ctx context.Context, reads client.Reader, writes client.Client) error {
+// cache) and writing to the API server, then the record written. rec
+// records its writes and outside calls, perturbed as pt says.
+func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt perturbation) error {
 	def := r.sc.Def
-	c := split{Client: writes, reads: reads}
+	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads}
 	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
-		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records))
+		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records), outside.WithCallGate(rec.outside(pt.allow, pt.before, pt.fail)))
 	req := plugins.Request{
 		Profile:   r.profile,
 		Client:    c,
@@ -165,15 +198,23 @@ func (r *run) pass(ctx context.Context, reads client.Reader, writes client.Clien
 }
 
 // quiet runs passes, each with a fresh process state and reading from the
-// API server, until one writes nothing. It returns the writes of every
-// pass, and fails when the plugin does not settle or its last pass fails.
+// API server, until one writes nothing: for a plugin the Profile lists.
+// A host revokes a plugin the Profile no longer lists until a Revoke
+// succeeds, and then no more; such a run ends with that pass. It returns
+// the writes of every pass, and fails when the plugin does not settle or
+// its last pass fails.
 func (r *run) quiet(ctx context.Context) ([][]Write, error) {
 	var passes [][]Write
+	var err error
+	revoking := !plugins.Listed(r.profile, r.sc.Def.Kind())
 	for range maxPasses {
 		r.records = outside.NewRecords()
 		rec := &recorder{}
-		err := r.pass(ctx, r.h.Client, rec.wrap(r.h.Client, -1, nil))
+		err = r.pass(ctx, r.h.Client, rec, whole)
 		passes = append(passes, rec.writes)
+		if revoking && err == nil {
+			return passes, nil
+		}
 		if len(rec.writes) == 0 {
 			if err != nil {
 				return passes, fmt.Errorf("the pass that wrote nothing failed: %w", err)
@@ -181,7 +222,7 @@ func (r *run) quiet(ctx context.Context) ([][]Write, error) {
 			return passes, nil
 		}
 	}
-	return passes, fmt.Errorf("not quiet after %d passes; the last wrote %v", maxPasses, passes[len(passes)-1])
+	return passes, fmt.Errorf("not quiet after %d passes; the last wrote %v and failed with %v", maxPasses, passes[len(passes)-1], err)
 }
 
 // state is what the plugin holds for the Profile: every object of its
@@ -202,6 +243,15 @@ func (r *run) state(ctx context.Context) (map[string]string, error) {
 			}
 			key := gvk.Kind + " " + r.generic(u.GetNamespace()+"/"+u.GetName())
 			out[key] = r.generic(normalized(u))
+		}
+	}
+	if r.sc.Observe != nil {
+		seen, err := r.sc.Observe(ctx, r.profile.Name)
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		for k, v := range seen {
+			out["observed "+r.generic(k)] = r.generic(v)
 		}
 	}
 	return out, nil

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Write is one write request a pass sent to the API server.
@@ -35,6 +37,48 @@ type recorder struct {
 	writes []Write
 }
 
+// take records w unless the crash came before it.
+func (r *recorder) take(w Write, allow int, before func(i int)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if allow >= 0 && len(r.writes) >= allow {
+		return errCrashed
+	}
+	if before != nil {
+		before(len(r.writes))
+	}
+	r.writes = append(r.writes, w)
+	return nil
+}
+
+// outside returns the gate that records each outside call as a write of
+// verb "call" and kind the system, in the same sequence as the API
+// server's writes, under the same crash. fail, when set, may replace the
+// result of call i: before it is made (made false) or after (made true).
+func (r *recorder) outside(allow int, before func(i int), fail func(i int, made bool) error) outside.CallGate {
+	var index int
+	return outside.CallGate{
+		Before: func(system string) error {
+			if err := r.take(Write{Verb: "call", Kind: system}, allow, before); err != nil {
+				return err
+			}
+			r.mu.Lock()
+			index = len(r.writes) - 1
+			r.mu.Unlock()
+			if fail != nil {
+				return fail(index, false)
+			}
+			return nil
+		},
+		After: func(system string, err error) error {
+			if fail != nil && err == nil {
+				return fail(index, true)
+			}
+			return err
+		},
+	}
+}
+
 // wrap returns c with every write recorded. After allow writes (none
 // when allow is negative) every further write fails with errCrashed and
 // is not sent. before, when set, runs before each write is sent, with its
@@ -49,16 +93,7 @@ func (r *recorder) wrap(cl client.Client, allow int, before func(i int)) client.
 		if o, ok := obj.(client.Object); ok {
 			w.Namespace, w.Name = o.GetNamespace(), o.GetName()
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if allow >= 0 && len(r.writes) >= allow {
-			return errCrashed
-		}
-		if before != nil {
-			before(len(r.writes))
-		}
-		r.writes = append(r.writes, w)
-		return nil
+		return r.take(w, allow, before)
 	}
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
