@@ -86,28 +86,22 @@ func scenarios(t *testing.T) []plugintest.Scenario {
 	}
 }
 
-func TestBuiltinPluginsSurviveACrashAfterEveryWrite(t *testing.T) {
+// TestBuiltinPluginsSurviveCrashesAndStaleViews runs every plan of both
+// patterns for each object-writing plugin.
+func TestBuiltinPluginsSurviveCrashesAndStaleViews(t *testing.T) {
 	h := plugintest.Harness{Client: env.Client}
-	for _, sc := range scenarios(t) {
-		t.Run(sc.Def.Kind(), func(t *testing.T) {
-			plans := h.CrashAfterEveryWrite(t, sc)
-			t.Logf("%s: %d crash plans, %d failed", sc.Def.Kind(), plans.Run, plans.Failed)
-			if plans.Run == 0 {
-				t.Error("no plan ran: the scenario writes nothing")
-			}
-		})
-	}
-}
-
-func TestBuiltinPluginsSurviveAStaleViewAtEveryWrite(t *testing.T) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, sc := range scenarios(t) {
-		t.Run(sc.Def.Kind(), func(t *testing.T) {
-			plans := h.StaleAtEveryWrite(t, sc)
-			t.Logf("%s: %d stale plans, %d failed", sc.Def.Kind(), plans.Run, plans.Failed)
-			if plans.Run == 0 {
-				t.Error("no plan ran: the scenario writes nothing")
-			}
-		})
+	for _, pattern := range []struct {
+		name string
+		run  func(plugintest.T, plugintest.Scenario) plugintest.Plans
+	}{{"crash", h.CrashAfterEveryWrite}, {"stale", h.StaleAtEveryWrite}} {
+		for _, sc := range scenarios(t) {
+			t.Run(pattern.name+"/"+sc.Def.Kind(), func(t *testing.T) {
+				plans := pattern.run(t, sc)
+				t.Logf("%s: %d %s plans, %d failed", sc.Def.Kind(), plans.Run, pattern.name, plans.Failed)
+				if plans.Run == 0 {
+					t.Error("no plan ran: the scenario writes nothing")
+				}
+			})
+		}
 	}
 }
