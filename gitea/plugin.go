@@ -117,32 +117,12 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			continue
 		}
 		if !wanted[AppName(in.Name)] {
-			if !hasSecret && !recorded[stateKey(in)] {
-				continue
-			}
-			if req.Retention != plugins.RetentionDelete {
-				if !hasSecret {
-					continue
-				}
-				// The database stays, and so does its password.
-				objs = append(objs, in.secret(ns, pw))
-				continue
-			}
-			srv, err := p.server(ctx, req.Client, in, o.Offline())
+			kept, err := p.letGo(ctx, req, o, in, pw, hasSecret, recorded[stateKey(in)], &res)
 			if err != nil {
 				errs = append(errs, err)
-				continue
 			}
-			if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-				ch, err := srv.Drop(ctx, spec, pw)
-				res.Changes = append(res.Changes, ch...)
-				return err
-			}); err != nil {
-				errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
-				continue
-			}
-			if err := o.Forget(ctx, stateKey(in)); err != nil {
-				errs = append(errs, err)
+			if kept != nil {
+				objs = append(objs, kept)
 			}
 			continue
 		}
@@ -236,6 +216,35 @@ func (w work) lostSecret(ctx context.Context, o plugins.Outside, spec DatabaseSp
 	}
 	_, err := planEnsure(cat, spec, claim{password: true, setPassword: true})
 	return true, err
+}
+
+// letGo lets go of instance in, which the Profile no longer runs: its
+// database, role and Secret stay, unless retention is Delete; then its
+// connections are terminated, database and role dropped, and the record
+// forgets them. It returns the Secret to keep, if any. An instance with
+// neither a Secret nor a record was never made for the Profile.
+func (p Plugin) letGo(ctx context.Context, req plugins.Request, o plugins.Outside, in Instance, pw string, hasSecret, recorded bool, res *plugins.Result) (runtime.ApplyConfiguration, error) {
+	switch {
+	case !hasSecret && !recorded:
+		return nil, nil
+	case req.Retention != plugins.RetentionDelete && !hasSecret:
+		return nil, nil
+	case req.Retention != plugins.RetentionDelete:
+		// The database stays, and so does its password.
+		return in.secret(plugins.Namespace(req.Profile), pw), nil
+	}
+	srv, err := p.server(ctx, req.Client, in, o.Offline())
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
+		ch, err := srv.Drop(ctx, in.target(req.Profile), pw)
+		res.Changes = append(res.Changes, ch...)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("instance %s: %w", in.Name, err)
+	}
+	return nil, o.Forget(ctx, stateKey(in))
 }
 
 // begin returns a pass's config and outside-state record.

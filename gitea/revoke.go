@@ -3,7 +3,6 @@ package gitea
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -21,7 +20,6 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	ns := plugins.Namespace(req.Profile)
 	recorded, err := recordedSet(ctx, o, req.Retention)
 	if err != nil {
 		return plugins.Result{}, err
@@ -35,30 +33,12 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			errs = append(errs, err)
 			continue
 		}
-		if !hasSecret && !recorded[stateKey(in)] {
-			continue
-		}
-		if req.Retention != plugins.RetentionDelete {
-			if hasSecret {
-				keep = append(keep, in.secret(ns, pw))
-			}
-			continue
-		}
-		srv, err := p.server(ctx, req.Client, in, o.Offline())
+		kept, err := p.letGo(ctx, req, o, in, pw, hasSecret, recorded[stateKey(in)], &res)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-			ch, err := srv.Drop(ctx, in.target(req.Profile), pw)
-			res.Changes = append(res.Changes, ch...)
-			return err
-		}); err != nil {
-			errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
-			continue
-		}
-		if err := o.Forget(ctx, stateKey(in)); err != nil {
-			errs = append(errs, err)
+		if kept != nil {
+			keep = append(keep, kept)
 		}
 	}
 	if len(errs) > 0 {
