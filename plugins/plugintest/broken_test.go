@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -95,6 +96,41 @@ func renaming() plugins.Definition {
 	}
 }
 
+// restless writes its config and then its data; a pass that finds the
+// config without the data stamps the config with the time instead of
+// writing the data. A host that stops between the two writes rewrites the
+// config on every resync from then on.
+func restless() plugins.Definition {
+	return plugins.Definition{
+		Plugin: plugins.Funcs{KindName: "restless",
+			ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				ns := plugins.Namespace(req.Profile)
+				err := req.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "config"}, &corev1.ConfigMap{})
+				if err == nil {
+					if err := req.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+						return plugins.Result{}, err
+					}
+					return req.Objects.Apply(ctx, corev1ac.ConfigMap("config", ns).WithData(map[string]string{"stamp": time.Now().String()}))
+				}
+				if !apierrors.IsNotFound(err) {
+					return plugins.Result{}, err
+				}
+				res, err := req.Objects.Apply(ctx, corev1ac.ConfigMap("config", ns))
+				if err != nil {
+					return res, err
+				}
+				more, err := req.Objects.Apply(ctx, corev1ac.ConfigMap("data", ns))
+				res.Merge(more)
+				return res, err
+			},
+			RevokeFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				return req.Objects.DeleteAll(ctx)
+			},
+		},
+		Owns: []schema.GroupVersionKind{configMaps},
+	}
+}
+
 // TestHarnessSeesBrokenPlugins: each pattern flags the plugin broken for
 // it, with the plan that shows it, and passes the other.
 func TestHarnessSeesBrokenPlugins(t *testing.T) {
@@ -107,8 +143,9 @@ func TestHarnessSeesBrokenPlugins(t *testing.T) {
 	}{
 		{"crash", h.CrashAfterEveryWrite, halfDone(), "liveness"},
 		{"stale", h.StaleAtEveryWrite, renaming(), "safety"},
+		{"crash", h.CrashAfterEveryWrite, restless(), "not quiet after 6 passes"},
 	} {
-		t.Run(tt.pattern, func(t *testing.T) {
+		t.Run(tt.pattern+"/"+tt.broken.Kind(), func(t *testing.T) {
 			s := &spy{T: t}
 			plans := tt.run(s, plugintest.Scenario{Def: tt.broken, Steps: brokenSteps})
 			if plans.Failed == 0 || len(s.errors) == 0 {

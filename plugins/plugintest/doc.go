@@ -1,30 +1,57 @@
 // Package plugintest tests a plugin the way the research on controller
-// reliability does (Sieve, OSDI 2022; Acto, SOSP 2023): it runs a
-// scenario of one Profile without perturbation, records every write each
-// pass sends, and then runs one plan per write in which the host stops
-// right after it (CrashAfterEveryWrite) or the next pass decides from a
-// cache that has not seen it (StaleAtEveryWrite), and one plan per call
-// to an outside system in which the call fails before it is made
-// (FailEveryOutsideCall) or is made and its answer lost
-// (LoseEveryOutsideAnswer). After every plan the
-// plugin must hold what the unperturbed run holds, settle within a few
-// passes, and never have touched an object that neither the step before
-// nor the step after holds. A failing plan prints the line that reruns it.
+// reliability does (Sieve, OSDI 2022; Acto, SOSP 2023). It runs a
+// scenario of one Profile (steps that set, change and remove the plugin's
+// spec, add it again, and delete the Profile) without perturbation,
+// records every write each pass sends to the API server and every call it
+// makes to an outside system, and then runs one plan per write:
+//
+//   - intermediate state ([Harness.CrashAfterEveryWrite]): the host stops
+//     right after write k and starts again with nothing of the last
+//     process;
+//   - stale state ([Harness.StaleAtEveryWrite]): the next pass, a second
+//     replica's, decides from a cache that holds nothing written from
+//     write k on, the outside-state records included;
+//   - unobserved state ([Harness.UnobservedAtEveryWrite]): the event of
+//     write k never reaches the cache; and two changes of the Profile come
+//     as one, so that the host never sees a step;
+//   - outside failures ([Harness.FailEveryOutsideCall],
+//     [Harness.LoseEveryOutsideAnswer]): call k is refused before it is
+//     made, or made and its answer lost.
+//
+// After every plan the plugin must hold what the unperturbed run holds
+// (liveness: its objects, and the outside state [Scenario.Observe]
+// reports) and settle within a few passes, the last of which writes
+// nothing (bounded cost). At every moment of the plan, after each write,
+// it may not have touched an object that neither the step before nor the
+// step after holds, given a grant (a RoleBinding subject, an
+// AuthorizationPolicy rule, what [Scenario.Grants] reports) that neither
+// gives, or deleted user data ([Scenario.Data]) the step keeps (safety).
+// A deleted Profile may leave only what the garbage collector takes and
+// retained data. A failing plan prints the line that reruns it; -short
+// runs the first and the last write of each step.
 //
 // A plugin of your own gets the same proof from its tests:
 //
-//	func TestCrashSafe(t *testing.T) {
+//	func TestWelcomeSurvivesEveryPerturbation(t *testing.T) {
 //		h := plugintest.Harness{Client: env.Client}
-//		h.CrashAfterEveryWrite(t, plugintest.Scenario{
-//			Def:   welcome.Definition(),
-//			Steps: []plugintest.Step{{Name: "create"}, {Name: "change", Spec: map[string]any{"message": "hi"}}, {Name: "remove", Remove: true}},
-//		})
+//		sc := plugintest.Scenario{Def: welcome.Definition(), Steps: []plugintest.Step{
+//			{Name: "create"}, {Name: "change", Spec: map[string]any{"message": "hi"}},
+//			{Name: "remove", Remove: true}, {Name: "add again"}, {Name: "delete the Profile", Delete: true},
+//		}}
+//		for _, run := range []func(plugintest.T, plugintest.Scenario) plugintest.Plans{
+//			h.CrashAfterEveryWrite, h.StaleAtEveryWrite, h.UnobservedAtEveryWrite,
+//		} {
+//			if plans := run(t, sc); plans.Run+plans.Skipped == 0 {
+//				t.Error("no plan ran: the scenario writes nothing")
+//			}
+//		}
 //	}
 //
 // # Stability
 //
 // Experimental, and free to change in a minor release: [Harness] with
 // [Harness.CrashAfterEveryWrite], [Harness.StaleAtEveryWrite],
-// [Harness.FailEveryOutsideCall] and [Harness.LoseEveryOutsideAnswer];
+// [Harness.UnobservedAtEveryWrite], [Harness.FailEveryOutsideCall] and
+// [Harness.LoseEveryOutsideAnswer];
 // [Scenario], [Step], [Plans], [Write], [T] and [PlanEnv].
 package plugintest

@@ -16,10 +16,14 @@ import (
 )
 
 // baseline is a scenario run without perturbation: after each step, the
-// writes of its first pass and the state it settled in.
+// writes of its first pass, the state it settled in, the grants it gives
+// and the user data it keeps (generic), and what a deleted Profile left.
 type baseline struct {
-	writes []([]Write)
-	states []map[string]string
+	writes     []([]Write)
+	states     []map[string]string
+	grants     []map[string]bool
+	data       []map[string]string
+	leftBehind []string
 }
 
 // Baseline runs sc without perturbation and returns, for each step, the
@@ -30,8 +34,11 @@ func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
 		return nil, err
 	}
 	b := &baseline{}
-	for _, s := range sc.Steps {
-		if err := r.set(s); err != nil {
+	for i, s := range sc.Steps {
+		if s.Delete && i != len(sc.Steps)-1 {
+			return nil, fmt.Errorf("step %q deletes the Profile and is not the last", s.Name)
+		}
+		if err := r.set(ctx, s); err != nil {
 			return nil, err
 		}
 		passes, err := r.quiet(ctx)
@@ -46,8 +53,29 @@ func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
 		for i := range first {
 			first[i].Namespace = r.generic(first[i].Namespace)
 		}
+		grants, err := r.grants(ctx)
+		if err != nil {
+			return nil, err
+		}
+		data := map[string]string{}
+		if sc.Data != nil {
+			got, err := sc.Data(ctx, r.profile.Name)
+			if err != nil {
+				return nil, fmt.Errorf("data: %w", err)
+			}
+			for name, id := range got {
+				data[r.generic(name)] = id
+			}
+		}
 		b.writes = append(b.writes, first)
 		b.states = append(b.states, state)
+		b.grants = append(b.grants, grants)
+		b.data = append(b.data, data)
+		if s.Delete {
+			if b.leftBehind, err = r.leftBehind(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return b, nil
 }
@@ -57,8 +85,9 @@ func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
 // as a failing plan prints it.
 const PlanEnv = "PLUGINTEST_PLAN"
 
-// Plans counts the plans one pattern ran.
-type Plans struct{ Run, Failed int }
+// Plans counts the plans of one pattern: those run, those of them that
+// failed, and those left out (by -short, or by PlanEnv).
+type Plans struct{ Run, Failed, Skipped int }
 
 // CrashAfterEveryWrite runs, for every step of sc and every write k of
 // that step's first pass, a plan in which the host stops right after k
@@ -151,58 +180,100 @@ func (h Harness) LoseEveryOutsideAnswer(t T, sc Scenario) Plans {
 }
 
 // each runs one plan per step and write of the baseline that at takes.
-func (h Harness) each(t T, sc Scenario, pattern string, at func(Write) bool, perturb func(ctx context.Context, r *run, k int, rec *recorder) error) Plans {
+func (h Harness) each(t T, sc Scenario, pattern string, at func(Write) bool, perturb perturber) Plans {
 	t.Helper()
-	ctx := t.Context()
-	base, err := h.baseline(ctx, sc)
+	base, plans := h.begin(t, sc, pattern)
+	h.eachWrite(t, sc, base, &plans, pattern, at, perturb)
+	return plans
+}
+
+// perturber perturbs the pass of a plan at write k, recording in rec.
+type perturber func(ctx context.Context, r *run, k int, rec *recorder) error
+
+// begin runs sc's baseline and reports what a deleted Profile left.
+func (h Harness) begin(t T, sc Scenario, pattern string) (*baseline, Plans) {
+	t.Helper()
+	base, err := h.baseline(t.Context(), sc)
 	if err != nil {
 		t.Fatalf("%s: %v", sc.Def.Kind(), err)
 	}
 	var plans Plans
+	if len(base.leftBehind) > 0 {
+		fail(t, sc.Def.Kind()+" "+pattern+" baseline", "left behind: the deleted Profile's plugin leaves what nothing takes:\n\t%s", strings.Join(base.leftBehind, "\n\t"))
+		plans.Failed++
+	}
+	return base, plans
+}
+
+// try runs the plan described by plan, unless PlanEnv picks others, and
+// counts it.
+func (p *Plans) try(plan string, run func() bool) {
+	if only := os.Getenv(PlanEnv); only != "" && !strings.Contains(plan, only) {
+		p.Skipped++
+		return
+	}
+	p.Run++
+	if !run() {
+		p.Failed++
+	}
+}
+
+// eachWrite runs one plan per step and write of base that at takes.
+func (h Harness) eachWrite(t T, sc Scenario, base *baseline, plans *Plans, pattern string, at func(Write) bool, perturb perturber) {
+	t.Helper()
 	for s, step := range sc.Steps {
 		for k := range base.writes[s] {
 			if !at(base.writes[s][k]) {
 				continue
 			}
 			if testing.Short() && k > 0 && k < len(base.writes[s])-1 {
+				plans.Skipped++
 				continue // the first and the last write of each step
 			}
 			plan := fmt.Sprintf("%s %s step %d (%s) write %d of %d: %s", sc.Def.Kind(), pattern, s, step.Name, k, len(base.writes[s]), base.writes[s][k])
-			if only := os.Getenv(PlanEnv); only != "" && !strings.Contains(plan, only) {
-				continue
-			}
-			plans.Run++
-			if !h.plan(t, sc, base, s, k, plan, perturb) {
-				plans.Failed++
-			}
+			plans.try(plan, func() bool { return h.plan(t, sc, base, point{s: s, from: s - 1, k: k, plan: plan}, perturb) })
 		}
 	}
-	return plans
+}
+
+// point is where a plan perturbs: step s, after the steps up to from ran
+// to quiet (from is s-1, or less when the steps between were never seen),
+// at write k of the step's first pass.
+type point struct {
+	s, from, k int
+	plan       string
 }
 
 // plan runs one plan and checks its invariants; it reports whether they
 // held.
-func (h Harness) plan(t T, sc Scenario, base *baseline, s, k int, plan string, perturb func(ctx context.Context, r *run, k int, rec *recorder) error) bool {
+func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb perturber) bool {
 	t.Helper()
 	ctx := t.Context()
+	plan, s := at.plan, at.s
 	r, err := h.newRun(ctx, sc, "plan")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range s {
-		if err := r.set(sc.Steps[i]); err != nil {
+		if err := r.set(ctx, sc.Steps[i]); err != nil {
 			t.Fatal(err)
+		}
+		if i > at.from {
+			continue // changed before the host saw it
 		}
 		if _, err := r.quiet(ctx); err != nil {
 			fail(t, plan, "step %d before the perturbation: %v", i, err)
 			return false
 		}
 	}
-	if err := r.set(sc.Steps[s]); err != nil {
+	if err := r.set(ctx, sc.Steps[s]); err != nil {
+		t.Fatal(err)
+	}
+	if r.watch, err = r.newWatch(ctx, base, at.from, s); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	if err := perturb(ctx, r, k, rec); err != nil {
+	if err := perturb(ctx, r, at.k, rec); err != nil {
 		fail(t, plan, "%v", err)
 		return false
 	}
@@ -212,6 +283,10 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, s, k int, plan string, p
 		return false
 	}
 	ok := true
+	for _, f := range r.watch.findings {
+		fail(t, plan, "safety: %s", f)
+		ok = false
+	}
 	state, err := r.state(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +298,8 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, s, k int, plan string, p
 	// Safety: every write names an object the step before or the step
 	// after holds; nothing else of the namespace is touched.
 	allowed := names(base.states[s])
-	if s > 0 {
-		allowed = names(base.states[s-1], base.states[s])
+	if at.from >= 0 {
+		allowed = names(base.states[at.from], base.states[s])
 	}
 	for _, k := range sc.Touches {
 		allowed[k] = true

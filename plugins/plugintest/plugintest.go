@@ -63,6 +63,24 @@ type Scenario struct {
 	// Touches are the objects the plugin may write although it does not
 	// own them (the objects it annotates), as "Kind <profile>/name".
 	Touches []string
+	// Grants, when set, returns the access the plugin gives in an outside
+	// system for the Profile of namespace (a role's trust, an IAM binding,
+	// a credential), one string per grant naming its principal. The
+	// harness adds the subjects of the RoleBindings and the rules of the
+	// AuthorizationPolicies the plugin owns. Checked after every write of a
+	// plan: no grant may appear that neither the step before nor the step
+	// after holds, not even for a moment.
+	Grants func(ctx context.Context, namespace string) ([]string, error)
+	// Data, when set, returns the user data the plugin keeps for the
+	// Profile of namespace (databases, containers, volumes) as name ->
+	// identity (a UID, an OID, a creation time: what changes when it is
+	// deleted and made again). Checked after every write of a plan: what
+	// the step keeps may not be deleted, not even to be made again.
+	Data func(ctx context.Context, namespace string) (map[string]string, error)
+	// Retained are the prefixes of the keys of Observe that may outlive
+	// the Profile: the user data the host's Retain policy keeps. Anything
+	// else Observe still reports after a Delete step is left behind.
+	Retained []string
 }
 
 // Step is one change of the Profile.
@@ -76,6 +94,11 @@ type Step struct {
 	Spec any
 	// Remove drops the plugin from spec.plugins: the passes revoke.
 	Remove bool
+	// Delete deletes the Profile, as the last step: a plugin with outside
+	// state revokes under its finalizer, with the Profile's spec; the
+	// garbage collector takes the rest, so everything the plugin still
+	// holds must carry an owner reference to the Profile.
+	Delete bool
 }
 
 // Harness runs scenarios against a real API server and checks what each
@@ -88,6 +111,10 @@ type Harness struct {
 	RecordsNamespace string
 }
 
+// holdFinalizer keeps a deleted Profile readable, as the plugins'
+// finalizers do on a host, so that a Delete step's passes see it.
+const holdFinalizer = plugins.FinalizerPrefix + "plugintest-hold"
+
 // maxPasses bounds a run to quiet: a plugin that still writes after so
 // many passes never settles.
 const maxPasses = 6
@@ -98,6 +125,8 @@ type run struct {
 	sc      Scenario
 	profile *kubeflowv1.Profile
 	records *outside.Records
+	// watch, when set, is checked after every write of every pass.
+	watch *watcher
 }
 
 // newRun makes a namespace and a Profile named for one run.
@@ -112,7 +141,7 @@ func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, 
 		}
 	}
 	p := &kubeflowv1.Profile{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{holdFinalizer}},
 		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "owner@example.org"}},
 	}
 	if err := h.Client.Create(ctx, p); err != nil {
@@ -134,7 +163,13 @@ func (h Harness) recordsNamespace() string {
 }
 
 // set makes the Profile what step s says.
-func (r *run) set(s Step) error {
+func (r *run) set(ctx context.Context, s Step) error {
+	if s.Delete {
+		if err := r.h.Client.Delete(ctx, r.profile); err != nil {
+			return err
+		}
+		return r.h.Client.Get(ctx, client.ObjectKeyFromObject(r.profile), r.profile)
+	}
 	kind := r.sc.Def.Kind()
 	r.profile.Spec.Plugins = slices.DeleteFunc(r.profile.Spec.Plugins, func(p kubeflowv1.Plugin) bool { return p.Kind == kind })
 	if s.Remove {
@@ -171,6 +206,13 @@ var whole = perturbation{allow: -1}
 // records its writes and outside calls, perturbed as pt says.
 func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt perturbation) error {
 	def := r.sc.Def
+	deleting := !r.profile.DeletionTimestamp.IsZero()
+	if deleting && def.Finalizer() == "" {
+		return nil // a host runs nothing: owner references hand the objects to the garbage collector
+	}
+	if r.watch != nil {
+		rec.after = func() { r.watch.check(ctx) }
+	}
 	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads}
 	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
 		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records), outside.WithCallGate(rec.outside(pt.allow, pt.before, pt.fail)))
@@ -183,12 +225,22 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 		Live:      r.h.Client,
 	}
 	var err error
-	if plugins.Listed(r.profile, def.Kind()) {
+	switch {
+	case deleting:
+		// As a host finalizes: the Profile's own spec, or the host's
+		// defaults when it no longer decodes.
+		if req.Config, err = def.Decode(r.sc.Defaults, r.profile); err != nil {
+			if req.Config, err = def.DecodeHostDefaults(r.sc.Defaults); err != nil {
+				return err
+			}
+		}
+		_, err = def.Plugin.Revoke(ctx, req)
+	case plugins.Listed(r.profile, def.Kind()):
 		if req.Config, err = def.Decode(r.sc.Defaults, r.profile); err != nil {
 			return err
 		}
 		_, err = def.Plugin.Apply(ctx, req)
-	} else {
+	default:
 		if req.Config, err = def.DecodeHostDefaults(r.sc.Defaults); err != nil {
 			return err
 		}
@@ -206,7 +258,7 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 func (r *run) quiet(ctx context.Context) ([][]Write, error) {
 	var passes [][]Write
 	var err error
-	revoking := !plugins.Listed(r.profile, r.sc.Def.Kind())
+	revoking := !plugins.Listed(r.profile, r.sc.Def.Kind()) || !r.profile.DeletionTimestamp.IsZero()
 	for range maxPasses {
 		r.records = outside.NewRecords()
 		rec := &recorder{}
@@ -226,9 +278,10 @@ func (r *run) quiet(ctx context.Context) ([][]Write, error) {
 }
 
 // state is what the plugin holds for the Profile: every object of its
-// kinds that carries its labels for the Profile, as JSON without what the
-// API server sets, with the Profile's name and UID replaced, by kind and
-// name.
+// kinds that carries its labels for the Profile (once the Profile is
+// deleted, those the garbage collector does not take), as JSON without
+// what the API server sets, with the Profile's name and UID replaced, by
+// kind and name.
 func (r *run) state(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for _, gvk := range r.sc.Def.Owns {
@@ -238,7 +291,7 @@ func (r *run) state(ctx context.Context) (map[string]string, error) {
 			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
 		for _, u := range list.Items {
-			if u.GetDeletionTimestamp() != nil {
+			if u.GetDeletionTimestamp() != nil || r.collected(u) {
 				continue
 			}
 			key := gvk.Kind + " " + r.generic(u.GetNamespace()+"/"+u.GetName())
@@ -255,6 +308,13 @@ func (r *run) state(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// collected reports whether the garbage collector takes u: the Profile is
+// deleted and u names it as its owner.
+func (r *run) collected(u unstructured.Unstructured) bool {
+	return !r.profile.DeletionTimestamp.IsZero() &&
+		slices.ContainsFunc(u.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == r.profile.UID })
 }
 
 // generic replaces the Profile's UID and name in s, so that two runs of a

@@ -35,6 +35,15 @@ var errCrashed = errors.New("plugintest: the host stopped before this write")
 type recorder struct {
 	mu     sync.Mutex
 	writes []Write
+	// after, when set, runs after each write and outside call is done.
+	after func()
+}
+
+// done runs after once a write or call has been made.
+func (r *recorder) done() {
+	if r.after != nil {
+		r.after()
+	}
 }
 
 // take records w unless the crash came before it.
@@ -71,6 +80,7 @@ func (r *recorder) outside(allow int, before func(i int), fail func(i int, made 
 			return nil
 		},
 		After: func(system string, err error) error {
+			r.done()
 			if fail != nil && err == nil {
 				return fail(index, true)
 			}
@@ -100,18 +110,21 @@ func (r *recorder) wrap(cl client.Client, allow int, before func(i int)) client.
 			if err := gate("create", obj); err != nil {
 				return err
 			}
+			defer r.done()
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			if err := gate("update", obj); err != nil {
 				return err
 			}
+			defer r.done()
 			return c.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if err := gate("patch", obj); err != nil {
 				return err
 			}
+			defer r.done()
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
@@ -123,18 +136,21 @@ func (r *recorder) wrap(cl client.Client, allow int, before func(i int)) client.
 			if err := gate("apply", o); err != nil {
 				return err
 			}
+			defer r.done()
 			return c.Apply(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if err := gate("delete", obj); err != nil {
 				return err
 			}
+			defer r.done()
 			return c.Delete(ctx, obj, opts...)
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
 			if err := gate("deletecollection", obj); err != nil {
 				return err
 			}
+			defer r.done()
 			return c.DeleteAllOf(ctx, obj, opts...)
 		},
 	})

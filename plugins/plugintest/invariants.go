@@ -1,0 +1,196 @@
+package plugintest
+
+// This file holds what must hold at every moment of a plan, not only at
+// its end: no grant beyond the steps' own, no user data deleted that the
+// step keeps; and what a deleted Profile may leave.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// watcher is checked after every write of a plan.
+type watcher struct {
+	r *run
+	// grants are the grants the step before or the step after holds, in
+	// the generic form.
+	grants map[string]bool
+	// data are the identities of the user data the step keeps, by name as
+	// the run sees it.
+	data map[string]string
+
+	mu       sync.Mutex
+	findings []string
+}
+
+// newWatch watches r through step s of base, from step from (none when
+// negative).
+func (r *run) newWatch(ctx context.Context, base *baseline, from, s int) (*watcher, error) {
+	w := &watcher{r: r, grants: map[string]bool{}, data: map[string]string{}}
+	for g := range base.grants[s] {
+		w.grants[g] = true
+	}
+	if from >= 0 {
+		for g := range base.grants[from] {
+			w.grants[g] = true
+		}
+	}
+	if r.sc.Data == nil {
+		return w, nil
+	}
+	data, err := r.sc.Data(ctx, r.profile.Name)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	for name, id := range data {
+		if _, kept := base.data[s][r.generic(name)]; kept {
+			w.data[name] = id
+		}
+	}
+	return w, nil
+}
+
+// check looks once; a violation is kept for the plan to report.
+func (w *watcher) check(ctx context.Context) {
+	var found []string
+	grants, err := w.r.grants(ctx)
+	if err != nil {
+		found = append(found, "grants: "+err.Error())
+	}
+	for g := range grants {
+		if !w.grants[g] {
+			found = append(found, "grant: "+g+" was given, which neither the step before nor this one gives")
+		}
+	}
+	if w.r.sc.Data != nil && len(w.data) > 0 {
+		data, err := w.r.sc.Data(ctx, w.r.profile.Name)
+		if err != nil {
+			found = append(found, "data: "+err.Error())
+		}
+		for name, id := range w.data {
+			switch now, ok := data[name]; {
+			case !ok:
+				found = append(found, "user data: "+w.r.generic(name)+" was deleted, which the step keeps")
+			case now != id:
+				found = append(found, "user data: "+w.r.generic(name)+" was deleted and made again ("+id+" became "+now+")")
+			}
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range found {
+		if !slices.Contains(w.findings, f) {
+			w.findings = append(w.findings, f)
+		}
+	}
+}
+
+// grants returns every grant the plugin gives for the Profile, in the
+// generic form: the subjects of its RoleBindings, the rules of its
+// AuthorizationPolicies, and what Scenario.Grants reports.
+func (r *run) grants(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, gvk := range r.sc.Def.Owns {
+		if gvk.Kind != "RoleBinding" && gvk.Kind != "AuthorizationPolicy" {
+			continue
+		}
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for _, u := range list.Items {
+			for _, g := range grantsOf(u) {
+				out[r.generic(g)] = true
+			}
+		}
+	}
+	if r.sc.Grants != nil {
+		gs, err := r.sc.Grants(ctx, r.profile.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gs {
+			out[r.generic(g)] = true
+		}
+	}
+	return out, nil
+}
+
+// grantsOf names the access u gives: one grant per subject of a
+// RoleBinding, one per rule of an AuthorizationPolicy (with its action and
+// selector, which decide what the rule admits).
+func grantsOf(u unstructured.Unstructured) []string {
+	name := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+	var out []string
+	switch u.GetKind() {
+	case "RoleBinding":
+		kind, _, _ := unstructured.NestedString(u.Object, "roleRef", "kind")
+		role, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
+		subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+		for _, s := range subjects {
+			out = append(out, fmt.Sprintf("%s: %s %s to %s", name, kind, role, compact(s)))
+		}
+	case "AuthorizationPolicy":
+		action, _, _ := unstructured.NestedString(u.Object, "spec", "action")
+		selector, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "selector")
+		rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+		for _, rule := range rules {
+			out = append(out, fmt.Sprintf("%s: %s for %s: %s", name, cmp.Or(action, "ALLOW"), compact(selector), compact(rule)))
+		}
+	}
+	return out
+}
+
+// compact is v as JSON.
+func compact(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// leftBehind returns what the plugin still holds for a deleted Profile
+// that nothing will take: an object without an owner reference to the
+// Profile (the garbage collector takes those that have one), and outside
+// state that is not retained user data.
+func (r *run) leftBehind(ctx context.Context) ([]string, error) {
+	var out []string
+	for _, gvk := range r.sc.Def.Owns {
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for _, u := range list.Items {
+			if !r.collected(u) && u.GetDeletionTimestamp() == nil {
+				out = append(out, gvk.Kind+" "+r.generic(u.GetNamespace()+"/"+u.GetName())+" has no owner reference to the Profile")
+			}
+		}
+	}
+	if r.sc.Observe == nil {
+		return out, nil
+	}
+	seen, err := r.sc.Observe(ctx, r.profile.Name)
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	for k := range seen {
+		if !slices.ContainsFunc(r.sc.Retained, func(p string) bool { return strings.HasPrefix(r.generic(k), p) }) {
+			out = append(out, "observed "+r.generic(k)+" outlives the Profile")
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
