@@ -77,9 +77,12 @@ type Scenario struct {
 	// deleted and made again). Checked after every write of a plan: what
 	// the step keeps may not be deleted, not even to be made again.
 	Data func(ctx context.Context, namespace string) (map[string]string, error)
-	// Retained are the prefixes of the keys of Observe that may outlive
-	// the Profile: the user data the host's Retain policy keeps. Anything
-	// else Observe still reports after a Delete step is left behind.
+	// Retained are the prefixes of the keys Observe returns (with the
+	// Profile's name as <profile>) that may
+	// outlive the Profile: the user data the host's Retain policy keeps,
+	// what lives in the Profile's namespace (which goes with it), and what
+	// Observe watches without the plugin owning it. Anything else Observe
+	// still reports after a Delete step is left behind.
 	Retained []string
 }
 
@@ -99,6 +102,20 @@ type Step struct {
 	// garbage collector takes the rest, so everything the plugin still
 	// holds must carry an owner reference to the Profile.
 	Delete bool
+	// Labels, when set, are the Profile's labels from this step on, for a
+	// plugin that selects Profiles by label.
+	Labels map[string]string
+	// Defaults, when set, are the host's defaults for the plugin from this
+	// step on: a change of the host's configuration.
+	Defaults []byte
+	// Change, when set, changes what else the plugin reads, before the
+	// step's passes, as a tenant or another controller would: a
+	// contributor's RoleBinding made, a source Secret rewritten.
+	Change func(ctx context.Context, c client.Client, namespace string) error
+	// Error, when set, is what the step's last pass fails with, as a
+	// documented False condition: the step is quiet when a pass writes
+	// nothing and fails with an error that holds this text.
+	Error string
 }
 
 // Harness runs scenarios against a real API server and checks what each
@@ -125,8 +142,16 @@ type run struct {
 	sc      Scenario
 	profile *kubeflowv1.Profile
 	records *outside.Records
+	// step is the step the Profile is at; defaults, the host's defaults
+	// then.
+	step     Step
+	defaults []byte
 	// watch, when set, is checked after every write of every pass.
 	watch *watcher
+	// reads are the kinds the run's passes read; views, those the
+	// scenario's baseline read, which a snapshot holds.
+	reads reads
+	views []read
 }
 
 // newRun makes a namespace and a Profile named for one run.
@@ -152,7 +177,7 @@ func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, 
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 	}
-	return &run{h: h, sc: sc, profile: p, records: outside.NewRecords()}, nil
+	return &run{h: h, sc: sc, profile: p, records: outside.NewRecords(), defaults: sc.Defaults}, nil
 }
 
 func (h Harness) recordsNamespace() string {
@@ -164,6 +189,18 @@ func (h Harness) recordsNamespace() string {
 
 // set makes the Profile what step s says.
 func (r *run) set(ctx context.Context, s Step) error {
+	r.step = s
+	if s.Defaults != nil {
+		r.defaults = s.Defaults
+	}
+	if s.Labels != nil {
+		r.profile.Labels = s.Labels
+	}
+	if s.Change != nil {
+		if err := s.Change(ctx, r.h.Client, r.profile.Name); err != nil {
+			return fmt.Errorf("step %q: change: %w", s.Name, err)
+		}
+	}
 	if s.Delete {
 		if err := r.h.Client.Delete(ctx, r.profile); err != nil {
 			return err
@@ -213,7 +250,7 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 	if r.watch != nil {
 		rec.after = func() { r.watch.check(ctx) }
 	}
-	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads}
+	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads, note: r.noteRead}
 	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
 		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records), outside.WithCallGate(rec.outside(pt.allow, pt.before, pt.fail)))
 	req := plugins.Request{
@@ -229,19 +266,19 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 	case deleting:
 		// As a host finalizes: the Profile's own spec, or the host's
 		// defaults when it no longer decodes.
-		if req.Config, err = def.Decode(r.sc.Defaults, r.profile); err != nil {
-			if req.Config, err = def.DecodeHostDefaults(r.sc.Defaults); err != nil {
+		if req.Config, err = def.Decode(r.defaults, r.profile); err != nil {
+			if req.Config, err = def.DecodeHostDefaults(r.defaults); err != nil {
 				return err
 			}
 		}
 		_, err = def.Plugin.Revoke(ctx, req)
 	case plugins.Listed(r.profile, def.Kind()):
-		if req.Config, err = def.Decode(r.sc.Defaults, r.profile); err != nil {
+		if req.Config, err = def.Decode(r.defaults, r.profile); err != nil {
 			return err
 		}
 		_, err = def.Plugin.Apply(ctx, req)
 	default:
-		if req.Config, err = def.DecodeHostDefaults(r.sc.Defaults); err != nil {
+		if req.Config, err = def.DecodeHostDefaults(r.defaults); err != nil {
 			return err
 		}
 		_, err = def.Plugin.Revoke(ctx, req)
@@ -268,7 +305,10 @@ func (r *run) quiet(ctx context.Context) ([][]Write, error) {
 			return passes, nil
 		}
 		if len(rec.writes) == 0 {
-			if err != nil {
+			switch {
+			case r.step.Error != "" && (err == nil || !strings.Contains(err.Error(), r.step.Error)):
+				return passes, fmt.Errorf("the pass that wrote nothing ended with %v, not with %q", err, r.step.Error)
+			case err != nil && r.step.Error == "":
 				return passes, fmt.Errorf("the pass that wrote nothing failed: %w", err)
 			}
 			return passes, nil

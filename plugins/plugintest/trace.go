@@ -168,17 +168,3 @@ type withWatch struct{ client.Client }
 func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("plugintest: no watch")
 }
-
-// split reads through reads and writes through its Client.
-type split struct {
-	client.Client
-	reads client.Reader
-}
-
-func (s split) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return s.reads.Get(ctx, key, obj, opts...)
-}
-
-func (s split) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return s.reads.List(ctx, list, opts...)
-}
