@@ -152,7 +152,17 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		case live != nil && live.Spec.VolumeName != "":
 			volumeName = live.Spec.VolumeName
 			pv := find(pvs, volumeName)
-			if pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != live.UID {
+			if pv == nil || pv.Spec.ClaimRef == nil {
+				break
+			}
+			if ref := pv.Spec.ClaimRef; ref.UID == "" && ref.Namespace == ns && ref.Name == live.Name {
+				// Reserved for the claim, which binds it in a moment; until
+				// then the volume may still show Released: never take the
+				// reservation back.
+				keep = append(keep, pv)
+				break
+			}
+			if pv.Spec.ClaimRef.UID != live.UID {
 				break
 			}
 			keep = append(keep, pv)
