@@ -147,17 +147,20 @@ func (p Plugin) stillGranted(ctx context.Context, gsa, member string) error {
 
 // revokeAll removes, from each Google service account, the members the
 // record says the plugin added for this Profile, except the keys in keep,
-// and forgets them: one policy write per account. Members recorded as
-// foreign, and keys that name no member of this Profile, are forgotten only.
+// and forgets them: one policy write per account. Keys that name no member
+// of this Profile are forgotten only. Keys of members recorded as foreign
+// stay, on every account (the record goes with the Profile): a later pass
+// that fails closed on the accounts the allowances name must still know
+// that those members are someone else's, or it would take them.
 func (p Plugin) revokeAll(ctx context.Context, req plugins.Request, cfg *Config, keep []string) (plugins.Result, error) {
 	var res plugins.Result
 	ns := plugins.Namespace(req.Profile)
 	// ours returns the account of a key the sweep handles and the members
-	// the key says the plugin added there for this Profile: none for a
-	// member recorded as foreign, or one that cannot be ours.
+	// the key says the plugin added there for this Profile: none for one
+	// that cannot be ours.
 	ours := func(k string) (gsa string, members []string, ok bool) {
 		prefix, gsa, member, ok := parseKey(k)
-		if !ok || slices.Contains(keep, k) {
+		if !ok || prefix == foreignPrefix || slices.Contains(keep, k) {
 			return "", nil, false
 		}
 		switch {

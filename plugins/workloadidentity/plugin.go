@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	iam "google.golang.org/api/iam/v1"
 
@@ -76,16 +75,14 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, cfg *Config, all
 
 // sweep removes our members from every account the record holds, then,
 // failing closed, the Profile's members that the record says nothing of
-// from each account in named. The foreign keys stay in the record (which
-// goes with the Profile): a pass that runs again must still know those
-// members are someone else's, or the fail-closed removal would take them.
+// from each account in named. The foreign keys stay in the record (see
+// revokeAll).
 func (p Plugin) sweep(ctx context.Context, req plugins.Request, cfg *Config, named []string, others *[]string) (plugins.Result, error) {
 	recorded, err := req.Outside.Recorded(ctx)
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	keep := slices.DeleteFunc(slices.Clone(recorded), func(k string) bool { return !strings.HasPrefix(k, foreignPrefix) })
-	res, err := p.revokeAll(ctx, req, cfg, keep)
+	res, err := p.revokeAll(ctx, req, cfg, nil)
 	errs := []error{err}
 	for _, gsa := range named {
 		errs = append(errs, p.revokeUnrecorded(ctx, req, cfg, gsa, recorded, others, &res))

@@ -13,16 +13,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/fakecloud"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 	"github.com/profilekit/profilekit/plugins/workloadidentity/iammock"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // membersOf lists each binding's role and members.
@@ -178,5 +181,53 @@ func TestRevokeOfADeletedProfileRunTwiceKeepsForeignMembers(t *testing.T) {
 		if !holdsMember(acct, member) {
 			t.Fatalf("after revoke %d of the deleted Profile, the member someone else granted is gone: %s", i+1, membersOf(acct.bindings()))
 		}
+	}
+}
+
+// TestForeignMemberStaysAfterTheProfileMovesOn: someone else let the
+// namespace's service account act as an account before the plugin did; the
+// Profile moves to another account and then stops listing the plugin. The
+// revoke, failing closed on every account the allowances name, still knows
+// that member for someone else's and leaves it.
+func TestForeignMemberStaysAfterTheProfileMovesOn(t *testing.T) {
+	const before, after = "team-before@proj-123.iam.gserviceaccount.com", "team-after@proj-123.iam.gserviceaccount.com"
+	name := "wi-move-" + rand.String(5)
+	member := workloadidentity.Member("proj-123.svc.id.goog", name, "default-editor")
+	srv, c := startGoogle(t, fakecloud.GooglePolicy{})
+	srv.AddAccount(workloadidentity.Resource("proj-123", before), fakecloud.GooglePolicy{Bindings: []fakecloud.GoogleBinding{
+		{Role: workloadidentity.RoleWorkloadIdentityUser, Members: []string{member}},
+	}})
+	srv.AddAccount(workloadidentity.Resource("proj-123", after), fakecloud.GooglePolicy{})
+	testhost.Start(t, env, testhost.Plugin{Def: workloadidentity.Definition(c), Options: []reconcilers.Option{
+		reconcilers.WithDefaults([]byte(`{"allowedIdentities":[{"identity":"` + before + `"},{"identity":"` + after + `"}]}`)),
+		// Profiles of other tests in this control plane are not this host's.
+		reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+	}})
+	holds := func(gsa string) bool {
+		return slices.ContainsFunc(srv.Policy(workloadidentity.Resource("proj-123", gsa)).Bindings, func(b fakecloud.GoogleBinding) bool {
+			return b.Role == workloadidentity.RoleWorkloadIdentityUser && slices.Contains(b.Members, member)
+		})
+	}
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"gcpServiceAccount":"`+before+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Spec.Plugins = []kubeflowv1.Plugin{entry(`{"gcpServiceAccount":"` + after + `"}`)}
+	})
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		return holds(after), "the member does not hold the role on " + after
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if !holds(before) {
+		t.Fatalf("the move took someone else's member off %s", before)
+	}
+
+	stopListing(t, name)
+	if holds(after) {
+		t.Errorf("the plugin's member outlives the revoke on %s", after)
+	}
+	if !holds(before) {
+		t.Errorf("the revoke took someone else's member off %s: %s", before, srv.Calls())
 	}
 }
