@@ -55,6 +55,11 @@ func (c *Config) appsConfig(p *kubeflowv1.Profile) *apps.Config {
 		ns = plugins.Namespace(p)
 	}
 	out := &apps.Config{ArgoCD: c.ArgoCD, Routing: c.Routing, RootURL: c.RootURL}
+	// The Profile enables instances by name; the apps plugin knows them by
+	// their app's name.
+	for _, n := range c.Enable {
+		out.Enable = append(out.Enable, AppName(n))
+	}
 	for _, in := range c.instances() {
 		out.Apps = append(out.Apps, in.app(ns))
 	}

@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -193,6 +195,22 @@ func TestOptInProvisionsEverythingAndResyncIsQuiet(t *testing.T) {
 			t.Error("opting in again changed the password")
 		}
 	})
+}
+
+// TestSpecEnablesAnInstance: a Profile without the opt-in label that
+// names the instance in its spec (enable) gets the instance.
+func TestSpecEnablesAnInstance(t *testing.T) {
+	start(t, opts{})
+	name := newName("gitea-spec")
+	raw, _ := json.Marshal(map[string]any{"enable": []string{"unclassified"}})
+	testhost.NewProfile(t, env.Client, name, nil, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: gitea.Kind}, Spec: &runtime.RawExtension{Raw: raw}})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	if _, ok := application(t, name); !ok {
+		t.Error("no Application for the instance the spec enables")
+	}
+	if db := gitea.Name(prefix, name); !roleExists(t, db) || !databaseExists(t, db) {
+		t.Errorf("no role or database %s for the instance the spec enables", db)
+	}
 }
 
 func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
