@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,6 +104,34 @@ func orphaning() plugins.Definition {
 	}
 }
 
+// sweeping makes its config and, on revoke, deletes every ConfigMap of
+// the names it uses, without the proof that they are its own (our
+// labels): a tenant's ConfigMap of such a name goes with them.
+func sweeping() plugins.Definition {
+	return plugins.Definition{
+		Plugin: plugins.Funcs{KindName: "sweeping",
+			ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				return req.Objects.Apply(ctx, corev1ac.ConfigMap("config", plugins.Namespace(req.Profile)))
+			},
+			RevokeFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				for _, name := range []string{"config", "notes"} {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: plugins.Namespace(req.Profile), Name: name}}
+					if err := client.IgnoreNotFound(req.Client.Delete(ctx, cm)); err != nil {
+						return plugins.Result{}, err
+					}
+				}
+				return plugins.Result{}, nil
+			},
+		},
+		Owns: []schema.GroupVersionKind{configMaps},
+	}
+}
+
+// tenantNotes makes the tenant's own ConfigMap "notes".
+func tenantNotes(ctx context.Context, c client.Client, namespace string) error {
+	return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "notes"}, Data: map[string]string{"todo": "write the thesis"}})
+}
+
 // dataUID names the tenant's data ConfigMap by its UID.
 func dataUID(ctx context.Context, namespace string) (map[string]string, error) {
 	var cm corev1.ConfigMap
@@ -116,8 +145,9 @@ func dataUID(ctx context.Context, namespace string) (map[string]string, error) {
 // TestHarnessSeesWhatHoldsOnlyForAMoment: the checks made after every
 // write flag a grant wider than either step's and user data made again,
 // though both plugins end right; the deleted Profile's check flags what
-// nothing takes; and a cache that missed one event makes the plugin that
-// decides from it write a copy.
+// nothing takes; the safety check, a sweep that deletes a tenant's object
+// of a name the plugin uses; and a cache that missed one event makes the
+// plugin that decides from it write a copy.
 func TestHarnessSeesWhatHoldsOnlyForAMoment(t *testing.T) {
 	h := plugintest.Harness{Client: env.Client}
 	for _, tt := range []struct {
@@ -134,6 +164,8 @@ func TestHarnessSeesWhatHoldsOnlyForAMoment(t *testing.T) {
 		{"left behind", h.CrashAfterEveryWrite, plugintest.Scenario{Def: orphaning(), Steps: []plugintest.Step{
 			{Name: "create"}, {Name: "delete the Profile", Delete: true},
 		}}, "left behind: the deleted Profile's plugin leaves what nothing takes:\n\tConfigMap <profile>/data has no owner reference to the Profile"},
+		{"a sweep without proof", h.CrashAfterEveryWrite, plugintest.Scenario{Def: sweeping(), Steps: brokenSteps, Setup: tenantNotes},
+			"safety: delete touched ConfigMap <profile>/notes, which neither the step before nor this one holds"},
 		{"a lost event", h.UnobservedAtEveryWrite, plugintest.Scenario{Def: renaming(), Steps: brokenSteps},
 			"safety: create touched ConfigMap <profile>/data-2"},
 	} {

@@ -28,30 +28,31 @@
 // gives, or deleted user data ([Scenario.Data]) the step keeps (safety).
 // A deleted Profile may leave only what the garbage collector takes and
 // retained data. A failing plan prints the line that reruns it; -short
-// runs the first and the last write of each step.
+// runs, for each step and pattern, the plans of the first and the last
+// write the pattern perturbs. A pass that says it waits for another
+// controller (Result.Waiting) is run again, as a host requeues it, after
+// [Scenario.Between] acts as that controller.
 //
-// A plugin of your own gets the same proof from its tests:
+// A plugin of your own gets the same proof from its tests, as
+// examples/custom-plugin's welcome plugin does:
 //
 //	func TestWelcomeSurvivesEveryPerturbation(t *testing.T) {
 //		h := plugintest.Harness{Client: env.Client}
-//		sc := plugintest.Scenario{Def: welcome.Definition(), Steps: []plugintest.Step{
-//			{Name: "create"}, {Name: "change", Spec: map[string]any{"message": "hi"}},
-//			{Name: "remove", Remove: true}, {Name: "add again"}, {Name: "delete the Profile", Delete: true},
-//		}}
-//		for _, run := range []func(plugintest.T, plugintest.Scenario) plugintest.Plans{
-//			h.CrashAfterEveryWrite, h.StaleAtEveryWrite, h.UnobservedAtEveryWrite,
-//		} {
-//			if plans := run(t, sc); plans.Run+plans.Skipped == 0 {
-//				t.Error("no plan ran: the scenario writes nothing")
-//			}
-//		}
+//		h.Survives(t, func(*testing.T) plugintest.Scenario {
+//			return plugintest.Scenario{Def: welcome.Definition(), Steps: []plugintest.Step{
+//				{Name: "create"}, {Name: "change", Spec: map[string]any{"message": "hi"}},
+//				{Name: "remove", Remove: true}, {Name: "add again"}, {Name: "delete the Profile", Delete: true},
+//			}}
+//		}, plugintest.ClusterPatterns...)
 //	}
 //
 // # Stability
 //
 // Experimental, and free to change in a minor release: [Harness] with
-// [Harness.CrashAfterEveryWrite], [Harness.StaleAtEveryWrite],
-// [Harness.UnobservedAtEveryWrite], [Harness.FailEveryOutsideCall] and
-// [Harness.LoseEveryOutsideAnswer];
-// [Scenario], [Step], [Plans], [Write], [T] and [PlanEnv].
+// [Harness.Survives], [Harness.CrashAfterEveryWrite],
+// [Harness.StaleAtEveryWrite], [Harness.UnobservedAtEveryWrite],
+// [Harness.FailEveryOutsideCall] and [Harness.LoseEveryOutsideAnswer];
+// [Pattern] with [Crash], [Stale], [Unobserved], [Refused], [Lost],
+// [ClusterPatterns] and [EveryPattern]; [Scenario], [Step], [Plans],
+// [Write], [T] and [PlanEnv].
 package plugintest

@@ -113,23 +113,5 @@ func irsaScenario(t *testing.T) plugintest.Scenario {
 }
 
 func TestIRSASurvivesEveryPerturbation(t *testing.T) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, tt := range []struct {
-		pattern string
-		run     func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{
-		{"crash", h.CrashAfterEveryWrite},
-		{"stale", h.StaleAtEveryWrite},
-		{"unobserved", h.UnobservedAtEveryWrite},
-		{"refused", h.FailEveryOutsideCall},
-		{"lost", h.LoseEveryOutsideAnswer},
-	} {
-		t.Run(tt.pattern, func(t *testing.T) {
-			plans := tt.run(t, irsaScenario(t))
-			t.Logf("irsa: %d %s plans, %d failed", plans.Run, tt.pattern, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran")
-			}
-		})
-	}
+	plugintest.Harness{Client: env.Client}.Survives(t, irsaScenario, plugintest.EveryPattern...)
 }

@@ -2,27 +2,12 @@ package plugintest
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
-	"github.com/profilekit/profilekit/plugins/apply"
-	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // T is what the harness needs of a test: a *testing.T.
@@ -77,6 +62,19 @@ type Scenario struct {
 	// deleted and made again). Checked after every write of a plan: what
 	// the step keeps may not be deleted, not even to be made again.
 	Data func(ctx context.Context, namespace string) (map[string]string, error)
+	// Between, when set, acts as the other controllers the plugin's objects
+	// wait for: Argo CD removing what a deleted Application deployed and
+	// its finalizer, say. A run to quiet calls it before every pass; a
+	// pass that says it waits (Result.Waiting) is run again, as a host
+	// requeues it.
+	Between func(ctx context.Context, c client.Client, namespace string) error
+	// Retention is the host's policy for user data on Revoke; Retain when
+	// empty.
+	Retention plugins.Retention
+	// Normalize, when set, takes out of each object the plugin holds what
+	// differs from run to run by design (a generated password, a time)
+	// before it is compared.
+	Normalize func(u *unstructured.Unstructured)
 	// Retained are the prefixes of the keys Observe returns (with the
 	// Profile's name as <profile>) that may
 	// outlive the Profile: the user data the host's Retain policy keeps,
@@ -126,270 +124,4 @@ type Harness struct {
 	// RecordsNamespace holds the outside-state records; it is made when
 	// missing.
 	RecordsNamespace string
-}
-
-// holdFinalizer keeps a deleted Profile readable, as the plugins'
-// finalizers do on a host, so that a Delete step's passes see it.
-const holdFinalizer = plugins.FinalizerPrefix + "plugintest-hold"
-
-// maxPasses bounds a run to quiet: a plugin that still writes after so
-// many passes never settles.
-const maxPasses = 6
-
-// run is one Profile of a scenario on the API server.
-type run struct {
-	h       Harness
-	sc      Scenario
-	profile *kubeflowv1.Profile
-	records *outside.Records
-	// step is the step the Profile is at; defaults, the host's defaults
-	// then.
-	step     Step
-	defaults []byte
-	// watch, when set, is checked after every write of every pass.
-	watch *watcher
-	// reads are the kinds the run's passes read; views, those the
-	// scenario's baseline read, which a snapshot holds.
-	reads reads
-	views []read
-}
-
-// newRun makes a namespace and a Profile named for one run.
-func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, error) {
-	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.recordsNamespace()}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
-	}
-	name := prefix + "-" + rand.String(5)
-	if !sc.MakesNamespace {
-		if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-			return nil, err
-		}
-	}
-	p := &kubeflowv1.Profile{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{holdFinalizer}},
-		Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "owner@example.org"}},
-	}
-	if err := h.Client.Create(ctx, p); err != nil {
-		return nil, err
-	}
-	if sc.Setup != nil {
-		if err := sc.Setup(ctx, h.Client, name); err != nil {
-			return nil, fmt.Errorf("setup: %w", err)
-		}
-	}
-	return &run{h: h, sc: sc, profile: p, records: outside.NewRecords(), defaults: sc.Defaults}, nil
-}
-
-func (h Harness) recordsNamespace() string {
-	if h.RecordsNamespace != "" {
-		return h.RecordsNamespace
-	}
-	return outside.DefaultRecordsNamespace
-}
-
-// set makes the Profile what step s says.
-func (r *run) set(ctx context.Context, s Step) error {
-	r.step = s
-	if s.Defaults != nil {
-		r.defaults = s.Defaults
-	}
-	if s.Labels != nil {
-		r.profile.Labels = s.Labels
-	}
-	if s.Change != nil {
-		if err := s.Change(ctx, r.h.Client, r.profile.Name); err != nil {
-			return fmt.Errorf("step %q: change: %w", s.Name, err)
-		}
-	}
-	if s.Delete {
-		if err := r.h.Client.Delete(ctx, r.profile); err != nil {
-			return err
-		}
-		return r.h.Client.Get(ctx, client.ObjectKeyFromObject(r.profile), r.profile)
-	}
-	kind := r.sc.Def.Kind()
-	r.profile.Spec.Plugins = slices.DeleteFunc(r.profile.Spec.Plugins, func(p kubeflowv1.Plugin) bool { return p.Kind == kind })
-	if s.Remove {
-		return nil
-	}
-	entry := kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: kind}}
-	if s.Spec != nil {
-		raw, err := json.Marshal(s.Spec)
-		if err != nil {
-			return err
-		}
-		raw = []byte(strings.ReplaceAll(string(raw), "{{ .Profile }}", r.profile.Name))
-		entry.Spec = &runtime.RawExtension{Raw: raw}
-	}
-	r.profile.Spec.Plugins = append(r.profile.Spec.Plugins, entry)
-	return nil
-}
-
-// perturbation is what one pass suffers: the writes and outside calls it
-// may make before the host stops (all when negative), a hook before write
-// i, and a failure of outside call i before or after it is made.
-type perturbation struct {
-	allow  int
-	before func(i int)
-	fail   func(i int, made bool) error
-}
-
-// whole is a pass that nothing perturbs.
-var whole = perturbation{allow: -1}
-
-// pass runs one pass of the plugin for the Profile as a host does: a fresh
-// Applier and outside-state record, reading through reads (the host's
-// cache) and writing to the API server, then the record written. rec
-// records its writes and outside calls, perturbed as pt says.
-func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt perturbation) error {
-	def := r.sc.Def
-	deleting := !r.profile.DeletionTimestamp.IsZero()
-	if deleting && def.Finalizer() == "" {
-		return nil // a host runs nothing: owner references hand the objects to the garbage collector
-	}
-	if r.watch != nil {
-		rec.after = func() { r.watch.check(ctx) }
-	}
-	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads, note: r.noteRead}
-	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
-		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records), outside.WithCallGate(rec.outside(pt.allow, pt.before, pt.fail)))
-	req := plugins.Request{
-		Profile:   r.profile,
-		Client:    c,
-		Objects:   apply.New(c, def.Kind(), r.profile, def.Owns, append(apply.OptionsFor(def), apply.WithLiveReader(r.h.Client))...),
-		Outside:   record,
-		Retention: plugins.RetentionRetain,
-		Live:      r.h.Client,
-	}
-	var err error
-	switch {
-	case deleting:
-		// As a host finalizes: the Profile's own spec, or the host's
-		// defaults when it no longer decodes.
-		if req.Config, err = def.Decode(r.defaults, r.profile); err != nil {
-			if req.Config, err = def.DecodeHostDefaults(r.defaults); err != nil {
-				return err
-			}
-		}
-		_, err = def.Plugin.Revoke(ctx, req)
-	case plugins.Listed(r.profile, def.Kind()):
-		if req.Config, err = def.Decode(r.defaults, r.profile); err != nil {
-			return err
-		}
-		_, err = def.Plugin.Apply(ctx, req)
-	default:
-		if req.Config, err = def.DecodeHostDefaults(r.defaults); err != nil {
-			return err
-		}
-		_, err = def.Plugin.Revoke(ctx, req)
-	}
-	return errors.Join(err, record.Flush(ctx))
-}
-
-// quiet runs passes, each with a fresh process state and reading from the
-// API server, until one writes nothing: for a plugin the Profile lists.
-// A host revokes a plugin the Profile no longer lists until a Revoke
-// succeeds, and then no more; such a run ends with that pass. It returns
-// the writes of every pass, and fails when the plugin does not settle or
-// its last pass fails.
-func (r *run) quiet(ctx context.Context) ([][]Write, error) {
-	var passes [][]Write
-	var err error
-	revoking := !plugins.Listed(r.profile, r.sc.Def.Kind()) || !r.profile.DeletionTimestamp.IsZero()
-	for range maxPasses {
-		r.records = outside.NewRecords()
-		rec := &recorder{}
-		err = r.pass(ctx, r.h.Client, rec, whole)
-		passes = append(passes, rec.writes)
-		if revoking && err == nil {
-			return passes, nil
-		}
-		if len(rec.writes) == 0 {
-			switch {
-			case r.step.Error != "" && (err == nil || !strings.Contains(err.Error(), r.step.Error)):
-				return passes, fmt.Errorf("the pass that wrote nothing ended with %v, not with %q", err, r.step.Error)
-			case err != nil && r.step.Error == "":
-				return passes, fmt.Errorf("the pass that wrote nothing failed: %w", err)
-			}
-			return passes, nil
-		}
-	}
-	return passes, fmt.Errorf("not quiet after %d passes; the last wrote %v and failed with %v", maxPasses, passes[len(passes)-1], err)
-}
-
-// state is what the plugin holds for the Profile: every object of its
-// kinds that carries its labels for the Profile (once the Profile is
-// deleted, those the garbage collector does not take), as JSON without
-// what the API server sets, with the Profile's name and UID replaced, by
-// kind and name.
-func (r *run) state(ctx context.Context) (map[string]string, error) {
-	out := map[string]string{}
-	for _, gvk := range r.sc.Def.Owns {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
-		}
-		for _, u := range list.Items {
-			if u.GetDeletionTimestamp() != nil || r.collected(u) {
-				continue
-			}
-			key := gvk.Kind + " " + r.generic(u.GetNamespace()+"/"+u.GetName())
-			out[key] = r.generic(normalized(u))
-		}
-	}
-	if r.sc.Observe != nil {
-		seen, err := r.sc.Observe(ctx, r.profile.Name)
-		if err != nil {
-			return nil, fmt.Errorf("observe: %w", err)
-		}
-		for k, v := range seen {
-			out["observed "+r.generic(k)] = r.generic(v)
-		}
-	}
-	return out, nil
-}
-
-// collected reports whether the garbage collector takes u: the Profile is
-// deleted and u names it as its owner.
-func (r *run) collected(u unstructured.Unstructured) bool {
-	return !r.profile.DeletionTimestamp.IsZero() &&
-		slices.ContainsFunc(u.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == r.profile.UID })
-}
-
-// generic replaces the Profile's UID and name in s, so that two runs of a
-// scenario compare.
-func (r *run) generic(s string) string {
-	if uid := string(r.profile.UID); uid != "" {
-		s = strings.ReplaceAll(s, uid, "<uid>")
-	}
-	return strings.ReplaceAll(s, r.profile.Name, "<profile>")
-}
-
-// normalized is u as JSON without what the API server sets.
-func normalized(u unstructured.Unstructured) string {
-	obj := u.DeepCopy().Object
-	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
-		unstructured.RemoveNestedField(obj, "metadata", f)
-	}
-	delete(obj, "status")
-	b, _ := json.Marshal(obj)
-	return string(b)
-}
-
-// names returns the keys of states.
-func names(states ...map[string]string) map[string]bool {
-	out := map[string]bool{}
-	for _, s := range states {
-		for k := range maps.Keys(s) {
-			out[k] = true
-		}
-	}
-	return out
-}
-
-// fail reports a violation with the line that reruns its plan.
-func fail(t T, plan string, format string, args ...any) {
-	t.Helper()
-	t.Errorf("%s: %s\n\trerun: %s=%q go test -run '^%s$'", plan, fmt.Sprintf(format, args...), PlanEnv, plan, t.Name())
 }

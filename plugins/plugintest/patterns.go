@@ -1,0 +1,47 @@
+package plugintest
+
+import "testing"
+
+// Pattern is one way the harness perturbs a scenario's passes: a method
+// of Harness.
+type Pattern struct {
+	// Name names the pattern in subtests and messages.
+	Name string
+	run  func(Harness, T, Scenario) Plans
+}
+
+// The patterns: the host stopping, a stale view, an unobserved event (and
+// two steps seen as one), an outside call refused, an outside answer lost.
+var (
+	Crash      = Pattern{Name: "crash", run: Harness.CrashAfterEveryWrite}
+	Stale      = Pattern{Name: "stale", run: Harness.StaleAtEveryWrite}
+	Unobserved = Pattern{Name: "unobserved", run: Harness.UnobservedAtEveryWrite}
+	Refused    = Pattern{Name: "refused", run: Harness.FailEveryOutsideCall}
+	Lost       = Pattern{Name: "lost", run: Harness.LoseEveryOutsideAnswer}
+)
+
+// ClusterPatterns perturb what a pass writes to and reads from the API
+// server: every plugin's. EveryPattern adds its calls to outside systems.
+var (
+	ClusterPatterns = []Pattern{Crash, Stale, Unobserved}
+	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Refused, Lost}
+)
+
+// Survives runs the scenario newScenario makes (once per pattern, so that
+// each may have its own outside servers) under each pattern, in a subtest
+// of t named for it, and logs how many plans ran, failed and were left
+// out. A pattern that has nothing to perturb fails: the scenario does not
+// exercise it.
+func (h Harness) Survives(t *testing.T, newScenario func(t *testing.T) Scenario, patterns ...Pattern) {
+	t.Helper()
+	for _, p := range patterns {
+		t.Run(p.Name, func(t *testing.T) {
+			sc := newScenario(t)
+			plans := p.run(h, t, sc)
+			t.Logf("%s: %d %s plans, %d failed, %d left out", sc.Def.Kind(), plans.Run, p.Name, plans.Failed, plans.Skipped)
+			if plans.Run+plans.Skipped == 0 {
+				t.Errorf("no %s plan: the scenario gives the pattern nothing to perturb", p.Name)
+			}
+		})
+	}
+}
