@@ -5,21 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/profilekit/profilekit/gitea"
 	"github.com/profilekit/profilekit/plugins"
-	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/plugintest"
 )
 
@@ -34,25 +31,15 @@ var harnessInstances = []struct{ name, prefix string }{
 // a Profile runs the unclassified Gitea, moves to the protected-b one (a
 // second role and database, its Secret, banner and objects are made; the
 // first instance's Application, route, policy and ServiceEntry deleted),
-// and lets go of the plugin. With retention Retain the databases, roles
-// and Secrets stay; with Delete the move drops the first instance's and
-// letting go the second's (the harness passes Retain to every pass;
-// hostApplier gives the host's retention instead).
-//
-// Two of the plugin's kinds cannot be compared by the harness as it
-// compares objects: a database Secret holds a password generated in each
-// run and the Profile's name base64-encoded, and the outside-state record
-// is a ConfigMap with the plugin's labels, holding a digest of that
-// password and the time of the call. The harness therefore sees the
-// plugin without Secrets and ConfigMaps among the kinds it compares
-// (hostApplier writes them as a host would), and Observe reports the
-// Secrets and the banner instead: each Secret decoded, without its
-// password but with whether it logs in as the role to its database. For
-// both instances Observe reads too the role (its rights, membership and
-// proof) and the database (owner, encoding, collation, grants and proof).
+// lets go of the plugin, runs the first again, and is deleted. With
+// retention Retain the databases and roles stay; with Delete the move
+// drops the first instance's and letting go the second's. The database
+// Secrets are compared without the password made for each run; Observe
+// shows instead whether it logs in as the role to its database, each
+// role (its rights, membership and proof) and each database (owner,
+// encoding, collation, grants and proof).
 func giteaScenario(t *testing.T, retention plugins.Retention) plugintest.Scenario {
 	var instances []any
-	var touches []string
 	for _, in := range harnessInstances {
 		instances = append(instances, map[string]any{
 			"name":       in.name,
@@ -66,87 +53,59 @@ func giteaScenario(t *testing.T, retention plugins.Retention) plugintest.Scenari
 				"namePrefix": in.prefix,
 			},
 		})
-		touches = append(touches, "Secret <profile>/"+gitea.SecretName(in.name), "ConfigMap <profile>/"+gitea.BannerName(in.name))
 	}
 	instances[1].(map[string]any)["banner"] = map[string]any{"text": "PROTECTED B", "background": "#ffcc00"}
 	defaults, err := json.Marshal(map[string]any{"rootURL": "https://kubeflow.example.org", "instances": instances})
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := gitea.Definition()
-	compared := def
-	compared.Plugin = hostApplier{Plugin: def.Plugin, def: def, retention: retention}
-	compared.Owns = slices.DeleteFunc(slices.Clone(def.Owns), func(k schema.GroupVersionKind) bool {
-		return k == corev1.SchemeGroupVersion.WithKind("Secret") || k == corev1.SchemeGroupVersion.WithKind("ConfigMap")
-	})
+	retained := []string{"Secret ", "ConfigMap "} // in the namespace, which goes with the Profile
+	if retention != plugins.RetentionDelete {
+		retained = append(retained, "role ", "database ")
+	}
 	return plugintest.Scenario{
-		Def:      compared,
-		Defaults: defaults,
+		Def:       gitea.Definition(),
+		Defaults:  defaults,
+		Retention: retention,
 		Steps: []plugintest.Step{
 			{Name: "run the unclassified Gitea", Spec: map[string]any{"enable": []string{"unclassified"}}},
 			{Name: "move to protected-b", Spec: map[string]any{"enable": []string{"protected-b"}}},
 			{Name: "remove", Remove: true},
+			{Name: "add again", Spec: map[string]any{"enable": []string{"unclassified"}}},
+			{Name: "delete the Profile", Delete: true},
 		},
-		Observe: observeGitea,
-		Touches: touches,
+		Normalize: func(u *unstructured.Unstructured) {
+			// A password is made for each run: Observe shows it logs in.
+			if u.GetKind() == "Secret" {
+				unstructured.RemoveNestedField(u.Object, "data", gitea.KeyPassword)
+				unstructured.RemoveNestedField(u.Object, "metadata", "annotations", plugins.AnnotationAppliedHash)
+			}
+		},
+		Retained: retained,
+		Between:  finishArgoCDDeletions,
+		Observe:  observeGitea,
 	}
 }
 
-// hostApplier is the plugin with the Applier a host gives it, for every
-// kind the plugin owns, while the harness compares fewer. The Applier
-// writes through the pass's client, so the harness records and perturbs
-// its writes as any other.
-type hostApplier struct {
-	plugins.Plugin
-	def       plugins.Definition
-	retention plugins.Retention
-}
-
-func (p hostApplier) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.Plugin.Apply(ctx, p.host(req))
-}
-
-func (p hostApplier) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	return p.Plugin.Revoke(ctx, p.host(req))
-}
-
-// host gives req the Applier of every kind the plugin owns and the host's
-// retention. Secrets are read from the API server: the harness's stale
-// cache holds only the kinds it compares, and a pass that finds neither
-// the administrator's DSN nor the database Secrets would stop before it
-// reaches PostgreSQL.
-func (p hostApplier) host(req plugins.Request) plugins.Request {
-	req.Client = secretsLive{Cluster: req.Client, live: req.LiveReader()}
-	req.Objects = apply.New(req.Client, p.def.Kind(), req.Profile, p.def.Owns, append(apply.OptionsFor(p.def), apply.WithLiveReader(req.Live))...)
-	req.Retention = p.retention
-	return req
-}
-
-// secretsLive reads Secrets through live, and everything else through its
-// Cluster.
-type secretsLive struct {
-	plugins.Cluster
-	live client.Reader
-}
-
-func (c secretsLive) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if isSecret(obj) {
-		return c.live.Get(ctx, key, obj, opts...)
+// finishArgoCDDeletions does what Argo CD does for the namespace's deleted
+// Applications once it has removed what they deployed: it drops their
+// resources finalizer.
+func finishArgoCDDeletions(ctx context.Context, c client.Client, namespace string) error {
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(apps.ApplicationKind.GroupVersion().WithKind("ApplicationList"))
+	if err := c.List(ctx, &list, client.InNamespace(argocdNS)); err != nil {
+		return err
 	}
-	return c.Cluster.Get(ctx, key, obj, opts...)
-}
-
-func (c secretsLive) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if isSecret(list) {
-		return c.live.List(ctx, list, opts...)
+	var errs []error
+	for i := range list.Items {
+		u := &list.Items[i]
+		if u.GetDeletionTimestamp() == nil || !strings.HasPrefix(u.GetName(), namespace+".") {
+			continue
+		}
+		u.SetFinalizers(nil)
+		errs = append(errs, client.IgnoreNotFound(c.Update(ctx, u)))
 	}
-	return c.Cluster.List(ctx, list, opts...)
-}
-
-// isSecret says whether obj is a Secret or a list of them, typed or not.
-func isSecret(obj runtime.Object) bool {
-	gvk, err := apiutil.GVKForObject(obj, env.Client.Scheme())
-	return err == nil && gvk.Group == "" && strings.TrimSuffix(gvk.Kind, "List") == "Secret"
+	return errors.Join(errs...)
 }
 
 // observeGitea returns what the server holds for the Profile's roles and
@@ -251,22 +210,5 @@ func TestGiteaRetentionDeleteSurvivesEveryPerturbation(t *testing.T) {
 }
 
 func surviveEveryPerturbation(t *testing.T, retention plugins.Retention) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, tt := range []struct {
-		pattern string
-		run     func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{
-		{"crash", h.CrashAfterEveryWrite},
-		{"stale", h.StaleAtEveryWrite},
-		{"refused", h.FailEveryOutsideCall},
-		{"lost", h.LoseEveryOutsideAnswer},
-	} {
-		t.Run(tt.pattern, func(t *testing.T) {
-			plans := tt.run(t, giteaScenario(t, retention))
-			t.Logf("%s: %d %s plans, %d failed", gitea.Kind, plans.Run, tt.pattern, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran")
-			}
-		})
-	}
+	plugintest.Harness{Client: env.Client}.Survives(t, func(t *testing.T) plugintest.Scenario { return giteaScenario(t, retention) }, plugintest.EveryPattern...)
 }

@@ -3,11 +3,11 @@ package apps_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,10 +40,12 @@ var rstudio = map[string]any{
 // appsScenario is the plugin with two apps declared: a Profile enables the
 // S3 browser (its Application in the Argo CD namespace, its route and
 // policy in the Profile's), swaps it for RStudio (one Application deleted
-// and its route and policy with it, another written), and lets go. Argo CD
+// and its route and policy with it, another written), lets go, takes the
+// S3 browser again, and is deleted. Argo CD
 // does not run here: a deleted Application stays with its resources
 // finalizer, being deleted, as it does while Argo CD removes what it
-// deployed, and the plugin waits for it without writing again. The plugin
+// deployed, and the plugin waits for it without writing again; Between
+// does what Argo CD does once that is done. The plugin
 // calls no outside system, so crashes, stale and blind views are its
 // plans; a host's cache of the Argo CD namespace, which the views hold,
 // shows the first release's Application.
@@ -67,6 +69,8 @@ func appsScenario(t *testing.T, upgrade bool) plugintest.Scenario {
 			{Name: "enable the S3 browser", Spec: map[string]any{"enable": []string{"s3-browser"}}},
 			{Name: "swap it for RStudio", Spec: map[string]any{"enable": []string{"rstudio"}}},
 			{Name: "remove", Remove: true},
+			{Name: "add again", Spec: map[string]any{"enable": []string{"s3-browser"}}},
+			{Name: "delete the Profile", Delete: true},
 		},
 		Setup: func(ctx context.Context, c client.Client, namespace string) error {
 			runs = append(runs, namespace)
@@ -85,6 +89,9 @@ func appsScenario(t *testing.T, upgrade bool) plugintest.Scenario {
 			old.SetFinalizers([]string{apps.ResourcesFinalizer})
 			return c.Create(ctx, old)
 		},
+		Between: func(ctx context.Context, c client.Client, namespace string) error {
+			return finishDeletionsOf(ctx, c, namespace)
+		},
 	}
 }
 
@@ -93,23 +100,31 @@ func appsScenario(t *testing.T, upgrade bool) plugintest.Scenario {
 func finishDeletions(t *testing.T, runs []string) {
 	ctx := context.Background() //nolint:forbidigo // cleanups run after t.Context is canceled
 	for _, profile := range runs {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(apps.ApplicationKind.GroupVersion().WithKind("ApplicationList"))
-		if err := env.Client.List(ctx, &list, client.InNamespace(argocdNS), client.MatchingLabels(plugins.OwnershipLabels(apps.Kind, profile))); err != nil {
-			t.Errorf("list the Applications of %s: %v", profile, err)
-			continue
-		}
-		for i := range list.Items {
-			u := &list.Items[i]
-			if u.GetDeletionTimestamp() == nil {
-				continue
-			}
-			u.SetFinalizers(nil)
-			if err := env.Client.Update(ctx, u); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("finish the deletion of Application %s: %v", u.GetName(), err)
-			}
+		if err := finishDeletionsOf(ctx, env.Client, profile); err != nil {
+			t.Errorf("finish the deletions of %s's Applications: %v", profile, err)
 		}
 	}
+}
+
+// finishDeletionsOf does for profile's deleted Applications what Argo CD
+// does once it has removed what they deployed: it drops their resources
+// finalizer.
+func finishDeletionsOf(ctx context.Context, c client.Client, profile string) error {
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(apps.ApplicationKind.GroupVersion().WithKind("ApplicationList"))
+	if err := c.List(ctx, &list, client.InNamespace(argocdNS), client.MatchingLabels(plugins.OwnershipLabels(apps.Kind, profile))); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range list.Items {
+		u := &list.Items[i]
+		if u.GetDeletionTimestamp() == nil {
+			continue
+		}
+		u.SetFinalizers(nil)
+		errs = append(errs, client.IgnoreNotFound(c.Update(ctx, u)))
+	}
+	return errors.Join(errs...)
 }
 
 // TestAppsSurviveEveryPerturbation runs every crash, stale and unobserved
@@ -117,22 +132,10 @@ func finishDeletions(t *testing.T, runs []string) {
 // served.
 func TestAppsSurviveEveryPerturbation(t *testing.T) {
 	h := plugintest.Harness{Client: env.Client}
-	for _, upgrade := range []bool{false, true} {
-		for _, pattern := range []struct {
-			name string
-			run  func(plugintest.T, plugintest.Scenario) plugintest.Plans
-		}{{"crash", h.CrashAfterEveryWrite}, {"stale", h.StaleAtEveryWrite}, {"unobserved", h.UnobservedAtEveryWrite}} {
-			name := pattern.name
-			if upgrade {
-				name += " after an upgrade"
-			}
-			t.Run(name, func(t *testing.T) {
-				plans := pattern.run(t, appsScenario(t, upgrade))
-				t.Logf("%s: %d %s plans, %d failed", apps.Kind, plans.Run, name, plans.Failed)
-				if plans.Run+plans.Skipped == 0 {
-					t.Error("no plan ran")
-				}
-			})
-		}
-	}
+	t.Run("new", func(t *testing.T) {
+		h.Survives(t, func(t *testing.T) plugintest.Scenario { return appsScenario(t, false) }, plugintest.ClusterPatterns...)
+	})
+	t.Run("after an upgrade", func(t *testing.T) {
+		h.Survives(t, func(t *testing.T) plugintest.Scenario { return appsScenario(t, true) }, plugintest.ClusterPatterns...)
+	})
 }
