@@ -84,17 +84,5 @@ func contributor(user string, add bool) func(context.Context, client.Client, str
 // TestSurvivesEveryPerturbation runs every crash, stale and unobserved
 // plan of the scenario; the plugin calls no outside system.
 func TestSurvivesEveryPerturbation(t *testing.T) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, pattern := range []struct {
-		name string
-		run  func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{{"crash", h.CrashAfterEveryWrite}, {"stale", h.StaleAtEveryWrite}, {"unobserved", h.UnobservedAtEveryWrite}} {
-		t.Run(pattern.name, func(t *testing.T) {
-			plans := pattern.run(t, scenario(t))
-			t.Logf("%s: %d %s plans, %d failed", authpolicy.Kind, plans.Run, pattern.name, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran: the scenario writes nothing")
-			}
-		})
-	}
+	plugintest.Harness{Client: env.Client}.Survives(t, scenario, plugintest.ClusterPatterns...)
 }

@@ -136,23 +136,5 @@ func azureIdentityScenario(t *testing.T) plugintest.Scenario {
 }
 
 func TestAzureIdentitySurvivesEveryPerturbation(t *testing.T) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, tt := range []struct {
-		pattern string
-		run     func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{
-		{"crash", h.CrashAfterEveryWrite},
-		{"stale", h.StaleAtEveryWrite},
-		{"unobserved", h.UnobservedAtEveryWrite},
-		{"refused", h.FailEveryOutsideCall},
-		{"lost", h.LoseEveryOutsideAnswer},
-	} {
-		t.Run(tt.pattern, func(t *testing.T) {
-			plans := tt.run(t, azureIdentityScenario(t))
-			t.Logf("%s: %d %s plans, %d failed", azureidentity.Kind, plans.Run, tt.pattern, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran")
-			}
-		})
-	}
+	plugintest.Harness{Client: env.Client}.Survives(t, azureIdentityScenario, plugintest.EveryPattern...)
 }

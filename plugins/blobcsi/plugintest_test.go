@@ -288,22 +288,5 @@ func TestBlobcsiRetentionDeleteSurvivesEveryPerturbation(t *testing.T) {
 }
 
 func surviveEveryPerturbation(t *testing.T, retention plugins.Retention) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, tt := range []struct {
-		pattern string
-		run     func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{
-		{"crash", h.CrashAfterEveryWrite},
-		{"stale", h.StaleAtEveryWrite},
-		{"refused", h.FailEveryOutsideCall},
-		{"lost", h.LoseEveryOutsideAnswer},
-	} {
-		t.Run(tt.pattern, func(t *testing.T) {
-			plans := tt.run(t, blobcsiScenario(t, retention))
-			t.Logf("%s: %d %s plans, %d failed", blobcsi.Kind, plans.Run, tt.pattern, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran")
-			}
-		})
-	}
+	plugintest.Harness{Client: env.Client}.Survives(t, func(t *testing.T) plugintest.Scenario { return blobcsiScenario(t, retention) }, plugintest.EveryPattern...)
 }

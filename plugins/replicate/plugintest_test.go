@@ -90,18 +90,6 @@ func scenario(t *testing.T) plugintest.Scenario {
 // TestSurvivesEveryPerturbation runs every crash, stale and unobserved
 // plan of the scenario; the plugin calls no outside system.
 func TestSurvivesEveryPerturbation(t *testing.T) {
-	h := plugintest.Harness{Client: env.Client}
-	sc := scenario(t)
-	for _, pattern := range []struct {
-		name string
-		run  func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{{"crash", h.CrashAfterEveryWrite}, {"stale", h.StaleAtEveryWrite}, {"unobserved", h.UnobservedAtEveryWrite}} {
-		t.Run(pattern.name, func(t *testing.T) {
-			plans := pattern.run(t, sc)
-			t.Logf("%s: %d %s plans, %d failed", replicate.Kind, plans.Run, pattern.name, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran: the scenario writes nothing")
-			}
-		})
-	}
+	sc := scenario(t) // once: its sources and policies serve every pattern
+	plugintest.Harness{Client: env.Client}.Survives(t, func(*testing.T) plugintest.Scenario { return sc }, plugintest.ClusterPatterns...)
 }

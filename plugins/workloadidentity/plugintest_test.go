@@ -147,23 +147,5 @@ func workloadIdentityScenario(t *testing.T) plugintest.Scenario {
 }
 
 func TestWorkloadIdentitySurvivesEveryPerturbation(t *testing.T) {
-	h := plugintest.Harness{Client: env.Client}
-	for _, tt := range []struct {
-		pattern string
-		run     func(plugintest.T, plugintest.Scenario) plugintest.Plans
-	}{
-		{"crash", h.CrashAfterEveryWrite},
-		{"stale", h.StaleAtEveryWrite},
-		{"unobserved", h.UnobservedAtEveryWrite},
-		{"refused", h.FailEveryOutsideCall},
-		{"lost", h.LoseEveryOutsideAnswer},
-	} {
-		t.Run(tt.pattern, func(t *testing.T) {
-			plans := tt.run(t, workloadIdentityScenario(t))
-			t.Logf("%s: %d %s plans, %d failed", workloadidentity.Kind, plans.Run, tt.pattern, plans.Failed)
-			if plans.Run+plans.Skipped == 0 {
-				t.Error("no plan ran")
-			}
-		})
-	}
+	plugintest.Harness{Client: env.Client}.Survives(t, workloadIdentityScenario, plugintest.EveryPattern...)
 }
