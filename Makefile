@@ -26,6 +26,10 @@ CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
 GO_TEST_FLAGS  ?= -race -count=1
 PKGS           ?= ./...
+# The harness's tests (plugins/plugintest) and the packages that hold them:
+# make test runs their -short sample, make harness every plan.
+HARNESS_TESTS  := EveryPerturbation
+HARNESS_PKGS    = $(sort $(dir $(shell grep -rl --include='*_test.go' 'func Test[A-Za-z]*$(HARNESS_TESTS)' plugins gitea examples)))
 
 .PHONY: all
 all: build
@@ -37,8 +41,15 @@ build: ## Compile every package.
 .PHONY: test
 test: envtest-assets test-servers argocd-crds prometheus-crds helm kustomize postgres-server verify-generated verify-mocks lint ## Build the test assets, check generated files and lint, run every test with the race detector.
 	go vet ./...
-	go test $(GO_TEST_FLAGS) $(PKGS)
+	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
+	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
+	status=$$?; set +x; echo "harness (-short sample): $$(( $$(date +%s) - start )) s"; exit $$status
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: harness
+harness: envtest-assets test-servers argocd-crds postgres-server ## Run every plan of the crash, stale, unobserved and outside-failure harness (make test runs a -short sample) and print the plans per plugin and pattern; the whole output goes to bin/harness.log.
+	@go test -count=1 -timeout 60m -run '$(HARNESS_TESTS)' -v $(addprefix ./,$(HARNESS_PKGS)) > $(LOCALBIN)/harness.log 2>&1; status=$$?; \
+	grep -E '^(ok|FAIL|--- FAIL)|: [0-9]+ .*plans, [0-9]+ failed|rerun:' $(LOCALBIN)/harness.log; exit $$status
 
 .PHONY: envtest-assets
 envtest-assets: $(ASSETS)/kube-apiserver $(ASSETS)/etcd $(ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager for envtest into bin/.
