@@ -14,9 +14,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/profilekit/profilekit/plugins"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // watcher is checked after every write of a plan.
@@ -103,20 +101,15 @@ func (w *watcher) check(ctx context.Context) {
 // AuthorizationPolicies, and what Scenario.Grants reports.
 func (r *run) grants(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
-	for _, gvk := range r.sc.Def.Owns {
-		if gvk.Kind != "RoleBinding" && gvk.Kind != "AuthorizationPolicy" {
-			continue
+	access := func(gvk schema.GroupVersionKind) bool {
+		return gvk.Kind == "RoleBinding" || gvk.Kind == "AuthorizationPolicy"
+	}
+	if err := r.owned(ctx, access, func(_ string, u unstructured.Unstructured) {
+		for _, g := range grantsOf(u) {
+			out[r.generic(g)] = true
 		}
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
-		}
-		for _, u := range list.Items {
-			for _, g := range grantsOf(u) {
-				out[r.generic(g)] = true
-			}
-		}
+	}); err != nil {
+		return nil, err
 	}
 	if r.sc.Grants != nil {
 		gs, err := r.sc.Grants(ctx, r.profile.Name)
@@ -167,17 +160,12 @@ func compact(v any) string {
 // state that is not retained user data.
 func (r *run) leftBehind(ctx context.Context) ([]string, error) {
 	var out []string
-	for _, gvk := range r.sc.Def.Owns {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+	if err := r.owned(ctx, func(schema.GroupVersionKind) bool { return true }, func(kind string, u unstructured.Unstructured) {
+		if !r.collected(u) && u.GetDeletionTimestamp() == nil {
+			out = append(out, kind+" "+r.generic(u.GetNamespace()+"/"+u.GetName())+" has no owner reference to the Profile")
 		}
-		for _, u := range list.Items {
-			if !r.collected(u) && u.GetDeletionTimestamp() == nil {
-				out = append(out, gvk.Kind+" "+r.generic(u.GetNamespace()+"/"+u.GetName())+" has no owner reference to the Profile")
-			}
-		}
+	}); err != nil {
+		return nil, err
 	}
 	if r.sc.Observe == nil {
 		return out, nil

@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/plugins"
@@ -26,22 +27,17 @@ import (
 // kind and name.
 func (r *run) state(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	for _, gvk := range r.sc.Def.Owns {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+	err := r.owned(ctx, func(gvk schema.GroupVersionKind) bool { return true }, func(kind string, u unstructured.Unstructured) {
+		if u.GetDeletionTimestamp() != nil || r.collected(u) || u.GetLabels()[plugins.LabelRole] == plugins.RoleOutsideState {
+			return // gone, the garbage collector's, or the outside-state mechanism's (Observe shows what it stands for)
 		}
-		for _, u := range list.Items {
-			if u.GetDeletionTimestamp() != nil || r.collected(u) || u.GetLabels()[plugins.LabelRole] == plugins.RoleOutsideState {
-				continue // gone, the garbage collector's, or the outside-state mechanism's (Observe shows what it stands for)
-			}
-			if r.sc.Normalize != nil {
-				r.sc.Normalize(&u)
-			}
-			key := gvk.Kind + " " + r.generic(u.GetNamespace()+"/"+u.GetName())
-			out[key] = r.generic(normalized(u))
+		if r.sc.Normalize != nil {
+			r.sc.Normalize(&u)
 		}
+		out[kind+" "+r.generic(u.GetNamespace()+"/"+u.GetName())] = r.generic(normalized(u))
+	})
+	if err != nil {
+		return nil, err
 	}
 	if r.sc.Observe != nil {
 		seen, err := r.sc.Observe(ctx, r.profile.Name)
@@ -53,6 +49,25 @@ func (r *run) state(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// owned calls each with every object of the plugin's kinds that kinds
+// takes and that carries the plugin's labels for the Profile.
+func (r *run) owned(ctx context.Context, kinds func(schema.GroupVersionKind) bool, each func(kind string, u unstructured.Unstructured)) error {
+	for _, gvk := range r.sc.Def.Owns {
+		if !kinds(gvk) {
+			continue
+		}
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.h.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(r.sc.Def.Kind(), r.profile.Name)}); err != nil {
+			return fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for _, u := range list.Items {
+			each(gvk.Kind, u)
+		}
+	}
+	return nil
 }
 
 // collected reports whether the garbage collector takes u: the Profile is
