@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/testing/protocmp"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
@@ -75,11 +76,14 @@ func binding(name string, ann map[string]string, deleting bool) metav1.PartialOb
 }
 
 func TestContributors(t *testing.T) {
+	edit := func(name, user string) metav1.PartialObjectMetadata {
+		return binding(name, map[string]string{"user": user, "role": "edit"}, false)
+	}
 	tests := []struct {
 		reason   string
 		bindings []metav1.PartialObjectMetadata
 		roles    []string
-		want     []string
+		want     Members
 	}{
 		{
 			reason: "edit and view count, sorted; admin, other roles and unannotated bindings do not",
@@ -92,7 +96,16 @@ func TestContributors(t *testing.T) {
 				binding("no-user", map[string]string{"role": "edit"}, false),
 			},
 			roles: []string{"edit", "view"},
-			want:  []string{"al@example.org", "zoe@example.org"},
+			want:  Members{Users: []string{"al@example.org", "zoe@example.org"}},
+		},
+		{
+			reason: "the owner's namespaceAdmin is never a contributor, even when admin counts: a Group owner's name is no user",
+			bindings: []metav1.PartialObjectMetadata{
+				binding("namespaceAdmin", map[string]string{"user": "ml-team", "role": "admin"}, false),
+				binding("user-al-example-org-clusterrole-admin", map[string]string{"user": "al@example.org", "role": "admin"}, false),
+			},
+			roles: []string{"admin", "edit"},
+			want:  Members{Users: []string{"al@example.org"}},
 		},
 		{
 			reason: "a user with two bindings appears once",
@@ -101,24 +114,56 @@ func TestContributors(t *testing.T) {
 				binding("v", map[string]string{"user": "al@example.org", "role": "view"}, false),
 			},
 			roles: []string{"edit", "view"},
-			want:  []string{"al@example.org"},
+			want:  Members{Users: []string{"al@example.org"}},
 		},
 		{
 			reason:   "a binding being deleted no longer grants access",
 			bindings: []metav1.PartialObjectMetadata{binding("e", map[string]string{"user": "al@example.org", "role": "edit"}, true)},
 			roles:    []string{"edit"},
-			want:     nil,
 		},
 		{
 			reason:   "the roles that count are configuration",
 			bindings: []metav1.PartialObjectMetadata{binding("v", map[string]string{"user": "al@example.org", "role": "view"}, false)},
 			roles:    []string{"edit"},
-			want:     nil,
+		},
+		{
+			reason: "the access-management service's names tell the kinds: a user, a group, a service account",
+			bindings: []metav1.PartialObjectMetadata{
+				edit("user-bob-example-org-clusterrole-edit", "bob@example.org"),
+				edit("group-ml-team-clusterrole-edit", "ml-team"),
+				binding("group-data-clusterrole-view", map[string]string{"user": "data", "role": "view"}, false),
+				edit("serviceaccount-ci-bot-clusterrole-edit", "ci-bot"),
+			},
+			roles: []string{"edit", "view"},
+			want:  Members{Users: []string{"bob@example.org"}, Groups: []string{"data", "ml-team"}},
+		},
+		{
+			reason: "a group's name must match its annotations: any other name is a user, as before",
+			bindings: []metav1.PartialObjectMetadata{
+				edit("group-ml-team-clusterrole-view", "ml-team"),
+				edit("group-other-clusterrole-edit", "ml-team"),
+				edit("team-binding", "ml-team"),
+				edit("group-ml-team-clusterrole-kubeflow-edit", "ml-team"),
+			},
+			roles: []string{"edit"},
+			want:  Members{Users: []string{"ml-team"}},
+		},
+		{
+			reason:   "a group's punctuation as the access-management service writes it",
+			bindings: []metav1.PartialObjectMetadata{edit("group-ml-team-example-org-clusterrole-edit", "ML.Team@example.org")},
+			roles:    []string{"edit"},
+			want:     Members{Groups: []string{"ML.Team@example.org"}},
+		},
+		{
+			reason:   "a user and a group of the same name stay apart",
+			bindings: []metav1.PartialObjectMetadata{edit("user-ml-team-clusterrole-edit", "ml-team"), edit("group-ml-team-clusterrole-edit", "ml-team")},
+			roles:    []string{"edit"},
+			want:     Members{Users: []string{"ml-team"}, Groups: []string{"ml-team"}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Contributors(tc.bindings, tc.roles)); diff != "" {
+			if diff := cmp.Diff(tc.want, Contributors(tc.bindings, tc.roles), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Contributors (-want +got):\n%s", diff)
 			}
 		})
@@ -203,7 +248,10 @@ func TestAccessSpec(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
 			cfg := load(t, tc.config)
-			got := AccessSpec(cfg, profile("team-a", tc.owner), tc.contributors)
+			got, err := AccessSpec(cfg, profile("team-a", tc.owner), Members{Users: tc.contributors})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("AccessSpec (-want +got):\n%s", diff)
 			}
@@ -266,7 +314,11 @@ func TestBuild(t *testing.T) {
 		t.Run(tc.reason, func(t *testing.T) {
 			cfg := load(t, strings.Replace(tc.config, "{name: team-access}\n", "name: team-access\n", 1))
 			got := map[string]any{}
-			for _, ac := range Build(cfg, profile("team-a", "owner@example.org"), nil) {
+			policies, err := Build(cfg, profile("team-a", "owner@example.org"), Members{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ac := range policies {
 				data, err := json.Marshal(apply.Encoded(ac))
 				if err != nil {
 					t.Fatal(err)
@@ -308,6 +360,10 @@ func TestConfigRejects(t *testing.T) {
 	}{
 		{"upstream's policy is never ours", "{name: ns-owner-access-istio}", "belongs to the upstream profile controller"},
 		{"a header name with a space", "{userIDHeader: 'kubeflow userid'}", "not an HTTP header name"},
+		{"a groups header with a space", "{groups: {header: 'kubeflow groups'}}", `groups.header "kubeflow groups": not an HTTP header name`},
+		{"the groups header is the user-id header", "{groups: {header: kubeflow-userid}}", `groups.header "kubeflow-userid" is the user-id header`},
+		{"a * separator", "{groups: {header: kubeflow-groups, separator: '*'}}", `groups.separator "*"`},
+		{"an unknown groups field", "{groups: {headers: kubeflow-groups}}", `unknown field "groups.headers"`},
 		{"no gateway would lock every user out", "{gatewayPrincipals: []}", "gatewayPrincipals: at least one is needed"},
 		{"an ALLOW policy without rules", "{policies: [{name: p, action: ALLOW, rules: []}]}", "an ALLOW policy without rules would deny every request"},
 		{"an unknown action", "{policies: [{name: p, action: AUDIT, rules: []}]}", `action "AUDIT": want ALLOW or DENY`},

@@ -12,6 +12,7 @@ import (
 	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/access"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -48,6 +49,12 @@ type Config struct {
 	// the header. The header is trusted only on requests from them, so that
 	// no other workload can forge it.
 	GatewayPrincipals []string `json:"gatewayPrincipals,omitempty" profilekit:"hostonly"`
+	// Groups says where the mesh finds a request's groups (a header set by
+	// the authenticating proxy, trusted only from GatewayPrincipals, or a
+	// JWT claim), for a Profile owned by a Group and for group
+	// contributors. Neither: they are left out of the access policy, and
+	// the Profile reports InvalidSpec.
+	Groups access.Groups `json:"groups" profilekit:"hostonly"`
 	// SameNamespace lets the namespace's own workloads reach each other.
 	// Default true.
 	SameNamespace bool `json:"sameNamespace" profilekit:"hostonly"`
@@ -176,8 +183,12 @@ func (c *Config) Validate() error {
 		names[name] = true
 	}
 	checkName(fieldpath.NewPath("name"), c.Name)
-	if !isToken(c.UserIDHeader) {
+	if !access.IsHeaderName(c.UserIDHeader) {
 		errs = append(errs, fmt.Errorf("userIDHeader %q: not an HTTP header name", c.UserIDHeader))
+	}
+	errs = append(errs, c.Groups.Validate(fieldpath.NewPath("groups")))
+	if c.Groups.Header != "" && strings.EqualFold(c.Groups.Header, c.UserIDHeader) {
+		errs = append(errs, fmt.Errorf("groups.header %q is the user-id header", c.Groups.Header))
 	}
 	if len(c.GatewayPrincipals) == 0 {
 		errs = append(errs, errors.New("gatewayPrincipals: at least one is needed, or no user could reach the namespace"))
@@ -278,17 +289,4 @@ func checkStrings(at *fieldpath.Path, values []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// isToken reports whether s is an HTTP header field name (RFC 9110 token).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r > 0x7e || r <= 0x20 || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return false
-		}
-	}
-	return true
 }

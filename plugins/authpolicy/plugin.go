@@ -2,6 +2,7 @@ package authpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -53,7 +54,9 @@ func contributorProfile(_ context.Context, o client.Object) []string {
 func (Plugin) Kind() string { return Kind }
 
 // Apply reads the contributors from the RoleBindings of the Profile's
-// namespace and writes the access policy and the further policies.
+// namespace and writes the access policy and the further policies. Users
+// and groups the access policy cannot admit exactly are left out of it and
+// reported as a terminal InvalidSpec error, after the rest is applied.
 func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, err := plugins.ConfigOf[Config](req)
 	if err != nil {
@@ -65,13 +68,15 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if err := reader.List(ctx, list, client.InNamespace(plugins.Namespace(req.Profile))); err != nil {
 		return plugins.Result{}, fmt.Errorf("list role bindings: %w", err)
 	}
-	contributors := Contributors(list.Items, cfg.ContributorRoles)
-	policies := Build(cfg, req.Profile, contributors)
+	// A user or group the policy cannot admit is left out of it and
+	// reported once the rest is applied.
+	policies, buildErr := Build(cfg, req.Profile, Contributors(list.Items, cfg.ContributorRoles))
 	desired := make([]runtime.ApplyConfiguration, 0, len(policies))
 	for _, p := range policies {
 		desired = append(desired, apply.Encoded(p))
 	}
-	return req.Objects.Sync(ctx, desired...)
+	res, err := req.Objects.Sync(ctx, desired...)
+	return res, errors.Join(err, buildErr)
 }
 
 // Revoke deletes the Profile's AuthorizationPolicies that this plugin wrote.

@@ -39,12 +39,13 @@ const (
 	notebook = "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"
 )
 
-// hostConfig has every kind of rule: users, same namespace, probes, the
+// hostConfig has every kind of rule: users, groups, same namespace, probes, the
 // notebook controller, and further policies, among them forms the API server
 // might store differently from what we send: a DENY without rules, an
 // allow-all rule, ipBlocks with exceptions and a condition with notValues.
 const hostConfig = `
 userIDPrefix: "accounts.example.org:"
+groups: {header: kubeflow-groups, claim: groups}
 probePaths: [/healthz]
 policies:
 - name: deny-protected-b-transfers

@@ -23,8 +23,9 @@ const upstreamPolicy = "ns-owner-access-istio"
 // scenario is the authpolicy plugin under the package's host config
 // (every rule form, several further policies) for a Profile whose
 // namespace already holds upstream's own policy and one contributor: the
-// policies are made, a second contributor joins and the first leaves (the
-// access policy is rewritten from the RoleBindings the plugin reads),
+// policies are made, a second contributor joins, the first leaves and a
+// group joins (the access policy is rewritten from the RoleBindings the
+// plugin reads),
 // the plugin is removed, added again, and the Profile deleted. Observe
 // shows upstream's policy as it was made: neither a crash nor a stale or
 // blind view may get the plugin to write or delete it; and no policy may
@@ -41,6 +42,7 @@ func scenario(t *testing.T) plugintest.Scenario {
 			{Name: "create"},
 			{Name: "bob joins", Change: contributor("bob@example.org", true)},
 			{Name: "alice leaves", Change: contributor("alice@example.org", false)},
+			{Name: "ml-team joins", Change: groupContributor("ml-team")},
 			{Name: "remove", Remove: true},
 			{Name: "add again"},
 			{Name: "delete the Profile", Delete: true},
@@ -78,6 +80,19 @@ func contributor(user string, add bool) func(context.Context, client.Client, str
 			return c.Create(ctx, rb)
 		}
 		return c.Delete(ctx, rb)
+	}
+}
+
+// groupContributor adds group to the namespace as the access-management
+// service does: a RoleBinding of role view to the Group, named after it.
+func groupContributor(group string) func(context.Context, client.Client, string) error {
+	return func(ctx context.Context, c client.Client, namespace string) error {
+		return c.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "group-" + group + "-clusterrole-view",
+				Annotations: map[string]string{authpolicy.AnnotationUser: group, authpolicy.AnnotationRole: "view"}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubeflow-view"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: group}},
+		})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/internal/access"
 )
 
 // The names of the upstream controller's objects, which the dashboard, the
@@ -92,46 +93,76 @@ func clusterRole(name string) *rbacv1ac.RoleRefApplyConfiguration {
 }
 
 // AccessSpec returns the rules of the owner's AuthorizationPolicy: the owner
-// by the user-id header through the ingress gateway (and the pipelines UI,
-// unless OwnerFromGatewayOnly), any workload of the same namespace, the probe
-// paths, and the notebook controller's GET of the kernels.
-func AccessSpec(cfg *Config, p *kubeflowv1.Profile) *securityv1beta1.AuthorizationPolicy {
+// through the ingress gateway (and the pipelines UI, unless
+// OwnerFromGatewayOnly), any workload of the same namespace, the probe
+// paths, and the notebook controller's GET of the kernels. A User owner is
+// admitted by the user-id header, a Group owner by the groups header or
+// claim (cfg.Groups), a ServiceAccount owner by no header at all (its
+// access is RBAC's). An owner that cannot be matched exactly gets no rule,
+// and the error, a terminal InvalidSpec one, names it; the spec holds the
+// other rules all the same.
+func AccessSpec(cfg *Config, p *kubeflowv1.Profile) (*securityv1beta1.AuthorizationPolicy, error) {
 	principals := []string{cfg.Principals.IngressGateway}
 	if !cfg.OwnerFromGatewayOnly {
 		principals = append(principals, cfg.Principals.PipelinesUI)
 	}
-	return &securityv1beta1.AuthorizationPolicy{
-		Action: securityv1beta1.AuthorizationPolicy_ALLOW,
-		Rules: []*securityv1beta1.Rule{
-			{
-				When: []*securityv1beta1.Condition{{
-					Key:    "request.headers[" + cfg.UserIDHeader + "]",
-					Values: []string{cfg.UserIDPrefix + p.Spec.Owner.Name},
-				}},
-				From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: principals}}},
-			},
-			{
-				When: []*securityv1beta1.Condition{{Key: "source.namespace", Values: []string{plugins.Namespace(p)}}},
-			},
-			{
-				To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: append([]string(nil), ProbePaths...)}}},
-			},
-			{
-				From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{cfg.Principals.NotebookController}}}},
-				To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{KernelsPath}}}},
-			},
+	rules, err := ownerRules(cfg, p.Spec.Owner, principals)
+	rules = append(rules,
+		&securityv1beta1.Rule{
+			When: []*securityv1beta1.Condition{{Key: "source.namespace", Values: []string{plugins.Namespace(p)}}},
 		},
-	}
+		&securityv1beta1.Rule{
+			To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: append([]string(nil), ProbePaths...)}}},
+		},
+		&securityv1beta1.Rule{
+			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{cfg.Principals.NotebookController}}}},
+			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{KernelsPath}}}},
+		},
+	)
+	return &securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_ALLOW, Rules: rules}, err
 }
 
-// Policy returns the owner's AuthorizationPolicy.
-func Policy(cfg *Config, p *kubeflowv1.Profile) *securityv1ac.AuthorizationPolicyApplyConfiguration {
+// ownerRules returns the rules that admit the owner o, through principals.
+func ownerRules(cfg *Config, o rbacv1.Subject, principals []string) ([]*securityv1beta1.Rule, error) {
+	refuse := func(err error) error {
+		return plugins.Terminalf(plugins.ReasonInvalidSpec, "spec.owner: %w; %s admits no one by it", err, AuthorizationPolicy)
+	}
+	switch o.Kind {
+	case rbacv1.UserKind:
+		user := cfg.UserIDPrefix + o.Name
+		if err := access.CheckUser(user); err != nil {
+			return nil, refuse(err)
+		}
+		return []*securityv1beta1.Rule{{
+			When: []*securityv1beta1.Condition{{Key: access.HeaderKey(cfg.UserIDHeader), Values: []string{user}}},
+			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: principals}}},
+		}}, nil
+	case rbacv1.GroupKind:
+		if !cfg.Groups.Enabled() {
+			return nil, refuse(fmt.Errorf("group %q: the host configures neither a groups header nor a groups claim (core's groups), so no request can be told to come from a member", o.Name))
+		}
+		if err := cfg.Groups.CheckGroup(o.Name); err != nil {
+			return nil, refuse(err)
+		}
+		return cfg.Groups.Rules(principals, []string{o.Name}), nil
+	case rbacv1.ServiceAccountKind:
+		// A service account calls with its own identity, which RBAC
+		// checks; no header speaks for it.
+		return nil, nil
+	}
+	return nil, refuse(fmt.Errorf("kind %q: want %s, %s or %s", o.Kind, rbacv1.UserKind, rbacv1.GroupKind, rbacv1.ServiceAccountKind))
+}
+
+// Policy returns the owner's AuthorizationPolicy, and AccessSpec's error
+// for an owner it cannot admit.
+func Policy(cfg *Config, p *kubeflowv1.Profile) (*securityv1ac.AuthorizationPolicyApplyConfiguration, error) {
 	ap := securityv1ac.AuthorizationPolicy(AuthorizationPolicy, plugins.Namespace(p)).
 		WithAnnotations(map[string]string{AnnotationUser: p.Spec.Owner.Name, AnnotationRole: RoleAdmin})
 	// The generated WithSpec takes the message by value, copying its
 	// internal state; set the pointer instead.
-	ap.Spec = AccessSpec(cfg, p)
-	return ap
+	var err error
+	ap.Spec, err = AccessSpec(cfg, p)
+	return ap, err
 }
 
 // Quota returns kf-resource-quota with the Profile's resourceQuotaSpec, or
@@ -156,11 +187,19 @@ func Quota(p *kubeflowv1.Profile) (*corev1ac.ResourceQuotaApplyConfiguration, er
 
 // Build returns every object the core plugin writes for p, the namespace
 // with labels first. It fails, as a terminal InvalidSpec error, when the
-// Profile has no owner.
+// Profile has no owner or an invalid quota, returning no object. When the
+// AuthorizationPolicy cannot admit the owner (see AccessSpec) it returns
+// every object, the policy without the owner's rule, and that error: the
+// caller applies the objects and reports the error.
 func Build(cfg *Config, p *kubeflowv1.Profile, labels map[string]string) ([]runtime.ApplyConfiguration, error) {
 	if p.Spec.Owner.Name == "" || p.Spec.Owner.Kind == "" {
 		return nil, plugins.Terminalf(plugins.ReasonInvalidSpec, "spec.owner: kind %q, name %q: the Profile needs an owner", p.Spec.Owner.Kind, p.Spec.Owner.Name)
 	}
+	q, err := Quota(p)
+	if err != nil {
+		return nil, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+	}
+	policy, ownerErr := Policy(cfg, p)
 	out := []runtime.ApplyConfiguration{
 		Namespace(p, labels),
 		OwnerBinding(p),
@@ -168,14 +207,10 @@ func Build(cfg *Config, p *kubeflowv1.Profile, labels map[string]string) ([]runt
 		AccountBinding(p, EditorAccount, ClusterRoleEdit),
 		ServiceAccount(p, ViewerAccount),
 		AccountBinding(p, ViewerAccount, ClusterRoleView),
-		apply.Encoded(Policy(cfg, p)),
-	}
-	q, err := Quota(p)
-	if err != nil {
-		return nil, plugins.Terminal(plugins.ReasonInvalidSpec, err)
+		apply.Encoded(policy),
 	}
 	if q != nil {
 		out = append(out, q)
 	}
-	return out, nil
+	return out, ownerErr
 }

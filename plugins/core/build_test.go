@@ -172,6 +172,10 @@ func TestConfig(t *testing.T) {
 		{reason: "an unknown mesh mode", mutate: func(c *core.Config) { c.Mesh = "ambient" }, wantErr: `mesh "ambient"`},
 		{reason: "no gateway principal", mutate: func(c *core.Config) { c.Principals.IngressGateway = "" }, wantErr: "principals.ingressGateway is empty"},
 		{reason: "no pipelines principal is fine when only the gateway counts", mutate: func(c *core.Config) { c.Principals.PipelinesUI = ""; c.OwnerFromGatewayOnly = true }},
+		{reason: "a groups header and claim", mutate: func(c *core.Config) { c.Groups.Header, c.Groups.Claim = "kubeflow-groups", "groups" }},
+		{reason: "a groups header with a space", mutate: func(c *core.Config) { c.Groups.Header = "kubeflow groups" }, wantErr: `groups.header "kubeflow groups": not an HTTP header name`},
+		{reason: "the groups header is the user-id header", mutate: func(c *core.Config) { c.Groups.Header = "Kubeflow-Userid" }, wantErr: `groups.header "Kubeflow-Userid" is the user-id header`},
+		{reason: "a nested groups claim", mutate: func(c *core.Config) { c.Groups.Claim = "realm[groups]" }, wantErr: `groups.claim "realm[groups]"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
@@ -205,7 +209,10 @@ func TestAccessSpec(t *testing.T) {
 			cfg := core.ConfigFromEnv(func(string) string { return "" })
 			cfg.UserIDPrefix = "accounts:"
 			cfg.OwnerFromGatewayOnly = tt.gatewayOnly
-			spec := core.AccessSpec(cfg, profile("team-a", "alice@example.org"))
+			spec, err := core.AccessSpec(cfg, profile("team-a", "alice@example.org"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := len(spec.Rules); got != 4 {
 				t.Fatalf("%d rules, want 4", got)
 			}

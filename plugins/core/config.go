@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/profilekit/profilekit/plugins/internal/access"
 )
 
 // Kind is the plugin's name in spec.plugins and in the host configuration.
@@ -61,6 +64,11 @@ type Config struct {
 	// OwnerFromGatewayOnly lets the owner's header count only on requests
 	// from the ingress gateway, not from the pipelines UI.
 	OwnerFromGatewayOnly bool `json:"ownerFromGatewayOnly,omitempty" profilekit:"hostonly"`
+	// Groups says where the mesh finds a request's groups (a header the
+	// authenticating proxy sets, a JWT claim), so that a Profile owned by
+	// a Group admits the group's members. Neither: a Group owner gets RBAC
+	// only, and the Profile reports InvalidSpec.
+	Groups access.Groups `json:"groups" profilekit:"hostonly"`
 	// Adopt takes over, in place, the objects the upstream controller made
 	// (same names, no managed-by label) and namespaces whose owner annotation
 	// names the Profile's owner. Off, such an object is a Conflict.
@@ -106,7 +114,7 @@ func ConfigFromEnv(getenv func(string) string) *Config {
 	}
 }
 
-// Validate checks the header, the mesh mode and the principals.
+// Validate checks the headers, the mesh mode and the principals.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.UserIDHeader == "" {
@@ -116,6 +124,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Mesh != MeshSidecar && c.Mesh != MeshNone {
 		errs = append(errs, fmt.Errorf("mesh %q: want %s or %s", c.Mesh, MeshSidecar, MeshNone))
+	}
+	errs = append(errs, c.Groups.Validate(fieldpath.NewPath("groups")))
+	if c.Groups.Header != "" && strings.EqualFold(c.Groups.Header, c.UserIDHeader) {
+		errs = append(errs, fmt.Errorf("groups.header %q is the user-id header", c.Groups.Header))
 	}
 	for _, p := range []struct{ field, value string }{
 		{"principals.ingressGateway", c.Principals.IngressGateway},

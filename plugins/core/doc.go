@@ -12,10 +12,13 @@
 //     the same names to kubeflow-edit and kubeflow-view; only their names
 //     (and our labels) are ours, so annotations that identity plugins put on
 //     them stay theirs;
-//   - AuthorizationPolicy ns-owner-access-istio: the owner by the user-id
-//     header through the ingress gateway and the pipelines UI, the
+//   - AuthorizationPolicy ns-owner-access-istio: the owner through the
+//     ingress gateway and the pipelines UI (a User by the user-id header, a
+//     Group by the groups header or claim, see Groups below), the
 //     namespace's own workloads, the probe paths /healthz, /metrics and
-//     /wait-for-drain, and the notebook controller's GET of */api/kernels;
+//     /wait-for-drain, and the notebook controller's GET of */api/kernels.
+//     A ServiceAccount owner gets no header rule: it calls with its own
+//     identity, and RBAC alone says what it may do;
 //   - ResourceQuota kf-resource-quota from spec.resourceQuotaSpec, removed
 //     when its hard list is empty.
 //
@@ -62,6 +65,10 @@
 //	      pipelinesUI: cluster.local/ns/kubeflow/sa/ml-pipeline-ui
 //	      notebookController: cluster.local/ns/kubeflow/sa/notebook-controller-service-account
 //	    ownerFromGatewayOnly: false
+//	    groups:                                # none by default
+//	      header: kubeflow-groups
+//	      separator: ","
+//	      claim: ""
 //	    adopt: false
 //
 // A Profile needs nothing more than upstream's fields:
@@ -74,6 +81,56 @@
 //	  owner: {kind: User, name: alice@example.org}
 //	  resourceQuotaSpec:
 //	    hard: {cpu: "8", memory: 32Gi}
+//
+// # Groups
+//
+// A Profile may be owned by a group:
+//
+//	spec:
+//	  owner: {kind: Group, apiGroup: rbac.authorization.k8s.io, name: ml-team}
+//
+// namespaceAdmin then binds kubeflow-admin to the group, so that RBAC lets
+// every member in, and the AuthorizationPolicy admits a request from the
+// ingress gateway (or the pipelines UI, unless ownerFromGatewayOnly) whose
+// groups name ml-team. The host says where the mesh finds them:
+//
+//   - header: the request header that carries the user's groups, joined by
+//     separator (default ","). With oauth2-proxy, Kubeflow's manifests fill
+//     kubeflow-groups from the token's groups claim (the gateway's
+//     RequestAuthentication, outputClaimToHeaders), so the host sets
+//     groups: {header: kubeflow-groups}. As with the user-id header, the
+//     gateway must remove every copy of the header that a client sends
+//     before authentication sets it: the policy trusts the header on each
+//     request from the gateway's principal;
+//   - claim: the JWT claim that lists the groups (groups: {claim: groups}),
+//     matched by the workloads' sidecars, so it needs a
+//     RequestAuthentication that applies to the Profiles' workloads, and a
+//     gateway that forwards the token.
+//
+// For the claim, a RequestAuthentication in the mesh's root namespace
+// applies to every workload, the gateway included:
+//
+//	apiVersion: security.istio.io/v1
+//	kind: RequestAuthentication
+//	metadata: {name: kubeflow-jwt, namespace: istio-system}
+//	spec:
+//	  jwtRules:
+//	  - issuer: https://dex.example.org
+//	    forwardOriginalToken: true
+//
+// Istio matches a header's value exactly, by prefix or by suffix only, so a
+// group is recognised in the header when it is the whole header, the first
+// group or the last ("ml-team", "ml-team,*", "*,ml-team"): a member whose
+// header lists ml-team between two other groups is not admitted by the
+// header. The claim has no such limit: Istio matches each of its elements.
+//
+// An owner that the policy cannot match exactly gets no rule in it: a Group
+// whose name is empty, holds the separator or a "*", or has white space at
+// either end; a User whose header value (with the prefix) starts or ends
+// with "*"; a Group while the host configures neither header nor claim. The
+// Profile then reports CoreReady=False with InvalidSpec naming the owner,
+// while the namespace, the RoleBindings and the rest of the policy are
+// applied all the same; nothing admits more than the owner would be.
 //
 // # Stability
 //

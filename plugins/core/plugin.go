@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -97,9 +98,12 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 			labels, remove = NamespaceLabels(DefaultLabels(cfg, file), liveLabels, owned)
 		}
 	}
-	desired, err := Build(cfg, p, labels)
-	if err != nil {
-		return plugins.Result{}, err
+	// An owner the AuthorizationPolicy cannot admit still gets its
+	// namespace, its RBAC and the rest of the policy: buildErr is reported
+	// after they are applied.
+	desired, buildErr := Build(cfg, p, labels)
+	if desired == nil {
+		return plugins.Result{}, buildErr
 	}
 	objects := req.Objects
 	if cfg.Adopt {
@@ -110,14 +114,12 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 		objects = a.Adopting(func(live client.Object) error { return mayAdopt(cfg, p, live) })
 	}
 	res, err := objects.Sync(ctx, desired...)
-	if err != nil || len(remove) == 0 {
-		return res, err
+	if err == nil && len(remove) > 0 {
+		if err = removeLabels(ctx, req.Client, plugins.Namespace(p), remove); err == nil {
+			res.Add(plugins.Change{Kind: "Namespace", Name: plugins.Namespace(p), Action: plugins.Configured})
+		}
 	}
-	if err := removeLabels(ctx, req.Client, plugins.Namespace(p), remove); err != nil {
-		return res, err
-	}
-	res.Add(plugins.Change{Kind: "Namespace", Name: plugins.Namespace(p), Action: plugins.Configured})
-	return res, nil
+	return res, errors.Join(err, buildErr)
 }
 
 // adopter is the part of the host's Objects that takes over objects the
