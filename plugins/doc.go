@@ -114,10 +114,10 @@
 // (whose cache forms reconcilers decides); [Definition]'s Watches
 // ([Watch], [Scope]), Runner ([Runtime]) and Upstream, which serve the core
 // plugin alone; [Request]'s Live with [Request.LiveReader];
-// [Request.WatchedReader]; [Objects]' Annotate and Unannotate with [Foreign] and
-// [ForeignMissingError]; [Outside]'s methods other than Ensure, Call, Forget and
-// Recorded; [ConditionReady], [ReasonPluginsReady] and [ReasonPending];
-// the bounds of messages
+// [Request.WatchedReader]; [Objects]' Annotate, Unannotate, Mark and Unmark
+// with [Foreign], [Marks] and [ForeignMissingError]; [Outside]'s methods
+// other than Ensure, Call, Forget and Recorded; [ConditionReady],
+// [ReasonPluginsReady] and [ReasonPending]; the bounds of messages
 // ([MaxMessageBytes], [MaxMessageProblems], [MaxProblemBytes]). The wording of
 // error and condition messages is not API at all: match on reasons
 // ([ReasonOf], the reason that leads a condition's message), never on the text

@@ -39,13 +39,33 @@ type Objects interface {
 	// Unannotate removes the plugin's keys from obj; a missing object is
 	// done.
 	Unannotate(ctx context.Context, live client.Reader, obj Foreign, keys ...string) (Change, error)
+	// Mark makes the labels and annotations of want hold on obj, an object
+	// the plugin does not own, writing those keys alone, and gives up the
+	// plugin's other keys there. A missing object is a
+	// *ForeignMissingError.
+	Mark(ctx context.Context, live client.Reader, obj Foreign, want Marks) (Change, error)
+	// Unmark gives up every label and annotation key the plugin holds on
+	// obj; a missing object is done.
+	Unmark(ctx context.Context, live client.Reader, obj Foreign) (Change, error)
+}
+
+// Marks are the labels and annotations a plugin owns on a Foreign object,
+// such as the labels the namespacemeta plugin puts on a Profile's
+// namespace. Each key is the plugin's alone to set; the object's other keys
+// are not touched.
+type Marks struct {
+	// Labels by key.
+	Labels map[string]string
+	// Annotations by key.
+	Annotations map[string]string
 }
 
 // Foreign names an object that a plugin does not own but on which it owns
-// single annotation keys, such as the default-editor ServiceAccount that the
-// core plugin or the upstream controller makes: cloud identity plugins put
-// their role annotation there. The plugin never creates, updates or deletes
-// such an object, and never writes any other field of it.
+// single annotation or label keys, such as the default-editor
+// ServiceAccount that the core plugin or the upstream controller makes:
+// cloud identity plugins put their role annotation there. The plugin never
+// creates, updates or deletes such an object, and never writes any other
+// field of it.
 type Foreign struct {
 	// GVK is the object's kind.
 	GVK schema.GroupVersionKind

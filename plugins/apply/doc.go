@@ -23,9 +23,9 @@
 //
 // Experimental, and free to change in a minor release: [Applier.Adopting]
 // and [Recorder.Adopting] with [WithUpstreamObjects], which serve the core
-// plugin alone; [Applier.Annotate] and Unannotate, and the Recorder's other
-// methods; [WithMetadataOnly] with [NewMetadata], [NewMetadataList] and
-// [FieldNames]; [Fields]; [NewObject] and [NewList]; [WriteObserver] with
-// [WithWriteObserver] and [WriteRecall]; [Replaceable] and
-// [ReasonImmutableField].
+// plugin alone; [Applier.Annotate], Unannotate, [Applier.Mark] and Unmark,
+// and the Recorder's other methods; [WithMetadataOnly] with [NewMetadata],
+// [NewMetadataList] and [FieldNames]; [Fields]; [NewObject] and [NewList];
+// [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Replaceable]
+// and [ReasonImmutableField].
 package apply

@@ -36,7 +36,8 @@ func NewRecorder(kind string, p *kubeflowv1.Profile, owns []schema.GroupVersionK
 }
 
 // Recorded returns the objects the pass would have applied, in the order it
-// reports them, and the partial objects Annotate would have applied.
+// reports them, and the partial objects Annotate and Mark would have
+// applied.
 func (r *Recorder) Recorded() []*unstructured.Unstructured { return r.recorded }
 
 // Sync records desired.
@@ -56,14 +57,24 @@ func (r *Recorder) DeleteAll(context.Context) (plugins.Result, error) { return p
 func (r *Recorder) Keep(schema.GroupVersionKind, string, string) {}
 
 // Annotate records the partial object an Applier would apply to obj.
-func (r *Recorder) Annotate(_ context.Context, _ client.Reader, obj plugins.Foreign, want map[string]string) (plugins.Change, error) {
-	r.recorded = append(r.recorded, foreignApply(obj, "", want))
-	return plugins.Change{Kind: obj.GVK.Kind, Namespace: obj.Namespace, Name: obj.Name, Action: plugins.Configured}, nil
+func (r *Recorder) Annotate(ctx context.Context, live client.Reader, obj plugins.Foreign, want map[string]string) (plugins.Change, error) {
+	return r.Mark(ctx, live, obj, plugins.Marks{Annotations: want})
 }
 
 // Unannotate does nothing.
 func (r *Recorder) Unannotate(_ context.Context, _ client.Reader, obj plugins.Foreign, _ ...string) (plugins.Change, error) {
 	return plugins.Change{Kind: obj.GVK.Kind, Namespace: obj.Namespace, Name: obj.Name}, nil
+}
+
+// Mark records the partial object an Applier would apply to obj.
+func (r *Recorder) Mark(_ context.Context, _ client.Reader, obj plugins.Foreign, want plugins.Marks) (plugins.Change, error) {
+	r.recorded = append(r.recorded, foreignApply(obj, "", want))
+	return plugins.Change{Kind: obj.GVK.Kind, Namespace: obj.Namespace, Name: obj.Name, Action: plugins.Configured}, nil
+}
+
+// Unmark does nothing.
+func (r *Recorder) Unmark(ctx context.Context, live client.Reader, obj plugins.Foreign) (plugins.Change, error) {
+	return r.Unannotate(ctx, live, obj)
 }
 
 // Adopting returns r: what would be adopted is recorded like the rest.
