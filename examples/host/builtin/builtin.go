@@ -7,11 +7,13 @@ import (
 	"github.com/profilekit/profilekit/plugins/authpolicy"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/plugins/contributors"
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
 	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/limitrange"
+	"github.com/profilekit/profilekit/plugins/namespacemeta"
 	"github.com/profilekit/profilekit/plugins/network"
 	"github.com/profilekit/profilekit/plugins/notebook"
 	"github.com/profilekit/profilekit/plugins/quotas"
@@ -35,6 +37,7 @@ func Definitions() []plugins.Definition {
 		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
 		// defaults, under the configuration file's.
 		core.Definition(),
+		contributors.Definition(),
 		// The cloud identity plugins call AWS IAM, Google IAM and Azure with
 		// the platform's default credential chains, set up on first use.
 		azureidentity.Definition(azureidentity.DefaultCredentials()),
@@ -45,6 +48,7 @@ func Definitions() []plugins.Definition {
 		irsa.Definition(irsa.DefaultIAM()),
 		gitea.Definition(),
 		limitrange.Definition(),
+		namespacemeta.Definition(),
 		network.Definition(),
 		notebook.Definition(),
 		quotas.Definition(),

@@ -51,6 +51,16 @@ plugins:
   authpolicy:
   - {groups: [security.istio.io], resources: [authorizationpolicies], verbs: *own}
   - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [get, list, watch]}
+  # Contributors in the access-management service's shape: a RoleBinding
+  # and an AuthorizationPolicy each; bind on the kubeflow-* ClusterRoles the
+  # configuration's roles allow is added in clusterrole.yaml.
+  contributors:
+  - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: *own}
+  - {groups: [security.istio.io], resources: [authorizationpolicies], verbs: *own}
+  # Label and annotation keys on the Profile's namespace, applied alone:
+  # never create or delete.
+  namespacemeta:
+  - {groups: [""], resources: [namespaces], verbs: [get, list, watch, patch]}
   expose:
   - {groups: [networking.istio.io], resources: [virtualservices], verbs: *own}
   egress:
