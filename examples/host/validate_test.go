@@ -32,6 +32,18 @@ func TestValidate(t *testing.T) {
 			wantOut: []string{"profile bad-label: denied", `QuotasReady would be False: InvalidLabel: label quotas.profilekit.dev/limits.cpu="lots": not a quantity`},
 		},
 		{
+			reason: "more access than the host allows is denied, each plugin naming what it refuses", profile: "testdata/invalid-access.yaml", wantCode: 1,
+			wantOut: []string{
+				"profile over-reach: denied",
+				`CoreReady would be False: InvalidSpec: spec.owner: group "*": Istio would read the "*" as a wildcard`,
+				`AuthpolicyReady would be False: InvalidSpec: spec.owner: group "*"`,
+				`spec.contributors[0] (User "mallory@example.org", role "admin"): role admin is not among the roles the host allows (edit, view)`,
+				`spec.contributors[1] (User "eve@elsewhere.example", role "edit"): user "eve@elsewhere.example" matches none of the host's user domains (*@example.org)`,
+				"NamespacemetaReady would be False: InvalidSpec: refused, the namespace is left as it is: labels[kubernetes.io/metadata.name]: the kubernetes.io prefix is Kubernetes' own",
+			},
+		},
+		{reason: "a group-owned Profile with contributors and namespace labels is admitted", profile: "../profiles/team-ml.yaml", wantOut: []string{"profile team-ml: admitted"}},
+		{
 			reason: "an unknown plugin is admitted with a warning", profile: "testdata/unknown-plugin.yaml",
 			wantOut: []string{"profile lists-unknown: admitted"},
 			wantErr: []string{"warning: profile lists-unknown: spec.plugins[0] (sparkles): this host runs no such plugin; it is ignored"},
