@@ -214,13 +214,13 @@ func (e *entry) subject(p *kubeflowv1.Profile) rbacv1.Subject {
 	return rbacv1.Subject{Kind: e.Kind, APIGroup: rbacv1.GroupName, Name: e.Name}
 }
 
-// annotations are KFAM's, on a user's objects alone: KFAM, the dashboard
-// and the authpolicy plugin read the user annotation as a name the user-id
-// header carries, which a group's or a service account's name is not.
+// annotations are KFAM's, on every entry's objects: KFAM lists a
+// contributor by them and reads the kind from the binding's subject, so the
+// dashboard shows users, groups and service accounts alike. The authpolicy
+// plugin tells a group's or a service account's binding by its name (see
+// access.ContributorBindingName) and never takes its user annotation for a
+// user-id header value.
 func (e *entry) annotations() map[string]string {
-	if e.Kind != rbacv1.UserKind {
-		return nil
-	}
 	return map[string]string{core.AnnotationUser: e.Name, core.AnnotationRole: e.Role}
 }
 
@@ -233,13 +233,10 @@ func buildBinding(p *kubeflowv1.Profile, e *entry) *rbacv1ac.RoleBindingApplyCon
 	if s.Namespace != "" {
 		subject.WithNamespace(s.Namespace)
 	}
-	rb := rbacv1ac.RoleBinding(e.name, plugins.Namespace(p)).
+	return rbacv1ac.RoleBinding(e.name, plugins.Namespace(p)).
+		WithAnnotations(e.annotations()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(ClusterRole(e.Role))).
 		WithSubjects(subject)
-	if a := e.annotations(); a != nil {
-		rb.WithAnnotations(a)
-	}
-	return rb
 }
 
 // buildPolicy returns the entry's AuthorizationPolicy: for a user, KFAM's
@@ -260,10 +257,7 @@ func buildPolicy(cfg *Config, p *kubeflowv1.Profile, e *entry) *securityv1ac.Aut
 	if len(rules) == 0 {
 		return nil
 	}
-	ap := securityv1ac.AuthorizationPolicy(e.name, plugins.Namespace(p))
-	if a := e.annotations(); a != nil {
-		ap.WithAnnotations(a)
-	}
+	ap := securityv1ac.AuthorizationPolicy(e.name, plugins.Namespace(p)).WithAnnotations(e.annotations())
 	// The generated WithSpec copies the message by value; set the pointer.
 	ap.Spec = &securityv1beta1.AuthorizationPolicy{Rules: rules}
 	return ap

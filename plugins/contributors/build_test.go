@@ -113,13 +113,13 @@ func TestBuildShapes(t *testing.T) {
 				})},
 		},
 	}, {
-		reason:  "a group is admitted by the groups header and claim, and carries no user annotation that would admit a user of its name",
+		reason:  "a group is admitted by the groups header and claim; KFAM's annotations let the dashboard list it (by its subject's kind)",
 		config:  func(c *contributors.Config) { c.Groups = access.Groups{Header: "kubeflow-groups", Claim: "groups"} },
 		entries: []contributors.Contributor{{Kind: "Group", Name: "team-a-readers", Role: "view"}},
 		want: contributors.Objects{
 			Bindings: []*rbacv1ac.RoleBindingApplyConfiguration{wantBinding("group-team-a-readers-clusterrole-view", "view",
-				rbacv1ac.Subject().WithKind("Group").WithName("team-a-readers").WithAPIGroup(rbacv1.GroupName), nil)},
-			Policies: []*securityv1ac.AuthorizationPolicyApplyConfiguration{wantPolicy("group-team-a-readers-clusterrole-view", nil,
+				rbacv1ac.Subject().WithKind("Group").WithName("team-a-readers").WithAPIGroup(rbacv1.GroupName), map[string]string{"user": "team-a-readers", "role": "view"})},
+			Policies: []*securityv1ac.AuthorizationPolicyApplyConfiguration{wantPolicy("group-team-a-readers-clusterrole-view", map[string]string{"user": "team-a-readers", "role": "view"},
 				fromCallers(&securityv1beta1.Condition{Key: "request.headers[kubeflow-groups]", Values: []string{"team-a-readers", "team-a-readers,*", "*,team-a-readers"}}),
 				fromCallers(&securityv1beta1.Condition{Key: "request.auth.claims[groups]", Values: []string{"team-a-readers"}}),
 			)},
@@ -129,7 +129,7 @@ func TestBuildShapes(t *testing.T) {
 		entries: []contributors.Contributor{{Kind: "Group", Name: "team-a-readers", Role: "view"}},
 		want: contributors.Objects{
 			Bindings: []*rbacv1ac.RoleBindingApplyConfiguration{wantBinding("group-team-a-readers-clusterrole-view", "view",
-				rbacv1ac.Subject().WithKind("Group").WithName("team-a-readers").WithAPIGroup(rbacv1.GroupName), nil)},
+				rbacv1ac.Subject().WithKind("Group").WithName("team-a-readers").WithAPIGroup(rbacv1.GroupName), map[string]string{"user": "team-a-readers", "role": "view"})},
 		},
 		wantErr: `spec.plugins[1] (contributors).spec.contributors[0] (Group "team-a-readers", role "view"): granted in RBAC only: the host configures no groups header or claim`,
 	}, {
@@ -140,8 +140,8 @@ func TestBuildShapes(t *testing.T) {
 			{Kind: "ServiceAccount", Name: "ci", Namespace: "ci-system", Role: "view"},
 		},
 		want: contributors.Objects{Bindings: []*rbacv1ac.RoleBindingApplyConfiguration{
-			wantBinding("serviceaccount-ci-clusterrole-view", "view", rbacv1ac.Subject().WithKind("ServiceAccount").WithName("ci").WithNamespace("ci-system"), nil),
-			wantBinding("serviceaccount-runner-clusterrole-edit", "edit", rbacv1ac.Subject().WithKind("ServiceAccount").WithName("runner").WithNamespace("team-a"), nil),
+			wantBinding("serviceaccount-ci-clusterrole-view", "view", rbacv1ac.Subject().WithKind("ServiceAccount").WithName("ci").WithNamespace("ci-system"), map[string]string{"user": "ci", "role": "view"}),
+			wantBinding("serviceaccount-runner-clusterrole-edit", "edit", rbacv1ac.Subject().WithKind("ServiceAccount").WithName("runner").WithNamespace("team-a"), map[string]string{"user": "runner", "role": "edit"}),
 		}},
 	}, {
 		reason: "one person with two roles gets two bindings, sorted by name",

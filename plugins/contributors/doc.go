@@ -14,8 +14,7 @@
 //
 //   - User: KFAM's one rule, the user-id header equal to the prefix and the
 //     user's name, on requests from the ingress gateway or the pipelines
-//     UI. Both objects carry KFAM's annotations user: <name> and
-//     role: <role>, by which KFAM lists contributors.
+//     UI.
 //   - Group: the rules of the host's groups setting (a groups header, a JWT
 //     claim, or both) admit the group's members from the same callers.
 //     When the host configures neither, the entry gets its RoleBinding
@@ -25,11 +24,13 @@
 //     ServiceAccount's namespace is the Profile's unless the entry names
 //     one.
 //
-// A group's and a service account's objects carry no user and role
-// annotations: KFAM, the dashboard and the authpolicy plugin read the user
-// annotation as a name the user-id header carries, and would admit a user
-// who happens to share the group's name. The dashboard therefore lists the
-// Profile's users, not its groups or service accounts.
+// Every entry's objects carry KFAM's annotations user: <name> and
+// role: <role>. KFAM lists contributors by them and takes the kind from the
+// binding's subject, so the dashboard lists groups and service accounts
+// beside users. The authpolicy plugin tells a group's or a service
+// account's binding by KFAM's name for it and never reads its user
+// annotation as a user-id header value, so a user named like a group is
+// not let in.
 //
 // Every object carries profilekit's labels and an owner reference to the
 // Profile, and is written with server-side apply under the field manager

@@ -216,5 +216,5 @@ func TestNoEntryReachesUpstreamObjects(t *testing.T) {
 		t.Errorf("names %s", got)
 	}
 	unchanged(t, theirs...)
-	waitKFAMList(t, name, "User namespaceAdmin admin", "User ns-owner-access-istio view", "User owner@example.org admin")
+	waitKFAMList(t, name, "Group default-editor edit", "User namespaceAdmin admin", "User ns-owner-access-istio view", "User owner@example.org admin")
 }

@@ -42,7 +42,7 @@ func TestContributorsLifecycle(t *testing.T) {
 	declare(t, name, entry("User", "alice@example.org", "edit"), entry("User", "bob@example.org", "view"), entry("Group", "readers", "view"))
 	waitOwned(t, name, []string{aliceEdit, bobView, readersView}, []string{aliceEdit, bobView, readersView})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "6 objects in sync")
-	waitKFAMList(t, name, "User alice@example.org edit", "User bob@example.org view", "User zed@example.org view")
+	waitKFAMList(t, name, "Group readers view", "User alice@example.org edit", "User bob@example.org view", "User zed@example.org view")
 
 	t.Run("the server holds KFAM's shape, labelled and owned by the Profile", func(t *testing.T) {
 		bs, ps := owned(t, name)
@@ -87,7 +87,7 @@ func TestContributorsLifecycle(t *testing.T) {
 		before := kfamList(t, name)
 		declare(t, name, entry("User", "alice@example.org", "view"), entry("User", "bob@example.org", "view"), entry("Group", "readers", "view"))
 		waitOwned(t, name, []string{aliceView, bobView, readersView}, []string{aliceView, bobView, readersView})
-		waitKFAMList(t, name, "User alice@example.org view", "User bob@example.org view", "User zed@example.org view")
+		waitKFAMList(t, name, "Group readers view", "User alice@example.org view", "User bob@example.org view", "User zed@example.org view")
 		for _, n := range []string{aliceEdit} {
 			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: n}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
 				t.Errorf("old binding %s: %v, want NotFound (KFAM listed %v before)", n, err, before)
@@ -98,7 +98,7 @@ func TestContributorsLifecycle(t *testing.T) {
 	t.Run("a removed entry is revoked, and nothing else", func(t *testing.T) {
 		declare(t, name, entry("User", "alice@example.org", "view"), entry("Group", "readers", "view"))
 		waitOwned(t, name, []string{aliceView, readersView}, []string{aliceView, readersView})
-		waitKFAMList(t, name, "User alice@example.org view", "User zed@example.org view")
+		waitKFAMList(t, name, "Group readers view", "User alice@example.org view", "User zed@example.org view")
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "4 objects in sync")
 	})
 
