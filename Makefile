@@ -4,7 +4,8 @@
 # cached under bin/: kube-apiserver, etcd and kube-controller-manager from
 # source, OPA from source, Azurite from npm, the Argo CD CRDs from the Argo CD
 # module, the PostgreSQL server package when it is missing, controller-gen and
-# mockgen, Helm and the Prometheus Operator CRDs for the chart tests, and
+# mockgen, Helm and the Prometheus Operator CRDs for the chart tests,
+# Prometheus and promtool from Debian's package for the monitoring tests, and
 # golangci-lint; it checks that the generated files are current and that
 # the code passes the linters, then runs every test with the race detector.
 
@@ -39,7 +40,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets test-servers argocd-crds prometheus-crds helm kustomize postgres-server verify-generated verify-mocks lint ## Build the test assets, check generated files and lint, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server verify-generated verify-mocks lint ## Build the test assets, check generated files and lint, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
 	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
@@ -103,6 +104,28 @@ $(PROMETHEUS_CRDS)/monitoring.coreos.com_servicemonitors.yaml:
 	test -n "$$dir" && \
 	cp $$dir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $(PROMETHEUS_CRDS)/ && \
 	chmod u+w $(PROMETHEUS_CRDS)/*.yaml
+
+# Prometheus and promtool for the monitoring tests (alert rules, a real
+# scrape of the host), from Debian's prometheus package: unpacked, not
+# installed, so no service starts and no root is needed once apt's package
+# lists are current (apt-get update runs, with sudo unless root, when the
+# package is not found).
+PROMETHEUS_DIR := $(ASSETS)/prometheus
+
+.PHONY: prometheus
+prometheus: $(PROMETHEUS_DIR)/promtool ## Unpack prometheus and promtool from Debian's prometheus package next to kube-apiserver for the monitoring tests.
+
+$(PROMETHEUS_DIR)/promtool:
+	@mkdir -p $(PROMETHEUS_DIR)
+	@echo "unpacking Debian's prometheus package"
+	tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && cd $$tmp && \
+	{ apt-get download prometheus 2>/dev/null || { \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && apt-get download prometheus; }; } && \
+	dpkg-deb -x prometheus_*.deb root && \
+	dpkg-deb -f prometheus_*.deb Version > $(PROMETHEUS_DIR)/VERSION && \
+	cp root/usr/bin/prometheus $(PROMETHEUS_DIR)/prometheus && \
+	cp root/usr/bin/promtool $@.tmp && mv $@.tmp $@
+	$@ --version
 
 # Helm for the chart tests (examples/deploy/helm), built from the Go module
 # proxy with the version stamps of a Helm release (Kubernetes 1.37 follows

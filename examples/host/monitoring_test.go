@@ -178,82 +178,13 @@ func parseMetrics(t *testing.T, text string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// monitoringMetrics returns every metric name the dashboard's panels and
-// variables and the alert rules select, with where each is used.
-func monitoringMetrics(t *testing.T) map[string][]string {
-	t.Helper()
-	used := map[string][]string{}
-	add := func(where, expr string) {
-		names := metricNames(expr)
-		if len(names) == 0 {
-			t.Errorf("%s selects no metric: %s", where, expr)
-		}
-		for _, n := range names {
-			used[n] = append(used[n], where)
-		}
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Name  string `json:"name"`
-				Type  string `json:"type"`
-				Query any    `json:"query"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(readFile(t, monitoringDir+"/grafana-dashboard.json"), &dash); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range dash.Panels {
-		for _, tg := range p.Targets {
-			add("panel "+p.Title, tg.Expr)
-		}
-	}
-	for _, v := range dash.Templating.List {
-		if v.Type != "query" {
-			continue
-		}
-		q, _ := v.Query.(string)
-		if m, ok := v.Query.(map[string]any); ok {
-			q, _ = m["query"].(string)
-		}
-		add("variable "+v.Name, q)
-	}
-	var rule struct {
-		Spec struct {
-			Groups []struct {
-				Rules []struct {
-					Alert string `json:"alert"`
-					Expr  string `json:"expr"`
-				} `json:"rules"`
-			} `json:"groups"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(readFile(t, monitoringDir+"/prometheusrule.yaml"), &rule); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range rule.Spec.Groups {
-		for _, r := range g.Rules {
-			add("alert "+r.Alert, r.Expr)
-		}
-	}
-	if len(used) < 10 {
-		t.Fatalf("only %d metrics found in the dashboard and the rules: %v", len(used), used)
-	}
-	return used
-}
-
 // TestMonitoringMetricsExported runs the host with every plugin it is built
 // with on its own control plane, gives it a Profile that every plugin acts
 // on (one of them fails on a bad label, and blobcsi calls Azurite), and
 // checks that every metric the dashboard and the alert rules name is one
-// the host exports at /metrics.
+// the host exports at /metrics, that what it exports has the types and
+// labels of the metrics table, and that a real Prometheus scraping it finds
+// every series the dashboard and the rules select, with the labels they read.
 func TestMonitoringMetricsExported(t *testing.T) {
 	used := monitoringMetrics(t)
 
@@ -328,6 +259,7 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	}
 
 	var missing []string
+	var fams map[string]*dto.MetricFamily
 	testhost.Eventually(t, 90*time.Second, func() (bool, string) {
 		select {
 		case err := <-done:
@@ -338,9 +270,12 @@ func TestMonitoringMetricsExported(t *testing.T) {
 		if code != http.StatusOK {
 			return false, fmt.Sprintf("/metrics: %d %s", code, body)
 		}
-		missing = missingMetrics(used, parseMetrics(t, body))
+		fams = parseMetrics(t, body)
+		missing = missingMetrics(used, fams)
 		return len(missing) == 0, "the host does not export:\n" + strings.Join(missing, "\n")
 	})
+	checkMetricsTable(t, fams)
+	checkPrometheusScrape(t, metricsAddr)
 }
 
 // everyPluginConfig merges the shipped configurations into one that enables
