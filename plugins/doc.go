@@ -13,7 +13,8 @@
 // true.
 //
 // A [Definition] tells a host what it needs to run a plugin: its config type with
-// built-in defaults, the kinds of objects it owns (and which of those it reads
+// built-in defaults, the kinds of objects it owns (fixed, or named by the
+// host's config: [Definition.ForHost]; and which of those it reads
 // whole: a host caches the others as metadata only), and whether it keeps state
 // outside the Profile's namespace (which earns it a finalizer on the Profile).
 // The config a plugin sees is decoded strictly: built-in defaults, then the
@@ -113,8 +114,9 @@
 // [AnnotationPaused] with [Paused] and [ReasonPaused]; [Definition]'s Reads
 // (whose cache forms reconcilers decides); [Definition]'s Watches
 // ([Watch], [Scope]), Runner ([Runtime]) and Upstream, which serve the core
-// plugin alone; [Request]'s Live with [Request.LiveReader];
-// [Request.WatchedReader]; [Objects]' Annotate, Unannotate, Mark and Unmark
+// plugin alone; [Definition]'s OwnsFrom with [Definition.ForHost], for
+// plugins whose owned kinds their host config names; [Request]'s Live
+// with [Request.LiveReader]; [Request.WatchedReader]; [Objects]' Annotate, Unannotate, Mark and Unmark
 // with [Foreign], [Marks] and [ForeignMissingError]; [Outside]'s methods
 // other than Ensure, Call, Forget and Recorded; [ConditionReady],
 // [ReasonPluginsReady] and [ReasonPending]; the bounds of messages

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -158,6 +159,18 @@ type Definition struct {
 	// Owns lists the kinds of object the plugin writes. The host watches them
 	// (only ours, by label) and the Applier prunes them.
 	Owns []schema.GroupVersionKind
+	// OwnsFrom, when set, returns further kinds the plugin writes, which its
+	// host config names rather than its code: the kinds of the objects a
+	// host templates, say. It gets the decoded host defaults (a pointer to
+	// NewConfig's type, validated) and fails only on a config it cannot
+	// read. A host calls ForHost once its config has loaded and runs the
+	// Definition it returns, so that these kinds are watched, cached and
+	// pruned as Owns are. A cluster may not serve a kind the config names:
+	// the standalone host then leaves it unwatched, the Applier finds
+	// nothing of it to prune, and the plugin reports it on the Profiles
+	// that want it. The upstream adapter takes a Definition as it is given:
+	// a fork passes it what ForHost returns.
+	OwnsFrom func(hostConfig any) ([]schema.GroupVersionKind, error)
 	// Reads lists the kinds among Owns whose objects the plugin reads in
 	// full through Request.Client, such as a claim's status, and those whose
 	// fields the API server does not track one by one in managed fields
@@ -258,6 +271,29 @@ type Scope struct {
 
 // Kind returns the kind of the definition's plugin.
 func (d Definition) Kind() string { return d.Plugin.Kind() }
+
+// ForHost returns d as a host runs it with hostConfig, its decoded defaults
+// (see DecodeHostDefaults): Owns followed by the kinds OwnsFrom names that
+// Owns does not hold yet, each once, in the order OwnsFrom gives them. A
+// definition without OwnsFrom is returned as it is; calling ForHost on what
+// it returned adds nothing.
+func (d Definition) ForHost(hostConfig any) (Definition, error) {
+	if d.OwnsFrom == nil {
+		return d, nil
+	}
+	kinds, err := d.OwnsFrom(hostConfig)
+	if err != nil {
+		return d, Terminal(ReasonInvalidConfig, fmt.Errorf("plugin %s: owned kinds from the host config: %w", d.Kind(), err))
+	}
+	owns := slices.Clip(d.Owns)
+	for _, gvk := range kinds {
+		if !slices.Contains(owns, gvk) {
+			owns = append(owns, gvk)
+		}
+	}
+	d.Owns = owns
+	return d, nil
+}
 
 // Condition returns the type of the condition the plugin reports on a Profile.
 func (d Definition) Condition() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,10 @@ type Reconciler struct {
 
 	// whole are kinds other plugins of the host read whole (WithCachedWhole).
 	whole []schema.GroupVersionKind
+
+	// configured are the kinds of def.Owns that its OwnsFrom named for the
+	// host's config (see plugins.Definition.ForHost).
+	configured []schema.GroupVersionKind
 }
 
 // Option configures a Reconciler.
@@ -184,7 +189,9 @@ func WithEventRecorder(rec events.EventRecorder) Option {
 }
 
 // New returns a Reconciler for def on mgr. It decodes and validates the host's
-// defaults now, so that a host with bad configuration does not start.
+// defaults now, so that a host with bad configuration does not start, and
+// runs def as plugins.Definition.ForHost returns it for them: the kinds its
+// OwnsFrom names are owned like those in Owns.
 func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler, error) {
 	r := &Reconciler{
 		def:         def,
@@ -217,6 +224,10 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		return nil, err
 	}
 	r.hostConfig = cfg
+	if r.def, err = def.ForHost(cfg); err != nil {
+		return nil, err
+	}
+	r.configured = slices.Clone(r.def.Owns[len(def.Owns):])
 	if r.resync <= 0 {
 		return nil, fmt.Errorf("plugin %s: resync period must be positive, got %s", def.Kind(), r.resync)
 	}

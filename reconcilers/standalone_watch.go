@@ -10,8 +10,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -35,7 +37,10 @@ import (
 // events of its own writes, see ownWrites), the
 // kinds it watches (through their map to Profiles) and the resync timer
 // (every Profile once per period) wake it. Its queue serves the newest
-// Profile first and the resync last (see newestFirst).
+// Profile first and the resync last (see newestFirst). An owned kind that
+// the host's config names (Definition.OwnsFrom) and the cluster does not
+// serve is not watched: the plugin reports it where it is wanted, and a
+// host started after its CRD watches it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
@@ -48,6 +53,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged()),
 		))
 	for _, gvk := range r.def.Owns {
+		if slices.Contains(r.configured, gvk) {
+			served, err := isServed(mgr.GetRESTMapper(), gvk)
+			if err != nil {
+				return fmt.Errorf("plugin %s: %w", r.def.Kind(), err)
+			}
+			if !served {
+				mgr.GetLogger().Info("the cluster does not serve a kind the plugin's config names; not watched until the host starts again",
+					"plugin", r.def.Kind(), "kind", gvk.String())
+				continue
+			}
+		}
 		obj, err := apply.NewObject(r.scheme, gvk)
 		if err != nil {
 			return err
@@ -185,4 +201,16 @@ func toProfile(kind string) handler.MapFunc {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: l[plugins.LabelProfile]}}}
 	}
+}
+
+// isServed reports whether the API server serves gvk, as mapper knows it.
+func isServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("look up %s: %w", gvk, err)
+	}
+	return true, nil
 }

@@ -45,7 +45,11 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (plugins.R
 			continue
 		}
 		if err := a.reader.List(ctx, list, opts...); err != nil {
-			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
+			// A kind the API server does not serve (a host's config may
+			// name one, see Definition.OwnsFrom) holds nothing to prune.
+			if !meta.IsNoMatchError(err) {
+				errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
+			}
 			continue
 		}
 		var stale []client.Object

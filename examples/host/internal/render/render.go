@@ -200,6 +200,10 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 	if err != nil {
 		return nil, nil, err
 	}
+	def, mapper, err := r.forHost(def, sec)
+	if err != nil {
+		return nil, nil, err
+	}
 	objs := []client.Object{p.DeepCopy()}
 	for _, o := range r.objects {
 		objs = append(objs, o.DeepCopyObject().(client.Object))
@@ -207,7 +211,7 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 	c := fake.NewClientBuilder().
 		WithScheme(r.scheme).
 		WithTypeConverters(r.converters...).
-		WithRESTMapper(r.mapper).
+		WithRESTMapper(mapper).
 		WithObjects(objs...).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
