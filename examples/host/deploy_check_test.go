@@ -73,6 +73,25 @@ func hostNeeds(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg 
 	)
 	for _, kind := range cfg.Enabled() {
 		def, _ := reg.Get(kind)
+		if def.OwnsFrom != nil {
+			// The kinds the configuration's templates name.
+			sec, _ := cfg.Section(kind)
+			hostCfg, err := def.DecodeHostDefaults(sec.Defaults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds, err := def.OwnsFrom(hostCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(kinds, rbacv1.SchemeGroupVersion.WithKind("Role")) {
+				// Writing a Role's rules the host need not hold.
+				need = append(need, access{rbacv1.GroupName, "roles", "escalate"})
+			}
+			if def, err = def.ForHost(hostCfg); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, gvk := range def.Owns {
 			if gvk != apps.ApplicationKind {
 				need = append(need, grants(gvk.Group, resource(gvk), ownVerbs...)...)

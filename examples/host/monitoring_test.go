@@ -189,7 +189,12 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	used := monitoringMetrics(t)
 
 	crds := filepath.Join(testenv.RepoRoot(), "plugins", "notebook", "testdata", "poddefault-crd.yaml")
-	cp, err := testenv.Start(testenv.Options{Istio: true, ArgoCD: true, CRDPaths: []string{crds}})
+	// The templates plugin's ServiceMonitor (config/templates.yaml).
+	prometheusCRDs, err := testenv.PrometheusOperatorCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := testenv.Start(testenv.Options{Istio: true, ArgoCD: true, CRDPaths: []string{crds, prometheusCRDs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +291,7 @@ func TestMonitoringMetricsExported(t *testing.T) {
 func everyPluginConfig(t *testing.T, azurite *testenv.Azurite) []byte {
 	t.Helper()
 	sections := map[string]any{}
-	for _, f := range []string{"config/istio.yaml", "config/argocd-apps.yaml", "config/cloud-identity.yaml"} {
+	for _, f := range []string{"config/istio.yaml", "config/argocd-apps.yaml", "config/cloud-identity.yaml", "config/templates.yaml"} {
 		var cfg struct {
 			Plugins map[string]any `json:"plugins"`
 		}

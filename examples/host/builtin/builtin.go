@@ -19,6 +19,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
 	"github.com/profilekit/profilekit/plugins/replicate"
+	"github.com/profilekit/profilekit/plugins/templates"
 	"github.com/profilekit/profilekit/plugins/volumes"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
 )
@@ -54,6 +55,9 @@ func Definitions() []plugins.Definition {
 		quotas.Definition(),
 		rbac.Definition(),
 		replicate.Definition(),
+		// templates owns the kinds its configuration's templates name
+		// (Definition.OwnsFrom); the host watches those it finds served.
+		templates.Definition(),
 		// volumes also runs a sweeper of released volumes when its
 		// defaults set retainFor.
 		volumes.Definition(),

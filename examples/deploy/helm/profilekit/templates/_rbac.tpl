@@ -98,6 +98,41 @@ plugins:
   - *record
   AwsIamForServiceAccount: *identity
   AzureWorkloadIdentity: *identity
+  # The kinds of the configuration's templates (profilekit.templatesRules).
+  templates: []
+{{- end }}
+
+{{/* The templates plugin's rules: own verbs on the kind of each template in
+its defaults, and on each of its retiredKinds (still pruned). The resource is
+the kind's plural by the English rule CRD generators follow (lower case; s, x,
+ch and sh take es, a consonant and y become ies, anything else takes an s),
+which is nearly every kind's; give a kind whose plural differs (Endpoints) in
+rbac.extraRules. */}}
+{{- define "profilekit.templatesRules" -}}
+{{- $d := .defaults | default dict }}
+{{- $kinds := list }}
+{{- range $d.templates | default list }}
+{{- $o := .object | default dict }}
+{{- if kindIs "string" $o }}
+{{- $o = fromYaml $o }}
+{{- end }}
+{{- $kinds = append $kinds (pick $o "apiVersion" "kind") }}
+{{- end }}
+{{- $kinds = concat $kinds ($d.retiredKinds | default list) }}
+{{- $out := list }}
+{{- range $kinds }}
+{{- $gv := splitList "/" (.apiVersion | toString) }}
+{{- $group := ternary "" (first $gv) (eq (len $gv) 1) }}
+{{- $kind := lower (.kind | toString) }}
+{{- $resource := printf "%ss" $kind }}
+{{- if regexMatch "(s|x|ch|sh)$" $kind }}
+{{- $resource = printf "%ses" $kind }}
+{{- else if regexMatch "[^aeiou]y$" $kind }}
+{{- $resource = printf "%sies" (trimSuffix "y" $kind) }}
+{{- end }}
+{{- $out = append $out (dict "groups" (list $group) "resources" (list $resource) "verbs" (list "create" "get" "list" "watch" "patch" "delete")) }}
+{{- end }}
+{{- toYaml $out }}
 {{- end }}
 
 {{/* The ClusterRole's rules for the enabled plugins, one rule per resource,
@@ -117,6 +152,9 @@ sorted, so that the output is stable. */}}
 {{- fail (printf "config: plugins.%s: the chart knows no RBAC for this plugin; add it to templates/_rbac.tpl" $kind) }}
 {{- end }}
 {{- $rules = concat $rules (get $table $kind) }}
+{{- end }}
+{{- with $enabled.templates }}
+{{- $rules = concat $rules (include "profilekit.templatesRules" . | fromYamlArray) }}
 {{- end }}
 {{- range $r := $rules }}
 {{- range $g := $r.groups }}
