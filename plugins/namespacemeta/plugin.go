@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -70,9 +71,17 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 }
 
 // Revoke gives up every key the plugin holds on the namespace; keys others
-// set stay. A namespace that is gone is done.
+// set stay. A namespace that is gone is done, and so is one that is not the
+// Profile's owner's (mayMark): nothing on it is this Profile's to remove.
 func (Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
-	c, err := req.Objects.Unmark(ctx, reader{req: req}, Object(req.Profile))
+	c, err := req.Objects.Unmark(ctx, reader{req: req, guard: true}, Object(req.Profile))
+	if plugins.IsTerminal(err) && plugins.ReasonOf(err, "") == plugins.ReasonConflict {
+		// Another owner's namespace (the next owner of a deleted
+		// Profile's name, say): the keys on it are not this Profile's
+		// to take away.
+		log.FromContext(ctx).V(1).Info("namespace is not the Profile's; left untouched", "namespace", Object(req.Profile).Name, "reason", err.Error())
+		return plugins.Result{}, nil
+	}
 	var res plugins.Result
 	if c.Action == plugins.Configured {
 		res.Add(c)
