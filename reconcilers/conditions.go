@@ -56,12 +56,25 @@ func removeCondition(conds []kubeflowv1.ProfileCondition, t string) ([]kubeflowv
 	return out, true
 }
 
+// withReady returns conds with the Profile-level Ready condition as a
+// Profile of the given generation, served by the plugins whose condition
+// types are serving, should carry it (see readyCondition), and whether that
+// changed anything. A Profile that no plugin serves carries no Ready: a
+// host that serves nothing of a Profile writes nothing onto it, and takes
+// away the Ready it wrote while it served it. conds is not modified.
+func withReady(generation int64, conds []kubeflowv1.ProfileCondition, serving []string) ([]kubeflowv1.ProfileCondition, bool) {
+	if len(serving) == 0 {
+		return removeCondition(conds, plugins.ConditionReady)
+	}
+	return setCondition(conds, readyCondition(generation, conds, serving))
+}
+
 // readyCondition returns the Profile-level Ready condition for a Profile of the given
 // generation whose plugin conditions are conds, served by the plugins whose
-// condition types are serving: True when each of those conditions is True
-// and set from this generation (or from an unknown one, 0), else False with
-// the first failing plugin's reason (in the order of serving) and the
-// condition that says why. It carries the generation.
+// condition types are serving (at least one): True when each of those
+// conditions is True and set from this generation (or from an unknown one,
+// 0), else False with the first failing plugin's reason (in the order of
+// serving) and the condition that says why. It carries the generation.
 func readyCondition(generation int64, conds []kubeflowv1.ProfileCondition, serving []string) kubeflowv1.ProfileCondition {
 	ready := kubeflowv1.ProfileCondition{Type: plugins.ConditionReady, Status: plugins.ConditionTrue, ObservedGeneration: generation}
 	for _, t := range serving {

@@ -73,7 +73,8 @@
 //
 // Experimental, and free to change in a minor release: [WithCachedWhole]
 // with [WholeKinds],
-// [WithNamespaceGate], which serves hosts that run the core plugin,
+// [WithNamespaceGate] and [FinalizerHandOver], which serve hosts that run
+// the core plugin,
 // [StatusWriter]'s Set, Drop and Expect as called from outside a [Reconciler],
 // its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]
 // with [DefaultMaxInFlight], [NewRESTMapper], [Precedence] with [NewPrecedence],

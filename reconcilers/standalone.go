@@ -351,6 +351,9 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation}); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.handOver(ctx, p); err != nil {
+		return reconcile.Result{}, err
+	}
 	if writes.missed {
 		// Someone changed an object while this pass wrote it, and its
 		// event was held back with the write's own (see ownWrites).

@@ -58,6 +58,11 @@ func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconci
 // then lets the Profile go. Plugins without outside state have no finalizer:
 // owner references hand their objects to the garbage collector.
 func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
+	// The upstream controller's finalizer, which the host took over, must
+	// not hold a Profile it served.
+	if err := r.handOver(ctx, p); err != nil {
+		return reconcile.Result{}, err
+	}
 	fin := r.def.Finalizer()
 	if fin == "" || !controllerutil.ContainsFinalizer(p, fin) {
 		return reconcile.Result{}, nil

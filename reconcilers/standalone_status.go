@@ -54,6 +54,12 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 		if !changed {
 			return nil
 		}
+		if r.status != nil {
+			// The removal changes what Ready sums up: the same write
+			// brings it up to date, or takes it away with the last
+			// plugin that served the Profile.
+			conds, _ = r.status.withReady(p, conds)
+		}
 		p.Status.Conditions = conds
 		wrote = true
 		return r.client.Status().Update(ctx, p)
@@ -64,8 +70,8 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 	if err != nil {
 		return wrote, fmt.Errorf("write %s condition: %w", r.def.Condition(), err)
 	}
-	if wrote && r.status != nil {
-		// The removal changed what Ready sums up.
+	if wrote && r.status != nil && r.status.ReadyStale(p) {
+		// Another plugin's condition changed meanwhile.
 		r.status.Touch(p.Name)
 	}
 	return wrote, nil

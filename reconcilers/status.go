@@ -221,11 +221,19 @@ func (w *StatusWriter) Touch(profile string) {
 }
 
 // ReadyStale reports whether p's Ready condition differs from what p's
-// plugin conditions make it: reconcilers call Touch then.
+// plugin conditions make it: reconcilers call Touch then. A Profile that no
+// plugin of this host serves should carry no Ready: it is stale only while
+// it carries one.
 func (w *StatusWriter) ReadyStale(p *kubeflowv1.Profile) bool {
-	want := readyCondition(p.Generation, p.Status.Conditions, w.serving(p))
-	live := plugins.FindCondition(p.Status.Conditions, plugins.ConditionReady)
-	return live == nil || !sameCondition(*live, want)
+	_, stale := w.withReady(p, p.Status.Conditions)
+	return stale
+}
+
+// withReady returns conds with p's Ready condition as the plugins of this
+// host that serve p make it (none when none serves p), and whether that
+// changed anything.
+func (w *StatusWriter) withReady(p *kubeflowv1.Profile, conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
+	return withReady(p.Generation, conds, w.serving(p))
 }
 
 // serving returns the condition types of the plugins that apply to p,

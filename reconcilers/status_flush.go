@@ -96,8 +96,9 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 		}
 		first = false
 		conds, changed := applyConditions(p.Status.Conditions, changes)
-		// Ready sums up the plugins' conditions, in the same write.
-		conds, readyChanged := setCondition(conds, readyCondition(p.Generation, conds, w.serving(p)))
+		// Ready sums up the plugins' conditions, in the same write; a
+		// Profile that no plugin of this host serves gets none.
+		conds, readyChanged := w.withReady(p, conds)
 		if !changed && !readyChanged {
 			return nil
 		}

@@ -51,6 +51,9 @@ type Applier struct {
 	// mayAdopt, with adopt, decides on each live object that adopt would
 	// take over (see Adopting).
 	mayAdopt func(live client.Object) error
+	// seen, with adopt, shows the Profile's namespace when it is not ours
+	// (see Adopting).
+	seen client.Reader
 
 	// metadata are the owned kinds read as metadata only (WithMetadataOnly).
 	metadata []schema.GroupVersionKind
@@ -69,16 +72,33 @@ type Applier struct {
 // upstream controller wrote, by applying over them in place: the same object
 // (same UID) gets our fields and labels, nothing is deleted or recreated.
 // Objects labelled by anyone (another profilekit plugin or Profile, another
-// tool) are never taken. may decides on each such object as the Applier
-// read it right before it would be taken (from the cache, or from the API
-// server when an object of the name turned up that the cache did not show):
-// an error leaves it untouched and is the object's error. The caller's rule
-// then holds for an object made a moment ago as well as for a cached one.
+// tool) are never taken. Each object costs one request where the API
+// server can refuse what must not be taken:
+//
+//   - the Profile's namespace: may decides on it as the Applier read it
+//     right before it would be taken, from seen (a reader of objects the
+//     Applier does not own, such as a host's metadata watch of namespaces;
+//     nil for none), or from the API server when an object of the name
+//     turned up that the caches did not show; the apply carries the
+//     resource version may saw, so that a namespace changed since is
+//     refused, read again and judged again. An error from may leaves it
+//     untouched and is the object's error. The caller's rule then holds for
+//     a namespace made a moment ago as well as for a cached one;
+//   - an object in the namespace, written only once the namespace was
+//     written: an apply that does not force ownership, which the API server
+//     refuses, changing nothing, when another writer holds a field it sets
+//     with another value (a managed-by label, another owner's value;
+//     the fields of an object without managed fields count as another
+//     writer's). Only a refused object is read, and is then taken (with
+//     force, at the version read) if it carries no managed-by label and
+//     may accepts it, as the namespace.
+//
 // Adopting has effect only with WithUpstreamObjects.
-func (a *Applier) Adopting(may func(live client.Object) error) plugins.Objects {
+func (a *Applier) Adopting(may func(live client.Object) error, seen client.Reader) plugins.Objects {
 	b := *a
 	b.adopt = a.upstream
 	b.mayAdopt = may
+	b.seen = seen
 	return &b
 }
 

@@ -126,7 +126,7 @@ func TestSyncUpstreamObjects(t *testing.T) {
 		t.Run(tt.reason, func(t *testing.T) {
 			var a plugins.Objects = apply.New(newClient(), "core", p, owns, tt.opts...)
 			if tt.adopt {
-				a = a.(*apply.Applier).Adopting(tt.may)
+				a = a.(*apply.Applier).Adopting(tt.may, nil)
 			}
 			res, err := a.Sync(t.Context(), tt.desired...)
 			if tt.wantErr != "" {

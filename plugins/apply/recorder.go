@@ -78,7 +78,7 @@ func (r *Recorder) Unmark(ctx context.Context, live client.Reader, obj plugins.F
 }
 
 // Adopting returns r: what would be adopted is recorded like the rest.
-func (r *Recorder) Adopting(func(live client.Object) error) plugins.Objects { return r }
+func (r *Recorder) Adopting(func(live client.Object) error, client.Reader) plugins.Objects { return r }
 
 func (r *Recorder) record(desired []runtime.ApplyConfiguration) (plugins.Result, error) {
 	objs, err := r.rules.prepare(desired)

@@ -35,6 +35,14 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (p
 		change.Action = plugins.Unchanged
 		return change, nil
 	}
+	if live == nil && a.adopt {
+		if !a.isProfileNamespace(k) {
+			return a.adoptOne(ctx, u, change)
+		}
+		if live, err = a.readSeen(ctx, k); err != nil {
+			return change, fmt.Errorf("read %s %s: %w", k.gvk.Kind, k.name, err)
+		}
+	}
 	if live == nil {
 		err := a.create(ctx, u)
 		if err == nil {
@@ -47,21 +55,30 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured) (p
 		}
 		// An object of the name exists: ours, written a moment ago and not
 		// yet in the cache, or someone else's.
-		live, err = a.read(ctx, cmp.Or[client.Reader](a.live, a.reader), k)
-		if err != nil {
-			return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
-		}
-		switch {
-		case live == nil && a.live == nil:
-			// The cache cannot show it, so it is not one of ours; had
-			// it been ours, its arrival in the cache brings us back.
-			change.Action = plugins.Skipped
-			return change, plugins.Terminalf(plugins.ReasonConflict, "%s %s/%s exists and is not among the objects plugin %s manages for profile %s; left untouched",
-				k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
-		case live == nil:
-			change.Action = plugins.Skipped
-			return change, fmt.Errorf("%s %s/%s exists but was gone when read to check who owns it; not written, will try again", k.gvk.Kind, k.namespace, k.name)
-		}
+		return a.existing(ctx, u, change)
+	}
+	return a.update(ctx, u, live, change)
+}
+
+// existing writes u over the object of its name that the cache did not
+// show and that a write found there: read as it is now, it is written only
+// if it is ours (or one to adopt), as update says.
+func (a *Applier) existing(ctx context.Context, u *unstructured.Unstructured, change plugins.Change) (plugins.Change, error) {
+	k := keyOf(u)
+	live, err := a.read(ctx, cmp.Or[client.Reader](a.live, a.reader), k)
+	if err != nil {
+		return change, fmt.Errorf("read %s %s/%s: %w", k.gvk.Kind, k.namespace, k.name, err)
+	}
+	switch {
+	case live == nil && a.live == nil:
+		// The cache cannot show it, so it is not one of ours; had
+		// it been ours, its arrival in the cache brings us back.
+		change.Action = plugins.Skipped
+		return change, plugins.Terminalf(plugins.ReasonConflict, "%s %s/%s exists and is not among the objects plugin %s manages for profile %s; left untouched",
+			k.gvk.Kind, k.namespace, k.name, a.kind, a.profile.Name)
+	case live == nil:
+		change.Action = plugins.Skipped
+		return change, fmt.Errorf("%s %s/%s exists but was gone when read to check who owns it; not written, will try again", k.gvk.Kind, k.namespace, k.name)
 	}
 	return a.update(ctx, u, live, change)
 }

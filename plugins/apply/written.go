@@ -7,6 +7,7 @@ import (
 	"context"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,9 +92,18 @@ func (s *serialObserver) Unseen(obj client.Object) (string, bool) {
 // more than the resource version, and a whole object costs the API server
 // its encoding and the host its decoding, for every write.
 func (a *Applier) send(ctx context.Context, u *unstructured.Unstructured) error {
+	_, err := a.sendApply(ctx, u, true)
+	return err
+}
+
+// sendApply is send, with forced ownership only when force, and returns
+// the answer's metadata. Without force the API server refuses the apply
+// with a Conflict, and changes nothing, when another field manager holds a
+// field the apply sets, with another value.
+func (a *Applier) sendApply(ctx context.Context, u *unstructured.Unstructured, force bool) (*metav1.PartialObjectMetadata, error) {
 	body, err := u.MarshalJSON()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	answer := NewMetadata(u.GroupVersionKind())
 	answer.SetNamespace(u.GetNamespace())
@@ -101,8 +111,11 @@ func (a *Applier) send(ctx context.Context, u *unstructured.Unstructured) error 
 	if a.observer != nil {
 		a.observer.Writing(u)
 	}
-	err = a.writer.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, body),
-		client.FieldOwner(plugins.FieldManagerFor(a.kind)), client.ForceOwnership)
+	opts := []client.PatchOption{client.FieldOwner(plugins.FieldManagerFor(a.kind))}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	err = a.writer.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, body), opts...)
 	if a.observer != nil {
 		version := ""
 		if err == nil {
@@ -110,5 +123,5 @@ func (a *Applier) send(ctx context.Context, u *unstructured.Unstructured) error 
 		}
 		a.observer.Wrote(u, version, err)
 	}
-	return err
+	return answer, err
 }

@@ -20,6 +20,9 @@ import (
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
+// The host finds the hand-over of upstream's finalizer in core's config.
+var _ reconcilers.FinalizerHandOver = (*core.Config)(nil)
+
 // ownerAccess polls the owner's RoleBinding until stop is closed, and counts
 // the reads that found it missing.
 func ownerAccess(ns string, stop <-chan struct{}) (wait func() (reads, missing int)) {

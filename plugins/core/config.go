@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -73,6 +74,34 @@ type Config struct {
 	// (same names, no managed-by label) and namespaces whose owner annotation
 	// names the Profile's owner. Off, such an object is a Conflict.
 	Adopt bool `json:"adopt,omitempty" profilekit:"hostonly"`
+	// HandOverFinalizer takes the upstream controller's finalizer
+	// (UpstreamFinalizer) off each Profile the host serves, once it serves
+	// it: CoreReady and Ready are True, and every upstream plugin kind the
+	// Profile lists (UpstreamPluginKinds) is served by a plugin of this
+	// host that holds its own finalizer on the Profile. A Profile that lists
+	// one that no plugin of this host serves keeps upstream's finalizer,
+	// which guards that plugin's cleanup. On while moving from the upstream
+	// controller, once it is stopped; see the reconcilers package's
+	// FinalizerHandOver for the whole rule.
+	HandOverFinalizer bool `json:"handOverFinalizer,omitempty" profilekit:"hostonly"`
+}
+
+// UpstreamFinalizer is the finalizer the upstream controller puts on every
+// Profile it serves and removes, on deletion, after it revoked its plugins.
+const UpstreamFinalizer = "profile-finalizer"
+
+// UpstreamPluginKinds are the plugin kinds the upstream controller itself
+// serves, whose cleanup its finalizer guards.
+var UpstreamPluginKinds = []string{"WorkloadIdentity", "AwsIamForServiceAccount"}
+
+// HandedOverFinalizer returns UpstreamFinalizer and UpstreamPluginKinds
+// when the host hands the finalizer over (HandOverFinalizer), else "" and
+// nil. Hosts call it through reconcilers.FinalizerHandOver.
+func (c *Config) HandedOverFinalizer() (string, []string) {
+	if !c.HandOverFinalizer {
+		return "", nil
+	}
+	return UpstreamFinalizer, slices.Clone(UpstreamPluginKinds)
 }
 
 // Principals are the Istio principals of the callers the owner's

@@ -70,6 +70,16 @@
 //	      separator: ","
 //	      claim: ""
 //	    adopt: false
+//	    handOverFinalizer: false
+//
+// With handOverFinalizer, the host takes the upstream controller's
+// profile-finalizer off each Profile once it serves it (CoreReady and Ready
+// True), so that Profiles moved from that controller finish deleting
+// without it. A Profile that lists an upstream plugin kind
+// (WorkloadIdentity, AwsIamForServiceAccount) loses it only once a plugin
+// of this host serves that kind and holds its own finalizer on the
+// Profile; one that lists a kind no plugin of the host serves keeps it, for
+// the upstream controller's cleanup.
 //
 // A Profile needs nothing more than upstream's fields:
 //
@@ -145,6 +155,8 @@
 // [AnnotationRole], [RoleAdmin], [LabelIstioInjection]; they are upstream's
 // contract, not ours to change), the namespace labels file's format, and the
 // condition CoreReady. Experimental, and free to change in a minor release:
+// [Config.HandedOverFinalizer] with [UpstreamFinalizer] and
+// [UpstreamPluginKinds];
 // [Build] and the builders of single objects ([Namespace], [OwnerBinding],
 // [ServiceAccount], [AccountBinding], [Policy], [AccessSpec], [Quota]),
 // [ParseLabels], [ReadLabelsFile], [DefaultLabels] and [NamespaceLabels],

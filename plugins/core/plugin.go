@@ -111,7 +111,9 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 		if !ok {
 			return plugins.Result{}, plugins.Terminalf(plugins.ReasonInvalidConfig, "adopt: the host's objects (%T) cannot take over upstream's objects", objects)
 		}
-		objects = a.Adopting(func(live client.Object) error { return mayAdopt(cfg, p, live) })
+		// The watched namespaces show the namespace as it is, so that it
+		// is judged and taken in one request.
+		objects = a.Adopting(func(live client.Object) error { return mayAdopt(cfg, p, live) }, req.Watched)
 	}
 	res, err := objects.Sync(ctx, desired...)
 	if err == nil && len(remove) > 0 {
@@ -125,7 +127,7 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 // adopter is the part of the host's Objects that takes over objects the
 // upstream controller wrote (apply.Applier.Adopting).
 type adopter interface {
-	Adopting(may func(live client.Object) error) plugins.Objects
+	Adopting(may func(live client.Object) error, seen client.Reader) plugins.Objects
 }
 
 // addsLabels reports whether labels holds a key that live does not.

@@ -75,6 +75,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
   profilekit run --config host.yaml              run the controllers against a cluster
   profilekit render --config host.yaml -f p.yaml show what they would write, offline
   profilekit validate --config host.yaml -f p.yaml check Profiles as admission would
+  profilekit release --config host.yaml          hand Profiles back to the upstream controller
   profilekit demo                                run everything on a local control plane`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -89,6 +90,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 		newRunCommand(app, g),
 		newRenderCommand(app),
 		newValidateCommand(app),
+		newReleaseCommand(app),
 		newDemoCommand(app, g),
 		newVersionCommand(app),
 	)

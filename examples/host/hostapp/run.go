@@ -78,6 +78,8 @@ in-cluster service account, else ~/.kube/config.`,
 			// (the metrics server) or through klog (client-go: the leader
 			// elector, reflectors, throttling notices) get the same one, so
 			// that every line has the host's format and level.
+			// What the stop itself causes is no error (see quietStop).
+			logger = quietStop(cmd.Context(), logger)
 			ctrl.SetLogger(logger)
 			if app.OwnsProcess {
 				klog.SetLogger(logger)
