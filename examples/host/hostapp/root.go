@@ -46,13 +46,17 @@ type App struct {
 
 // Main runs the command line with args (without the program name) and
 // returns the process exit code: 0 on success, 1 on any error, which is
-// printed to stderr.
+// printed to stderr, unless the command asks for another (diff: 1 when
+// something would change, 2 on errors).
 func Main(ctx context.Context, app App, args []string, stdout, stderr io.Writer) int {
 	cmd := NewCommand(app, stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmd.Name(), err)
-		return 1
+		code, show := exitStatus(err)
+		if show {
+			fmt.Fprintf(stderr, "%s: %v\n", cmd.Name(), err)
+		}
+		return code
 	}
 	return 0
 }
@@ -75,6 +79,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
   profilekit run --config host.yaml              run the controllers against a cluster
   profilekit render --config host.yaml -f p.yaml show what they would write, offline
   profilekit validate --config host.yaml -f p.yaml check Profiles as admission would
+  profilekit diff --config new.yaml --all        show what a configuration would change, read-only
   profilekit release --config host.yaml          hand Profiles back to the upstream controller
   profilekit demo                                run everything on a local control plane`,
 		SilenceUsage:  true,
@@ -91,6 +96,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 		newRenderCommand(app),
 		newValidateCommand(app),
 		newReleaseCommand(app),
+		newDiffCommand(app),
 		newDemoCommand(app, g),
 		newVersionCommand(app),
 	)

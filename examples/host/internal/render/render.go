@@ -73,6 +73,9 @@ type Renderer struct {
 	// a check's cost, and the admission webhook checks on every request.
 	converters []managedfields.TypeConverter
 	mapper     meta.RESTMapper
+	// cluster, when set, runs the plugins against a live cluster (see
+	// WithCluster).
+	cluster Cluster
 }
 
 // New returns a Renderer for the plugins in reg, configured by cfg. The
@@ -97,6 +100,10 @@ type Outcome struct {
 	Objects []*unstructured.Unstructured
 	// Err is why the plugin would fail: what its condition would report.
 	Err error
+	// Revoke says that the plugin no longer applies to the Profile, which
+	// shows it was there, and that its Revoke ran (only against a cluster,
+	// see WithCluster).
+	Revoke bool
 }
 
 // Message is what a Profile's author reads for a failed outcome: the
@@ -158,6 +165,9 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 	if !r.cfg.InShard(p.Labels) {
 		return nil, []string{fmt.Sprintf("profile %s: outside this host's shard, nothing rendered", p.Name)}
 	}
+	if r.cluster != nil && !p.DeletionTimestamp.IsZero() {
+		return nil, []string{fmt.Sprintf("profile %s: being deleted, only its finalizers would run", p.Name)}
+	}
 	var notes []string
 	for _, entry := range p.Spec.Plugins {
 		if _, on := r.cfg.Section(entry.Kind); !on {
@@ -167,16 +177,23 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 	var outcomes []Outcome
 	for _, kind := range r.cfg.Enabled() {
 		sec, _ := r.cfg.Section(kind)
-		if !sec.Applies(plugins.Listed(p, kind), p.Labels) {
-			continue
-		}
+		applies := sec.Applies(plugins.Listed(p, kind), p.Labels)
 		def, ok := r.reg.Get(kind)
-		if !ok {
+		switch {
+		case !applies && (!ok || !r.leftOn(def, p)):
+			continue
+		case !ok:
 			outcomes = append(outcomes, Outcome{Kind: kind, Condition: plugins.ConditionTypeFor(kind), Err: fmt.Errorf("plugin %s: not built into this host", kind)})
+			continue
+		case !applies:
+			outcomes = append(outcomes, r.revoke(ctx, def, sec, p))
+			continue
+		case r.cluster != nil && plugins.Paused(p, kind):
+			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: paused (%s), nothing would change", p.Name, kind, plugins.AnnotationPaused))
 			continue
 		}
 		objs, skipped, err := r.apply(ctx, def, sec, p)
-		if plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
+		if r.cluster == nil && plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
 			// The cluster holds the sources; render has only what -f gave.
 			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: %v; give the sources with -f to render their copies", p.Name, kind, err))
 			err = nil
@@ -203,6 +220,9 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 	def, mapper, err := r.forHost(def, sec)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.cluster != nil {
+		return nil, nil, r.livePass(ctx, def, sec, p, cfg, false)
 	}
 	objs := []client.Object{p.DeepCopy()}
 	for _, o := range r.objects {
