@@ -66,6 +66,11 @@ type Options struct {
 	// ControllerManagerControllers), so that owner references, namespace
 	// deletion and service-account tokens work as in a cluster.
 	ControllerManager bool
+	// ExtraControllers are kube-controller-manager controllers to run
+	// besides ControllerManagerControllers, such as
+	// "resourcequota-controller" (which then syncs every few seconds, see
+	// controllerFlags). Any implies ControllerManager.
+	ExtraControllers []string
 	// ArgoCD installs the real Argo CD CRDs (see ArgoCDCRDs).
 	ArgoCD bool
 	// Webhooks are registered with the API server, pointed at a local
@@ -154,8 +159,9 @@ func Start(opts Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("create namespace %s: %w", records.Name, err)
 	}
-	if opts.ControllerManager {
-		if e.cm, err = startControllerManager(assets, env); err != nil {
+	if opts.ControllerManager || len(opts.ExtraControllers) > 0 {
+		controllers := append(slices.Clone(ControllerManagerControllers), opts.ExtraControllers...)
+		if e.cm, err = startControllerManager(assets, env, controllers); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/quotanames"
 )
 
 // value is a hard limit and where it came from, for error messages.
@@ -50,7 +51,7 @@ func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
 			if alias, ok := cfg.Aliases[name]; ok {
 				res = alias
 			}
-			if why := checkName(res); why != "" {
+			if why := quotanames.Check(res); why != "" {
 				errs = append(errs, fmt.Errorf("label %s=%q: %s: %s", key, raw, res, why))
 				continue
 			}
@@ -77,7 +78,7 @@ func check(hard sourced, caps corev1.ResourceList) []error {
 		if v.q.Sign() < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s is negative", v.source, name))
 		}
-		if why := checkValue(name, v.q); why != "" {
+		if why := quotanames.CheckValue(name, v.q); why != "" {
 			errs = append(errs, fmt.Errorf("%s: %s", v.source, why))
 		}
 		if limit, ok := caps[name]; ok && v.q.Cmp(limit) > 0 {

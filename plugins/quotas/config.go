@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/quotanames"
 )
 
 // Kind is the plugin's name in spec.plugins.
@@ -67,7 +68,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Caps)) {
-		if why := checkName(name); why != "" {
+		if why := quotanames.Check(name); why != "" {
 			errs = append(errs, fmt.Errorf("caps[%s]: %s", name, why))
 		}
 	}
@@ -76,7 +77,7 @@ func (c *Config) Validate() error {
 	// the API server refuses slowly.
 	hard := make(sourced, len(c.Hard))
 	for _, name := range slices.Sorted(maps.Keys(c.Hard)) {
-		if why := checkName(name); why != "" {
+		if why := quotanames.Check(name); why != "" {
 			errs = append(errs, fmt.Errorf("hard[%s]: %s", name, why))
 			continue
 		}

@@ -1,4 +1,7 @@
-package quotas
+// Package quotanames checks resource names and values the way the API server
+// checks a ResourceQuota's hard limits, so that plugins that write quotas
+// (quotas, budgets) refuse a bad config before they send a request.
+package quotanames
 
 import (
 	"fmt"
@@ -30,10 +33,11 @@ var countedNames = map[corev1.ResourceName]bool{
 	corev1.ResourceServicesLoadBalancers: true,
 }
 
-// checkName returns why the API server would refuse name as a hard limit of a
+// Check returns why the API server would refuse name as a hard limit of a
 // ResourceQuota, or "": it must be a qualified name, and a name without a
-// domain must be one of the standard quota resources.
-func checkName(name corev1.ResourceName) string {
+// domain must be one of the standard quota resources. Object counts
+// (count/pods, count/jobs.batch) carry a "/" and pass as names with a domain.
+func Check(name corev1.ResourceName) string {
 	if msgs := validation.IsQualifiedName(string(name)); len(msgs) > 0 {
 		return "not a resource name: " + strings.Join(msgs, "; ")
 	}
@@ -47,10 +51,10 @@ func isHugePages(name corev1.ResourceName) bool {
 	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) || strings.HasPrefix(string(name), "requests."+corev1.ResourceHugePagesPrefix)
 }
 
-// counted reports whether the API server wants a whole number for name:
+// Counted reports whether the API server wants a whole number for name:
 // object counts and extended resources (a domain other than kubernetes.io,
 // not under requests.).
-func counted(name corev1.ResourceName) bool {
+func Counted(name corev1.ResourceName) bool {
 	if countedNames[name] {
 		return true
 	}
@@ -61,10 +65,10 @@ func counted(name corev1.ResourceName) bool {
 	return len(validation.IsQualifiedName("requests."+s)) == 0
 }
 
-// checkValue returns why the API server would refuse q as the hard limit of
+// CheckValue returns why the API server would refuse q as the hard limit of
 // name, or "".
-func checkValue(name corev1.ResourceName, q resource.Quantity) string {
-	if counted(name) && q.MilliValue()%1000 != 0 {
+func CheckValue(name corev1.ResourceName, q resource.Quantity) string {
+	if Counted(name) && q.MilliValue()%1000 != 0 {
 		return fmt.Sprintf("%s %s is not a whole number", name, q.String())
 	}
 	return ""

@@ -1,0 +1,101 @@
+package budgets_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins/budgets"
+)
+
+// TestMembersJoinMoveAndLeave follows two members of a 2-CPU budget: each
+// joins with a share from what is free, a refused workload gets the other's
+// unused share (lowered first), and a member that leaves loses its quota
+// and its share goes back to the pool.
+func TestMembersJoinMoveAndLeave(t *testing.T) {
+	ctx := t.Context()
+	team, name := uniqueName("team"), uniqueName("b")
+	startBalancer(t, hostConfig(t, teamBudget(name, team, cpu("2"), cpu("1"))))
+	a, b := newMember(t, uniqueName("a"), team), newMember(t, uniqueName("b"), team)
+	waitShare(t, a.Name, name, corev1.ResourceRequestsCPU, "1")
+	waitShare(t, b.Name, name, corev1.ResourceRequestsCPU, "1")
+
+	if err := createPod(ctx, env.Client, a.Name, "1"); err != nil {
+		t.Fatalf("first pod within a's share: %v", err)
+	}
+	err := createPod(ctx, env.Client, a.Name, "1")
+	if !refused(err) {
+		t.Fatalf("second pod beyond a's share: %v, want refused", err)
+	}
+	if err := recordRefusal(ctx, env.Client, a.Name, err); err != nil {
+		t.Fatal(err)
+	}
+	waitShare(t, b.Name, name, corev1.ResourceRequestsCPU, "0")
+	waitShare(t, a.Name, name, corev1.ResourceRequestsCPU, "2")
+	if err := createPod(ctx, env.Client, a.Name, "1"); err != nil {
+		t.Fatalf("pod within a's new share: %v", err)
+	}
+	if err := createPod(ctx, env.Client, b.Name, "100m"); !refused(err) {
+		t.Fatalf("pod in b with the budget spent: %v, want refused", err)
+	}
+	eventually(t, 5*time.Second, func() (bool, string) {
+		got := map[string]float64{
+			"profilekit_budget_hard": gauge(t, "profilekit_budget_hard", name), "profilekit_budget_shares": gauge(t, "profilekit_budget_shares", name),
+			"profilekit_budget_used": gauge(t, "profilekit_budget_used", name), "profilekit_budget_headroom": gauge(t, "profilekit_budget_headroom", name),
+			"profilekit_budget_members": gauge(t, "profilekit_budget_members", name), "profilekit_budget_rebalances_total": gauge(t, "profilekit_budget_rebalances_total", name),
+		}
+		want := map[string]float64{"profilekit_budget_hard": 2, "profilekit_budget_shares": 2, "profilekit_budget_used": 2, "profilekit_budget_headroom": 0, "profilekit_budget_members": 2}
+		for k, v := range want {
+			if got[k] != v {
+				return false, fmt.Sprintf("metrics %v, want %v and rebalances", got, want)
+			}
+		}
+		return got["profilekit_budget_rebalances_total"] >= 2, fmt.Sprintf("metrics %v", got)
+	})
+
+	// b leaves: its quota goes.
+	testhost.UpdateProfile(t, env.Client, b.Name, func(p *kubeflowv1.Profile) { delete(p.Labels, labelTeam) })
+	eventually(t, 10*time.Second, func() (bool, string) {
+		_, err := quota(ctx, b.Name, name)
+		return apierrors.IsNotFound(err), "b's quota is still there"
+	})
+	// A third member joins with nothing free: share 0.
+	c := newMember(t, uniqueName("c"), team)
+	waitShare(t, c.Name, name, corev1.ResourceRequestsCPU, "0")
+	q, err := quota(ctx, c.Name, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Labels[budgets.LabelBudget] != name || len(q.OwnerReferences) != 1 || q.OwnerReferences[0].UID != c.UID {
+		t.Errorf("quota labels %v, owners %v", q.Labels, q.OwnerReferences)
+	}
+}
+
+// gauge sums the series of a budgets metric for one budget.
+func gauge(t *testing.T, metric, budget string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "budget" && l.GetValue() == budget {
+					total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
