@@ -79,6 +79,7 @@
 // its Touch and ReadyStale, [WithTimeout], [LeanApplies], [LimitInFlight]
 // with [DefaultMaxInFlight], [NewRESTMapper], [Precedence] with [NewPrecedence],
 // [WithPrecedence] and [DefaultPrecedenceWait], [FirstPass] with
-// [NewFirstPass] and [WithFirstPass], and the fork
+// [NewFirstPass] and [WithFirstPass], staged rollouts ([WithStaged] with
+// [Settings] and [Staged]), and the fork
 // support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
 package reconcilers

@@ -80,6 +80,10 @@ type Reconciler struct {
 	// configured are the kinds of def.Owns that its OwnsFrom named for the
 	// host's config (see plugins.Definition.ForHost).
 	configured []schema.GroupVersionKind
+
+	// staged, when set, serves each Profile with the stable or the
+	// candidate settings of a staged rollout (see WithStaged).
+	staged *staging
 }
 
 // Option configures a Reconciler.
@@ -224,6 +228,9 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		return nil, err
 	}
 	r.hostConfig = cfg
+	if err := r.decodeStaged(); err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", def.Kind(), err)
+	}
 	if r.def, err = def.ForHost(cfg); err != nil {
 		return nil, err
 	}
@@ -274,10 +281,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		defer end()
 	}
 	ctx = withPassPriority(ctx, int(p.CreationTimestamp.Unix()))
+	s := r.settingsFor(&p)
+	ctx = context.WithValue(ctx, settingsKey{}, s)
 	switch {
 	case !p.DeletionTimestamp.IsZero():
 		return r.finalize(ctx, &p)
-	case !r.Applies(&p):
+	case !s.applies(r.def.Kind(), &p):
 		// Revocation is never paused: what the Profile no longer has goes.
 		return r.revoke(ctx, &p)
 	case plugins.Paused(&p, r.def.Kind()):
@@ -290,16 +299,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Applies reports whether the plugin applies to p: p lists it, or the host
 // enables it for all Profiles that match its selector.
 func (r *Reconciler) Applies(p *kubeflowv1.Profile) bool {
-	if plugins.Listed(p, r.def.Kind()) {
-		return true
-	}
-	return r.enabledForAll && r.selector.Matches(labels.Set(p.Labels))
+	return r.settingsFor(p).applies(r.def.Kind(), p)
 }
 
 // request returns the request of one pass, and the outside-state record
 // that the pass writes when it ends; writes tells of the writes of its
 // Applier.
-func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites) (plugins.Request, *outside.Outside) {
+func (r *Reconciler) request(ctx context.Context, p *kubeflowv1.Profile, cfg any, writes *passWrites) (plugins.Request, *outside.Outside) {
+	retention := r.settingsIn(ctx, p).Retention
+	if retention == "" {
+		retention = plugins.RetentionRetain
+	}
 	record := outside.New(r.client, r.def.Kind(), p, r.outside,
 		outside.WithLiveReader(r.apiReader), outside.WithRecords(r.records))
 	return plugins.Request{
@@ -308,7 +318,7 @@ func (r *Reconciler) request(p *kubeflowv1.Profile, cfg any, writes *passWrites)
 		Client:    r.client,
 		Objects:   apply.New(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), apply.WithWriteObserver(writes))...),
 		Outside:   record,
-		Retention: r.retention,
+		Retention: retention,
 		Watched:   r.watched,
 		Live:      r.apiReader,
 	}, record
@@ -323,7 +333,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
 		return reconcile.Result{}, err
 	}
-	cfg, err := r.def.Decode(r.defaults, p)
+	cfg, err := r.def.Decode(r.settingsIn(ctx, p).Defaults, p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
 	}
@@ -334,7 +344,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	}
 	start := time.Now()
 	writes := r.own.pass()
-	req, record := r.request(p, cfg, writes)
+	req, record := r.request(ctx, p, cfg, writes)
 	res, err := r.def.Plugin.Apply(ctx, req)
 	err = errors.Join(err, record.Flush(ctx))
 	r.recent.record(writes.sent.Load())

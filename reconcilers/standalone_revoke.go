@@ -38,7 +38,7 @@ func (r *Reconciler) revoke(ctx context.Context, p *kubeflowv1.Profile) (reconci
 		}
 		return reconcile.Result{}, nil
 	}
-	res, err := r.runRevoke(ctx, p, r.hostConfig)
+	res, err := r.runRevoke(ctx, p, r.settingsIn(ctx, p).hostConfig)
 	if err != nil {
 		return r.revokeWaits(ctx, p, err, "the plugin is no longer enabled for this Profile")
 	}
@@ -67,10 +67,11 @@ func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (recon
 	if fin == "" || !controllerutil.ContainsFinalizer(p, fin) {
 		return reconcile.Result{}, nil
 	}
-	cfg, err := r.def.Decode(r.defaults, p)
+	s := r.settingsIn(ctx, p)
+	cfg, err := r.def.Decode(s.Defaults, p)
 	if err != nil {
 		// A spec that no longer decodes must not keep the Profile forever.
-		cfg = r.hostConfig
+		cfg = s.hostConfig
 	}
 	res, err := r.runRevoke(ctx, p, cfg)
 	if err != nil {
@@ -104,7 +105,7 @@ func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err
 // nothing is recorded as revoked.
 func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) (plugins.Result, error) {
 	start := time.Now()
-	req, record := r.request(p, cfg, r.own.pass())
+	req, record := r.request(ctx, p, cfg, r.own.pass())
 	res, err := r.def.Plugin.Revoke(ctx, req)
 	err = errors.Join(err, record.Flush(ctx))
 	passSeconds.WithLabelValues(r.def.Kind(), "revoke").Observe(time.Since(start).Seconds())

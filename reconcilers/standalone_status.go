@@ -19,6 +19,7 @@ import (
 // status subresource when it changed, retrying on conflict with a fresh read,
 // or hands it to the StatusWriter. It reports whether the condition changed.
 func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c *kubeflowv1.ProfileCondition) (bool, error) {
+	r.observe(ctx, p, c)
 	next := func(conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
 		if c == nil {
 			return removeCondition(conds, r.def.Condition())

@@ -82,6 +82,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	b = b.WatchesRawSource(r.resyncSource())
+	if r.staged != nil {
+		b = b.WatchesRawSource(r.stagedSource())
+	}
 	if r.def.Runner != nil {
 		src, err := r.runner(mgr)
 		if err != nil {

@@ -93,7 +93,7 @@ func (r *Reconciler) carriers(carries func(client.Object, *kubeflowv1.Profile, a
 			if !p.DeletionTimestamp.IsZero() || !r.shard.Matches(labels.Set(p.Labels)) || !r.Applies(p) {
 				continue
 			}
-			cfg, err := r.def.Decode(r.defaults, p)
+			cfg, err := r.def.Decode(r.settingsFor(p).Defaults, p)
 			if err != nil || !carries(o, p, cfg) {
 				continue
 			}

@@ -1,6 +1,7 @@
 package hostapp
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -9,10 +10,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/logs"
+	"github.com/profilekit/profilekit/examples/host/internal/rollout"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
+	"github.com/profilekit/profilekit/plugins"
 )
 
 type runFlags struct {
@@ -43,6 +48,11 @@ wait. /healthz answers once the process runs, /readyz once its caches hold the
 cluster's state; Prometheus metrics include controller-runtime's
 controller_runtime_reconcile_total{controller="profilekit-<kind>"} and
 profilekit_plugin_* counters.
+
+With a rollout section in the configuration, a change of the plugin sections
+since the last start reaches the Profiles in batches, and a failing batch
+pauses it; the ConfigMap profilekit-rollout in the host's namespace says where
+it stands (see "Staged rollouts" in the README).
 
 The cluster is the one --kubeconfig names, else $KUBECONFIG, else the
 in-cluster service account, else ~/.kube/config.`,
@@ -88,6 +98,12 @@ in-cluster service account, else ~/.kube/config.`,
 			if err != nil {
 				return err
 			}
+			// A staged rollout under way makes the reconcilers serve
+			// two configurations: it is read before they are made.
+			staged, err := prepareRollout(cmd.Context(), restCfg, cfg, reg)
+			if err != nil {
+				return err
+			}
 			mgr, err := server.NewManager(restCfg, cfg, reg, server.Options{
 				MetricsAddr:    f.metricsAddr,
 				ProbeAddr:      f.probeAddr,
@@ -96,6 +112,9 @@ in-cluster service account, else ~/.kube/config.`,
 				Logger:         logger,
 			})
 			if err != nil {
+				return err
+			}
+			if err := staged.Add(mgr); err != nil {
 				return err
 			}
 			ctx := log.IntoContext(cmd.Context(), logger)
@@ -118,6 +137,23 @@ in-cluster service account, else ~/.kube/config.`,
 	fl.Float32Var(&f.qps, "kube-api-qps", 0, "sustained requests per second to the API server; overrides client.qps (default 100)")
 	fl.IntVar(&f.burst, "kube-api-burst", 0, "request burst to the API server; overrides client.burst (default 200)")
 	return cmd
+}
+
+// prepareRollout reads the state of the host's staged rollouts, when the
+// configuration has rollout settings (see package rollout).
+func prepareRollout(ctx context.Context, restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Registry) (*rollout.Rollout, error) {
+	if cfg.Rollout == nil {
+		return nil, nil
+	}
+	s, err := server.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("rollout: %w", err)
+	}
+	return rollout.Prepare(ctx, c, cfg, reg)
 }
 
 // restConfig returns the client configuration for kubeconfig, or the usual

@@ -54,6 +54,13 @@ type Config struct {
 	Plugins map[string]Plugin `json:"plugins,omitempty"`
 	// Webhook configures the validating admission webhook for Profiles.
 	Webhook Webhook `json:"webhook,omitempty"`
+	// Rollout, when set, brings a change of the plugin sections to the
+	// Profiles in batches (see package rollout); unset, to all at once.
+	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// Staging is the staged rollout under way, set by package rollout
+	// before the reconcilers are made; never read from the file.
+	Staging *Staging `json:"-"`
 }
 
 // Client holds the Kubernetes client's rate limits.
@@ -209,15 +216,25 @@ func (c *Config) Section(kind string) (Plugin, bool) {
 	return p, p.Enabled != EnabledOff
 }
 
-// Enabled returns the kinds of the plugins that run, sorted.
+// Enabled returns the kinds of the plugins that run, sorted: during a
+// staged rollout also those that only the stable configuration runs, whose
+// Profiles not yet in a batch keep them.
 func (c *Config) Enabled() []string {
 	var kinds []string
-	for _, k := range slices.Sorted(maps.Keys(c.Plugins)) {
-		if _, on := c.Section(k); on {
+	for _, k := range slices.Sorted(maps.Keys(mergeKeys(c.Plugins, c.stable()))) {
+		if p, _ := c.staged(k); p.Enabled != "" && p.Enabled != EnabledOff {
 			kinds = append(kinds, k)
 		}
 	}
 	return kinds
+}
+
+// stable returns the stable sections of a staged rollout, nil without one.
+func (c *Config) stable() map[string]Plugin {
+	if c.Staging == nil {
+		return nil
+	}
+	return c.Staging.Stable
 }
 
 // Precedence returns how long passes that only confirm wait for urgent ones.
@@ -294,7 +311,7 @@ func (c *Config) RecordsNamespace() string {
 
 // ReconcilerOptions returns the options of the plugin's standalone reconciler.
 func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
-	p := c.Plugins[kind]
+	p, _ := c.staged(kind)
 	opts := []reconcilers.Option{
 		reconcilers.WithResync(c.Resync()),
 		reconcilers.WithRequestTimeout(c.Client.Timeout()),
@@ -318,6 +335,9 @@ func (c *Config) ReconcilerOptions(kind string) []reconcilers.Option {
 	}
 	if p.Enabled == EnabledAll {
 		opts = append(opts, reconcilers.WithEnabledForAll(p.SelectorOrNil()))
+	}
+	if o := c.stagedOption(kind); o != nil {
+		opts = append(opts, o)
 	}
 	// With core, the host makes the namespaces: the other plugins wait for
 	// the Profiles' namespaces that core serves instead of failing into them.

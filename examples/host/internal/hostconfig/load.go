@@ -64,6 +64,7 @@ type rawConfig struct {
 	LeaderElection LeaderElection             `json:"leaderElection,omitempty"`
 	Plugins        map[string]json.RawMessage `json:"plugins,omitempty"`
 	Webhook        Webhook                    `json:"webhook,omitempty"`
+	Rollout        json.RawMessage            `json:"rollout,omitempty"`
 }
 
 type rawPlugin struct {
@@ -167,6 +168,7 @@ func (p *parser) parse(data []byte, reg *plugins.Registry) *Config {
 		Webhook:        raw.Webhook,
 	}
 	p.host(&raw, cfg)
+	cfg.Rollout = p.rollout(raw.Rollout)
 	p.webhook(&cfg.Webhook)
 	for _, kind := range slices.Sorted(maps.Keys(raw.Plugins)) {
 		if sec, ok := p.plugin(kind, raw.Plugins[kind], reg); ok {

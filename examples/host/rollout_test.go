@@ -1,0 +1,493 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/builtin"
+	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/rollout"
+	"github.com/profilekit/profilekit/examples/host/internal/server"
+	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+)
+
+// rolloutProfiles is how many Profiles the rollout tests serve. 1,000 by
+// default; -rollout-profiles=5000 is the longer run of the README.
+var rolloutProfiles = flag.Int("rollout-profiles", 1000, "Profiles of TestRollout*")
+
+// rolloutShard labels the Profiles of the rollout tests: the configurations
+// of testdata/rollout serve only those.
+const rolloutShard = "rollout.profilekit.dev/test"
+
+// rolloutState reads the rollout's ConfigMap; nil when there is none.
+func rolloutState(t *testing.T) map[string]string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	err := env.Client.Get(context.WithoutCancel(t.Context()), types.NamespacedName{Namespace: "default", Name: rollout.ConfigMapName}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data
+}
+
+// forgetRollout deletes the rollout's ConfigMap now and when the test ends,
+// so that each test starts as a first start.
+func forgetRollout(t *testing.T) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	del := func() {
+		err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: rollout.ConfigMapName}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	}
+	del()
+	t.Cleanup(del)
+}
+
+// rolloutHost runs a host with config against restCfg as `profilekit run`
+// makes it: the rollout is prepared before the manager and added to it.
+func rolloutHost(t *testing.T, name, config string, restCfg *rest.Config) *faultHost {
+	t.Helper()
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := hostconfig.Load(config, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := rollout.Prepare(context.WithoutCancel(t.Context()), env.Client, cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &faultHost{name: name, log: &requestLog{}, done: make(chan error, 1)}
+	mgr, err := server.NewManager(restCfg, cfg, reg, server.Options{
+		MetricsAddr: "0", ProbeAddr: "0", Logger: logr.Discard(), SkipNameValidation: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Add(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // the host serves the cleanups, which run after t.Context is canceled
+	h.cancel = cancel
+	go func() { h.done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		if err := h.stop(); err != nil {
+			t.Errorf("host %s: %v", name, err)
+		}
+	})
+	return h
+}
+
+// rolloutProfile is one Profile of a rollout test with its place in the
+// rollout's order.
+type rolloutProfile struct {
+	name string
+	key  uint64
+}
+
+// createRolloutProfiles creates n Profiles of rolloutShard, each with its
+// namespace and the label that adds requests.cpu=2 to its quota, and
+// returns them with their keys.
+func createRolloutProfiles(t *testing.T, prefix string, n int) []rolloutProfile {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	out := make([]rolloutProfile, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	places := make(chan struct{}, 8)
+	for i := range n {
+		name := fmt.Sprintf("%s-%04d", prefix, i)
+		places <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-places }()
+			if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+				errs[i] = err
+				return
+			}
+			p := &kubeflowv1.Profile{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{rolloutShard: "true", "quotas.profilekit.dev/requests.cpu": "2"}},
+				Spec:       kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: "User", Name: "owner@example.org"}},
+			}
+			errs[i] = env.Client.Create(ctx, p)
+			out[i] = rolloutProfile{name: name, key: rollout.Key(p.UID)}
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, p := range out {
+			_ = env.Client.Delete(ctx, &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: p.name}})
+			_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.name}})
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create profile %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// quotaSeen is a Profile's ResourceQuota as a rollout test reads it.
+type quotaSeen struct {
+	cpu     string
+	version string
+}
+
+// rolloutQuotas returns the quotas plugin's ResourceQuotas of the Profiles named
+// prefix-*, by namespace.
+func rolloutQuotas(t *testing.T, prefix string) map[string]quotaSeen {
+	t.Helper()
+	var list corev1.ResourceQuotaList
+	if err := env.Client.List(context.WithoutCancel(t.Context()), &list, client.MatchingLabels{plugins.LabelPlugin: "quotas"}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]quotaSeen{}
+	for _, q := range list.Items {
+		if !strings.HasPrefix(q.Namespace, prefix+"-") {
+			continue
+		}
+		cpu := q.Spec.Hard[corev1.ResourceLimitsCPU]
+		out[q.Namespace] = quotaSeen{cpu: cpu.String(), version: q.ResourceVersion}
+	}
+	return out
+}
+
+// waitQuotas waits until every Profile's quota has limits.cpu cpu.
+func waitQuotas(t *testing.T, prefix string, profiles []rolloutProfile, cpu string, within time.Duration) map[string]quotaSeen {
+	t.Helper()
+	var seen map[string]quotaSeen
+	testhost.Eventually(t, within, func() (bool, string) {
+		seen = rolloutQuotas(t, prefix)
+		n := 0
+		for _, p := range profiles {
+			if seen[p.name].cpu == cpu {
+				n++
+			}
+		}
+		return n == len(profiles), fmt.Sprintf("%d of %d quotas with limits.cpu %s", n, len(profiles), cpu)
+	})
+	return seen
+}
+
+// waitReady waits until every Profile's QuotasReady condition is True.
+func waitReady(t *testing.T, profiles []rolloutProfile, within time.Duration) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, p := range profiles {
+		names[p.name] = true
+	}
+	testhost.Eventually(t, within, func() (bool, string) {
+		var list kubeflowv1.ProfileList
+		if err := env.Client.List(context.WithoutCancel(t.Context()), &list, client.MatchingLabels{rolloutShard: "true"}); err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, p := range list.Items {
+			c := plugins.FindCondition(p.Status.Conditions, "QuotasReady")
+			if names[p.Name] && c != nil && c.Status == plugins.ConditionTrue {
+				n++
+			}
+		}
+		return n == len(profiles), fmt.Sprintf("%d of %d Profiles QuotasReady", n, len(profiles))
+	})
+}
+
+// gauge reads a gauge of the process's metrics registry (the hosts of
+// the tests share it).
+func gauge(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s%v", name, labels)
+	return 0
+}
+
+// TestRolloutStaged converges the Profiles under testdata/rollout/base.yaml,
+// then restarts the host with quota.yaml, a changed quota with rollout
+// settings of 5% batches and minReady 1s. It watches every batch: only
+// Profiles of the batches reached have the new quota, each batch takes 5%,
+// and a batch starts only when the earlier ones are done. The host is
+// restarted in the middle, and the rollout continues where it was.
+func TestRolloutStaged(t *testing.T) {
+	n := *rolloutProfiles
+	ctx := context.WithoutCancel(t.Context())
+	forgetRollout(t)
+	prefix := "ro-" + rand.String(4)
+	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
+	start := time.Now()
+	profiles := createRolloutProfiles(t, prefix, n)
+	waitQuotas(t, prefix, profiles, "2", 3*time.Minute)
+	waitReady(t, profiles, time.Minute)
+	t.Logf("%d Profiles converged with base.yaml in %s", n, time.Since(start).Round(time.Millisecond))
+	base := rolloutState(t)
+	if base == nil || base["candidateRevision"] != "" {
+		t.Fatalf("a first start makes its configuration stable at once; state %v", base)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	start = time.Now()
+	h = rolloutHost(t, "rollout-quota", "testdata/rollout/quota.yaml", env.Config)
+	size := rollout.BatchSize(hostconfig.Batch{Percent: 5}, n)
+	want := rollout.Batches(hostconfig.Batch{Percent: 5}, n)
+	lastBatch, restarted := 0, false
+	batchStart := time.Now()
+	testhost.Eventually(t, 3*time.Minute, func() (bool, string) {
+		seen := rolloutQuotas(t, prefix)
+		st := rolloutState(t)
+		if st["candidateRevision"] == "" {
+			return st["stableRevision"] != base["stableRevision"], "the host has not begun the rollout"
+		}
+		batches, _ := strconv.Atoi(st["batches"])
+		to, _ := strconv.ParseUint(st["to"], 16, 64)
+		from, _ := strconv.ParseUint(st["from"], 16, 64)
+		// Only Profiles of the batches reached have the new quota, and
+		// every Profile of an earlier batch has it.
+		changed, inBatch := 0, 0
+		for _, p := range profiles {
+			reached := batches > 0 && p.key <= to
+			if seen[p.name].cpu == "4" {
+				changed++
+				if !reached {
+					t.Fatalf("batch %d: Profile %s (key %x above %x) has the new quota before its batch", batches, p.name, p.key, to)
+				}
+			}
+			earlier := batches > 1 && p.key <= from
+			if earlier && seen[p.name].cpu != "4" {
+				t.Fatalf("batch %d started before Profile %s of an earlier batch had the new quota", batches, p.name)
+			}
+			if reached && (batches == 1 || p.key > from) {
+				inBatch++
+			}
+		}
+		if batches != lastBatch {
+			if batches > 0 && inBatch != size && batches != want {
+				t.Fatalf("batch %d holds %d Profiles, want %d", batches, inBatch, size)
+			}
+			t.Logf("batch %2d of %d started after %5s: %4d Profiles in it, %4d quotas changed so far", batches, want,
+				time.Since(batchStart).Round(10*time.Millisecond), inBatch, changed)
+			lastBatch, batchStart = batches, time.Now()
+		}
+		if batches == 3 && !restarted {
+			// A restart mid-rollout continues from where it was.
+			restarted = true
+			if err := h.stop(); err != nil {
+				t.Fatal(err)
+			}
+			if got := rolloutState(t)["batches"]; got != "3" {
+				t.Fatalf("after the stop the state says batch %s, want 3", got)
+			}
+			h = rolloutHost(t, "rollout-quota-again", "testdata/rollout/quota.yaml", env.Config)
+			t.Logf("host restarted at batch 3")
+		}
+		return false, fmt.Sprintf("batch %d, %d of %d quotas changed", batches, changed, n)
+	})
+	if lastBatch != want {
+		t.Errorf("the rollout went through %d batches, want %d", lastBatch, want)
+	}
+	waitQuotas(t, prefix, profiles, "4", 30*time.Second)
+	t.Logf("rollout of %d Profiles in %d batches of %d complete in %s", n, want, size, time.Since(start).Round(time.Millisecond))
+	st := rolloutState(t)
+	if !strings.Contains(st["summary"], "rolled out to every Profile") {
+		t.Errorf("summary %q", st["summary"])
+	}
+	if got := gauge(t, "profilekit_rollout_paused"); got != 0 {
+		t.Errorf("profilekit_rollout_paused = %g", got)
+	}
+	// New quotas: requests.memory dropped.
+	var q corev1.ResourceQuotaList
+	if err := env.Client.List(ctx, &q, client.InNamespace(profiles[0].name)); err != nil || len(q.Items) != 1 {
+		t.Fatalf("quota of %s: %v %d", profiles[0].name, err, len(q.Items))
+	}
+	if _, ok := q.Items[0].Spec.Hard[corev1.ResourceRequestsMemory]; ok {
+		t.Errorf("requests.memory was not dropped: %v", q.Items[0].Spec.Hard)
+	}
+}
+
+// TestRolloutPaused converges the Profiles under base.yaml, then restarts
+// the host with broken.yaml, whose quota every Profile fails. The rollout
+// stops at its first batch: its Profiles say why (QuotasReady False,
+// RolloutPaused True, an Event), the state and the metrics say paused, and
+// the other 95% get no write at all. A fix (quota.yaml) is a new
+// candidate from the first batch; a roll back to base.yaml brings the
+// batch back and clears the pause.
+func TestRolloutPaused(t *testing.T) {
+	n := *rolloutProfiles
+	ctx := context.WithoutCancel(t.Context())
+	forgetRollout(t)
+	prefix := "rp-" + rand.String(4)
+	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
+	profiles := createRolloutProfiles(t, prefix, n)
+	before := waitQuotas(t, prefix, profiles, "2", 3*time.Minute)
+	waitReady(t, profiles, time.Minute)
+	base := rolloutState(t)["stableRevision"]
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	counter := &testenv.Counter{}
+	start := time.Now()
+	h = rolloutHost(t, "rollout-broken", "testdata/rollout/broken.yaml", counter.Counting(env.Config))
+	var st map[string]string
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		st = rolloutState(t)
+		return st["paused"] == "true", fmt.Sprintf("state %v", st)
+	})
+	t.Logf("paused %s after the start: %s", time.Since(start).Round(time.Millisecond), st["reason"])
+	// Long enough for a second batch, were the pause not one.
+	time.Sleep(3 * time.Second)
+	st = rolloutState(t)
+	if st["batches"] != "1" || st["paused"] != "true" || !strings.Contains(st["reason"], "plugin quotas failed") {
+		t.Fatalf("state %v", st)
+	}
+	t.Logf("summary: %s", st["summary"])
+	to, _ := strconv.ParseUint(st["to"], 16, 64)
+	after := rolloutQuotas(t, prefix)
+	var batch, others []string
+	for _, p := range profiles {
+		if p.key <= to {
+			batch = append(batch, p.name)
+			continue
+		}
+		others = append(others, p.name)
+		if after[p.name] != before[p.name] {
+			t.Errorf("Profile %s of no batch: quota %v, was %v", p.name, after[p.name], before[p.name])
+		}
+	}
+	if len(batch) != rollout.BatchSize(hostconfig.Batch{Percent: 5}, n) {
+		t.Errorf("first batch holds %d Profiles", len(batch))
+	}
+	// Nothing was written for the other 95%: not in their namespaces, not
+	// to the Profiles themselves.
+	var paths []string
+	for _, name := range others {
+		paths = append(paths, "/namespaces/"+name+"/", "/profiles/"+name)
+	}
+	w := counter.Mutating(paths...)
+	if len(w) > 0 {
+		t.Errorf("%d writes for Profiles of no batch, first %v", len(w), w[:min(5, len(w))])
+	}
+	t.Logf("%d Profiles in the paused batch; %d others: %d writes, quotas' resourceVersions unchanged; %d writes in all",
+		len(batch), len(others), len(w), len(counter.Mutating()))
+	for _, name := range batch {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		q := plugins.FindCondition(p.Status.Conditions, "QuotasReady")
+		rp := plugins.FindCondition(p.Status.Conditions, rollout.ConditionRolloutPaused)
+		if q == nil || q.Status != plugins.ConditionFalse || rp == nil || rp.Status != plugins.ConditionTrue || !strings.Contains(rp.Message, "plugin quotas failed") {
+			t.Fatalf("Profile %s of the batch: QuotasReady %+v, RolloutPaused %+v", name, q, rp)
+		}
+	}
+	var events eventsv1.EventList
+	if err := env.Client.List(ctx, &events, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	evs := 0
+	for _, e := range events.Items {
+		if e.Reason == rollout.ReasonRolloutPaused && strings.HasPrefix(e.Regarding.Name, prefix) {
+			evs++
+		}
+	}
+	if evs != len(batch) {
+		t.Errorf("%d RolloutPaused Events, want one per Profile of the batch, %d", evs, len(batch))
+	}
+	if got := gauge(t, "profilekit_rollout_paused"); got != 1 {
+		t.Errorf("profilekit_rollout_paused = %g, want 1", got)
+	}
+	if got := gauge(t, "profilekit_rollout_profiles", "state", "updated"); got != float64(len(batch)) {
+		t.Errorf("profilekit_rollout_profiles{state=updated} = %g, want %d", got, len(batch))
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Fix forward: a new candidate starts again from the first batch,
+	// unpaused.
+	h = rolloutHost(t, "rollout-fix", "testdata/rollout/quota.yaml", env.Config)
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		fixed := rolloutState(t)
+		return fixed["candidateRevision"] != "" && fixed["candidateRevision"] != st["candidateRevision"] && fixed["paused"] == "false" && fixed["batches"] == "1",
+			fmt.Sprintf("state %v", fixed)
+	})
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Roll back: the batch gets the stable configuration again.
+	rolloutHost(t, "rollout-back", "testdata/rollout/base.yaml", env.Config)
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		if st := rolloutState(t); st["candidateRevision"] != "" {
+			return false, fmt.Sprintf("state %v", st)
+		}
+		seen := rolloutQuotas(t, prefix)
+		n := 0
+		for _, name := range batch {
+			if seen[name].cpu != "2" {
+				continue
+			}
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			q := plugins.FindCondition(p.Status.Conditions, "QuotasReady")
+			if q != nil && q.Status == plugins.ConditionTrue && plugins.FindCondition(p.Status.Conditions, rollout.ConditionRolloutPaused) == nil {
+				n++
+			}
+		}
+		return n == len(batch), fmt.Sprintf("%d of %d Profiles of the batch back to the stable quota, Ready, without RolloutPaused", n, len(batch))
+	})
+	if st := rolloutState(t); st["paused"] != "" || st["stableRevision"] != base {
+		t.Errorf("after the roll back: state %v", st)
+	}
+}
