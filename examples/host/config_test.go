@@ -34,7 +34,7 @@ func TestShippedConfigsLoad(t *testing.T) {
 	// outside the cluster; each plugin that does (Argo CD and a database,
 	// Azure and OPA, a cloud's IAM) is shown by a configuration of its own.
 	var enabled []string
-	for _, f := range []string{"config/istio.yaml", "config/argocd-apps.yaml", "config/statcan-storage.yaml", "config/cloud-identity.yaml", "config/templates.yaml"} {
+	for _, f := range []string{"config/istio.yaml", "config/argocd-apps.yaml", "config/statcan-storage.yaml", "config/cloud-identity.yaml", "config/templates.yaml", "config/lab-budgets.yaml"} {
 		cfg, err := hostconfig.Load(f, reg)
 		if err != nil {
 			t.Fatal(err)

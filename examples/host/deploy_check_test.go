@@ -20,6 +20,7 @@ import (
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/plugins/budgets"
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/rbac"
 	"github.com/profilekit/profilekit/plugins/volumes"
@@ -47,6 +48,10 @@ var (
 	beyond = map[string][]access{
 		volumes.Kind: {{"", "persistentvolumes", "patch"}, {"", "persistentvolumes", "delete"}},
 		blobcsi.Kind: {{"", "pods", "list"}},
+		// The balancer writes the members' quotas, which the plugin does
+		// not declare as owned (the host must not prune them), and reads
+		// workload controllers' FailedCreate Events.
+		budgets.Kind: slices.Concat(grants("", "resourcequotas", ownVerbs...), grants("", "events", readVerbs...)),
 	}
 )
 

@@ -303,6 +303,8 @@ func TestHelmApply(t *testing.T) {
 		{"argocd-apps", []string{"--set-file", "config=config/argocd-apps.yaml"}},
 		{"storage", []string{"--set-file", "config=config/statcan-storage.yaml"}},
 		{"cloud-identity", []string{"--set-file", "config=config/cloud-identity.yaml"}},
+		{"lab-budgets", []string{"--set-file", "config=config/lab-budgets.yaml"}},
+		{"staged rollout", []string{"--set-file", "config=testdata/rollout/quota.yaml"}},
 		{"self-signed webhook", []string{"--set-file", "config=" + deployDir + "/overlays/webhook-self-signed/host.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

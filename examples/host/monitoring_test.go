@@ -291,7 +291,7 @@ func TestMonitoringMetricsExported(t *testing.T) {
 func everyPluginConfig(t *testing.T, azurite *testenv.Azurite) []byte {
 	t.Helper()
 	sections := map[string]any{}
-	for _, f := range []string{"config/istio.yaml", "config/argocd-apps.yaml", "config/cloud-identity.yaml", "config/templates.yaml"} {
+	for _, f := range []string{"config/istio.yaml", "config/argocd-apps.yaml", "config/cloud-identity.yaml", "config/templates.yaml", "config/lab-budgets.yaml"} {
 		var cfg struct {
 			Plugins map[string]any `json:"plugins"`
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/authpolicy"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
+	"github.com/profilekit/profilekit/plugins/budgets"
 	"github.com/profilekit/profilekit/plugins/contributors"
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
@@ -34,6 +35,10 @@ func Definitions() []plugins.Definition {
 		// blobcsi polls its grants sources beside its controller and
 		// reconciles only the Profiles whose grants change.
 		blobcsi.Definition(),
+		// budgets runs its balancer beside its controller: the only
+		// writer of the members' quotas; enable it on one host of a
+		// sharded set (it reads every Profile).
+		budgets.Definition(),
 		// core replaces the upstream profile controller; it reads
 		// USERID_HEADER, USERID_PREFIX and the *_PRINCIPAL variables as its
 		// defaults, under the configuration file's.

@@ -98,6 +98,12 @@ plugins:
   - *record
   AwsIamForServiceAccount: *identity
   AzureWorkloadIdentity: *identity
+  # Shares are ResourceQuotas in members' namespaces, written by the
+  # balancer alone; refusals are read from workload controllers'
+  # FailedCreate Events.
+  budgets:
+  - {groups: [""], resources: [resourcequotas], verbs: *own}
+  - {groups: [""], resources: [events], verbs: [get, list, watch]}
   # The kinds of the configuration's templates (profilekit.templatesRules).
   templates: []
 {{- end }}
