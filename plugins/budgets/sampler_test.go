@@ -149,9 +149,9 @@ func (s *sampler) watchIdle(res *loadResult) {
 	}
 	for ns, w := range res.waiting {
 		if since, ok := s.idleSince[ns]; ok {
-			if d := now.Sub(since); d > 5*time.Second {
+			if d := now.Sub(since); d > headroomTarget {
 				_, why := s.slackBesidesLocked(ns, w)
-				res.unserved = append(res.unserved, fmt.Sprintf("%s waited %s for %v while %s", ns, d.Round(time.Millisecond), w.resources, why))
+				res.late = append(res.late, fmt.Sprintf("%s waited %s for %v while %s", ns, d.Round(time.Millisecond), w.resources, why))
 				s.idleSince[ns] = now
 			}
 			continue
