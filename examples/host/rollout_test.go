@@ -418,30 +418,32 @@ func TestRolloutPaused(t *testing.T) {
 	}
 	t.Logf("%d Profiles in the paused batch; %d others: %d writes, quotas' resourceVersions unchanged; %d writes in all",
 		len(batch), len(others), len(w), len(counter.Mutating()))
-	for _, name := range batch {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, &p); err != nil {
-			t.Fatal(err)
+	// Every Profile of the batch says why, those whose pass failed after
+	// the pause too, each with one Event.
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		for _, name := range batch {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			q := plugins.FindCondition(p.Status.Conditions, "QuotasReady")
+			rp := plugins.FindCondition(p.Status.Conditions, rollout.ConditionRolloutPaused)
+			if q == nil || q.Status != plugins.ConditionFalse || rp == nil || rp.Status != plugins.ConditionTrue || !strings.Contains(rp.Message, "plugin quotas failed") {
+				return false, fmt.Sprintf("Profile %s of the batch: QuotasReady %+v, RolloutPaused %+v", name, q, rp)
+			}
 		}
-		q := plugins.FindCondition(p.Status.Conditions, "QuotasReady")
-		rp := plugins.FindCondition(p.Status.Conditions, rollout.ConditionRolloutPaused)
-		if q == nil || q.Status != plugins.ConditionFalse || rp == nil || rp.Status != plugins.ConditionTrue || !strings.Contains(rp.Message, "plugin quotas failed") {
-			t.Fatalf("Profile %s of the batch: QuotasReady %+v, RolloutPaused %+v", name, q, rp)
+		var events eventsv1.EventList
+		if err := env.Client.List(ctx, &events, client.InNamespace("default")); err != nil {
+			return false, err.Error()
 		}
-	}
-	var events eventsv1.EventList
-	if err := env.Client.List(ctx, &events, client.InNamespace("default")); err != nil {
-		t.Fatal(err)
-	}
-	evs := 0
-	for _, e := range events.Items {
-		if e.Reason == rollout.ReasonRolloutPaused && strings.HasPrefix(e.Regarding.Name, prefix) {
-			evs++
+		evs := 0
+		for _, e := range events.Items {
+			if e.Reason == rollout.ReasonRolloutPaused && strings.HasPrefix(e.Regarding.Name, prefix) {
+				evs++
+			}
 		}
-	}
-	if evs != len(batch) {
-		t.Errorf("%d RolloutPaused Events, want one per Profile of the batch, %d", evs, len(batch))
-	}
+		return evs == len(batch), fmt.Sprintf("%d RolloutPaused Events, want one per Profile of the batch, %d", evs, len(batch))
+	})
 	if got := gauge(t, "profilekit_rollout_paused"); got != 1 {
 		t.Errorf("profilekit_rollout_paused = %g, want 1", got)
 	}

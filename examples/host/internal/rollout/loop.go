@@ -112,7 +112,9 @@ func (r *Rollout) step(ctx context.Context) error {
 	}
 	report(&st, updated, len(members)-countUpdated(&st, members))
 	if st.Paused {
-		return nil
+		// A pass of the batch that fails after the pause says so too.
+		_, failed := r.evaluate(&st, members)
+		return r.mark(ctx, st, failed)
 	}
 	if st.Batches > 0 {
 		ready, failed := r.evaluate(&st, members)
@@ -250,6 +252,7 @@ func (r *Rollout) set(s State) {
 	defer r.mu.Unlock()
 	r.state = s
 	r.readySince = time.Time{}
+	clear(r.marked)
 }
 
 // setReadySince records when the batch was first seen Ready (t zero: it is
@@ -298,12 +301,17 @@ func (r *Rollout) pause(ctx context.Context, st State, members []member, failed 
 	}
 	r.set(paused)
 	log.FromContext(ctx).Info("rollout paused", "batch", st.Batches, "reason", reason)
-	done := map[string]bool{}
+	return r.mark(ctx, paused, failed)
+}
+
+// mark gives each failed Profile of a paused batch the RolloutPaused
+// condition and a Warning Event, once: those that failed before the pause
+// and those whose pass failed after it.
+func (r *Rollout) mark(ctx context.Context, st State, failed []failure) error {
 	for _, f := range failed {
-		if done[f.p.Name] {
+		if r.isMarked(f.p, st.CandidateRevision) {
 			continue
 		}
-		done[f.p.Name] = true
 		msg := plugins.ConditionMessage(ReasonRolloutPaused, plugins.BoundMessage(fmt.Sprintf("plugin %s failed with revision %s in batch %d; the rollout stands still until the configuration changes: %s",
 			f.kind, st.CandidateRevision, st.Batches, f.message)))
 		if err := r.setPaused(ctx, f.p.Name, &kubeflowv1.ProfileCondition{Type: ConditionRolloutPaused, Status: plugins.ConditionTrue, Message: msg}); err != nil {
@@ -311,8 +319,25 @@ func (r *Rollout) pause(ctx context.Context, st State, members []member, failed 
 		}
 		r.recorder.Eventf(f.p, nil, corev1.EventTypeWarning, ReasonRolloutPaused, "Rollout", "plugin %s failed with revision %s in batch %d: %s",
 			f.kind, st.CandidateRevision, st.Batches, plugins.BoundMessage(f.message))
+		r.mu.Lock()
+		r.marked[f.p.UID] = true
+		r.mu.Unlock()
 	}
 	return nil
+}
+
+// isMarked reports whether p has this pause's RolloutPaused condition:
+// marked by this process since the state changed, or by an earlier one
+// (the condition names the revision).
+func (r *Rollout) isMarked(p *kubeflowv1.Profile, revision string) bool {
+	r.mu.RLock()
+	done := r.marked[p.UID]
+	r.mu.RUnlock()
+	if done {
+		return true
+	}
+	c := plugins.FindCondition(p.Status.Conditions, ConditionRolloutPaused)
+	return c != nil && c.Status == plugins.ConditionTrue && strings.Contains(c.Message, revision)
 }
 
 // persist writes s into the ConfigMap.

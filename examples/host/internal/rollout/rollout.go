@@ -64,6 +64,9 @@ type Rollout struct {
 	// readySince is when every Profile of the last batch was first seen
 	// Ready, zero while one is not.
 	readySince time.Time
+	// marked are the Profiles given the RolloutPaused condition and Event
+	// since the state last changed.
+	marked map[types.UID]bool
 }
 
 // observation is what one pass set.
@@ -99,6 +102,7 @@ func Prepare(ctx context.Context, reader client.Reader, cfg *hostconfig.Config, 
 		sections:   cfg.Plugins,
 		conditions: map[string]string{},
 		observed:   map[types.UID]map[string]observation{},
+		marked:     map[types.UID]bool{},
 		state:      Begin(kept, cfg.Plugins, time.Now()),
 	}
 	if r.state.Active() {
