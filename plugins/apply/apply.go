@@ -35,11 +35,13 @@ import (
 type Applier struct {
 	kind    string
 	profile *kubeflowv1.Profile
-	owns    []schema.GroupVersionKind
-	reader  client.Reader
-	live    client.Reader
-	writer  client.Writer
-	scheme  *runtime.Scheme
+	// ownLabels are the labels that mark our objects (see ownership).
+	ownLabels map[string]string
+	owns      []schema.GroupVersionKind
+	reader    client.Reader
+	live      client.Reader
+	writer    client.Writer
+	scheme    *runtime.Scheme
 	// anyNamespace lets the plugin write outside the Profile's namespace, and
 	// makes pruning look for its objects in every namespace.
 	anyNamespace bool

@@ -1,12 +1,7 @@
 package apply
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,51 +52,46 @@ func (a *Applier) isProfileNamespace(k objectKey) bool {
 	return k.gvk == namespaceGVK && k.namespace == "" && k.name == plugins.Namespace(a.profile)
 }
 
-// own adds the ownership labels, the owner reference and the hash annotation.
+// own adds the ownership labels, the owner reference and the hash
+// annotation, in place: u was decoded for this pass and no one else holds
+// it.
 func (a *Applier) own(u *unstructured.Unstructured) {
-	l := u.GetLabels()
-	if l == nil {
-		l = map[string]string{}
+	md, _ := u.Object["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		u.Object["metadata"] = md
 	}
-	maps.Copy(l, plugins.OwnershipLabels(a.kind, a.profile.Name))
-	u.SetLabels(l)
+	labels, _ := md["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		md["labels"] = labels
+	}
+	for k, v := range a.ownership() {
+		labels[k] = v
+	}
+	refs, _ := md["ownerReferences"].([]any)
+	md["ownerReferences"] = append(refs, ownerReferenceFields(a.profile))
 
-	refs, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
-	_ = unstructured.SetNestedSlice(u.Object, append(refs, ownerReferenceFields(a.profile)), "metadata", "ownerReferences")
-
-	ann := u.GetAnnotations()
+	ann, _ := md["annotations"].(map[string]any)
 	delete(ann, plugins.AnnotationAppliedHash)
 	if len(ann) == 0 {
-		u.SetAnnotations(nil)
+		delete(md, "annotations")
 	}
-	sum := sha256.Sum256(a.templateOf(mustJSON(u.Object)))
+	hash := a.appliedHash(u.Object)
 	if ann == nil {
-		ann = map[string]string{}
+		ann = map[string]any{}
 	}
-	ann[plugins.AnnotationAppliedHash] = hex.EncodeToString(sum[:8])
-	u.SetAnnotations(ann)
+	ann[plugins.AnnotationAppliedHash] = hash
+	md["annotations"] = ann
 }
 
-// templateOf returns data, an object's JSON, with the Profile's UID and name
-// replaced by bytes JSON never holds (control characters are escaped in its
-// strings). Objects rendered alike for many Profiles then hash alike, and
-// the cache holds their hash annotation once; for one Profile, two objects
-// hash alike only when their JSON is the same, since the replacement can be
-// undone.
-func (a *Applier) templateOf(data []byte) []byte {
-	if uid := a.profile.UID; uid != "" {
-		data = bytes.ReplaceAll(data, []byte(uid), []byte{1})
+// ownership returns the labels that mark the plugin's objects for the
+// Profile, made once per Applier.
+func (a *Applier) ownership() map[string]string {
+	if a.ownLabels == nil {
+		a.ownLabels = plugins.OwnershipLabels(a.kind, a.profile.Name)
 	}
-	if name := a.profile.Name; name != "" {
-		data = bytes.ReplaceAll(data, []byte(name), []byte{0})
-	}
-	return data
-}
-
-func mustJSON(v any) []byte {
-	// The object was decoded from JSON a moment ago, so it encodes again.
-	b, _ := json.Marshal(v)
-	return b
+	return a.ownLabels
 }
 
 // ownerReferenceFields is plugins.OwnerReference(p) as the fields of an
