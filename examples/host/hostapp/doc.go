@@ -23,7 +23,8 @@
 // Stable under semver: [App] and its fields, [Run], [Main], and the commands,
 // flags and exit codes they give (each documented by its --help).
 // Experimental, and free to change in a minor release: [NewCommand], whose
-// cobra type follows cobra's releases, [Version] and [Revision].
+// cobra type follows cobra's releases, [Version], [Revision] and
+// [DefaultGCPercent].
 //
 // [builtin.Definitions]: https://pkg.go.dev/github.com/profilekit/profilekit/examples/host/builtin#Definitions
 package hostapp

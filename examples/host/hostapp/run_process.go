@@ -10,14 +10,15 @@ import (
 	"syscall"
 )
 
-// defaultGCPercent is the host's GOGC when the environment sets none. Go
+// DefaultGCPercent is the host's GOGC when the environment sets none (Run
+// sets it; the benchmark runs its in-process host with it too). Go
 // collects garbage once the heap has grown by GOGC percent since the last
 // collection, and the host's heap is mostly its cache, which lives as long
 // as the process: at Go's 100 the process holds about twice its cache. At 50
 // the benchmark's host used 17-27% less RSS for a little more CPU while
 // Profiles change (see "Memory" in the README); an idle host allocates
 // little and collects seldom either way.
-const defaultGCPercent = 50
+const DefaultGCPercent = 50
 
 // Run is a binary's whole main: it runs the process's command line with
 // app as the process's own (App.OwnsProcess), under GOGC=50 unless the
@@ -25,7 +26,7 @@ const defaultGCPercent = 50
 // code.
 func Run(app App) {
 	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(defaultGCPercent)
+		debug.SetGCPercent(DefaultGCPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app.OwnsProcess = true

@@ -196,7 +196,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	qps, burst := o.rateOf(o.Regimes[0])
 	res := &Result{
 		Started: time.Now().UTC(), Profiles: o.Profiles, QPS: qps, Burst: burst, Regime: o.Regimes[0],
-		Config: o.ConfigName, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Config: o.ConfigName, GoVersion: runtime.Version(), HostGOGC: hostGOGC(), CPUs: runtime.NumCPU(),
 		FreshPhases: o.FreshPhases,
 	}
 	res.Revision = revision(ctx, o.RepoRoot)

@@ -29,12 +29,16 @@ type Result struct {
 	// Revision is the commit of the code that ran (see revision), so that
 	// runs are compared against the code they measured; HostRevision that
 	// of the host binary the host-process phase ran, which may differ.
-	Revision     string   `json:"revision,omitempty"`
-	HostRevision string   `json:"hostRevision,omitempty"`
-	GoVersion    string   `json:"goVersion"`
-	CPUs         int      `json:"cpus"`
-	Profiles     int      `json:"profiles"`
-	Plugins      []string `json:"plugins"`
+	Revision     string `json:"revision,omitempty"`
+	HostRevision string `json:"hostRevision,omitempty"`
+	GoVersion    string `json:"goVersion"`
+	// HostGOGC is the GOGC the in-process host ran with: the shipped
+	// binary's, or the environment's ("" for runs before it was kept, all
+	// at Go's default of 100).
+	HostGOGC string   `json:"hostGOGC,omitempty"`
+	CPUs     int      `json:"cpus"`
+	Profiles int      `json:"profiles"`
+	Plugins  []string `json:"plugins"`
 	// QPS and Burst are the client rates of the first regime, which ran
 	// every phase; Regime names it.
 	QPS     float32 `json:"qps"`
