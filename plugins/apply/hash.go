@@ -52,6 +52,14 @@ func (a *Applier) appliedHash(obj map[string]any) string {
 	return hex.EncodeToString(sum.Sum(out[:0])[:8])
 }
 
+// encodeObject returns obj's JSON, as encoding/json writes it, for a
+// request body: a new slice, since the request may outlive the call.
+func encodeObject(obj map[string]any) ([]byte, error) {
+	s := hashScratches.Get().(*hashScratch)
+	defer hashScratches.Put(s)
+	return s.appendJSON(make([]byte, 0, max(512, len(s.json))), obj, 0)
+}
+
 // replaceInto appends src to dst with every old replaced by the byte b.
 func replaceInto(dst, src []byte, old string, b byte) []byte {
 	for {

@@ -127,3 +127,28 @@ func profileNamed(name, uid string) *kubeflowv1.Profile {
 	p.Name, p.UID = name, types.UID(uid)
 	return p
 }
+
+// A request body is the bytes Unstructured.MarshalJSON writes, less its
+// closing newline.
+func TestEncodeObjectIsMarshalJSON(t *testing.T) {
+	desired := profileObjects("team-a")
+	a := benchApplier(desired)
+	for _, d := range desired {
+		u, err := toUnstructured(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.own(u)
+		want, err := u.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeObject(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
+			t.Errorf("%s %s:\n%s\nUnstructured.MarshalJSON writes\n%s", u.GetKind(), u.GetName(), got, want)
+		}
+	}
+}

@@ -101,7 +101,7 @@ func (a *Applier) send(ctx context.Context, u *unstructured.Unstructured) error 
 // with a Conflict, and changes nothing, when another field manager holds a
 // field the apply sets, with another value.
 func (a *Applier) sendApply(ctx context.Context, u *unstructured.Unstructured, force bool) (*metav1.PartialObjectMetadata, error) {
-	body, err := u.MarshalJSON()
+	body, err := encodeObject(u.Object)
 	if err != nil {
 		return nil, err
 	}
