@@ -275,6 +275,17 @@ BENCH_FLAGS ?=
 bench: envtest-assets ## Measure the host on a local control plane (BENCH_FLAGS="--profiles 5000"); see bench/README.md.
 	go run ./examples/host/bench $(BENCH_FLAGS)
 
+SCALE_PROFILES ?= 1000 10000
+.PHONY: bench-scale
+bench-scale: envtest-assets ## Run the bench unthrottled at each of SCALE_PROFILES Profiles (default 1000 10000, about 80 minutes) and print the runs side by side.
+	@set -e; results=""; \
+	for n in $(SCALE_PROFILES); do \
+		go run ./examples/host/bench --profiles $$n --regimes unthrottled --timeout 60m $(BENCH_FLAGS) | tee bench-scale-$$n.log; \
+		results="$$results $$(sed -n 's/^result saved to //p' bench-scale-$$n.log)"; \
+		rm -f bench-scale-$$n.log; \
+	done; \
+	go run ./examples/host/bench scale $$results
+
 $(MOCKGEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd hack/tools && go build -o $@ go.uber.org/mock/mockgen

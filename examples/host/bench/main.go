@@ -146,7 +146,36 @@ bench/results.`,
 	fl.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 30, "how long each kube-apiserver CPU profile runs")
 	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
 	fl.StringVar(&logLevel, "log-level", "", "show the host's logs on stderr at this level (error, info, debug or a number); default none")
+	cmd.AddCommand(newScaleCommand())
 	return cmd
+}
+
+// newScaleCommand prints saved results of runs at different numbers of
+// Profiles side by side.
+func newScaleCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "scale RESULT.json...",
+		Short: "Print saved results side by side, each cost per object against the smallest run's",
+		Long: `scale reads results that bench saved and prints, as a Markdown table, each
+figure of each run, the largest run's over the smallest's and the verdict
+against the scale targets: every cost per object within 10% of the
+smallest run's, the host alone at most 1.5 KiB of heap in use per owned
+object, and its RSS growing by at most 2 KiB per owned object from the
+smallest run to the largest. It exits 1 when a target is missed.`,
+		Example:      `  go run ./examples/host/bench scale bench/results/*-n1000.json bench/results/*-n10000.json`,
+		Args:         cobra.MinimumNArgs(1),
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs, err := bench.ReadResults(args)
+			if err != nil {
+				return err
+			}
+			if !bench.WriteScale(cmd.OutOrStdout(), runs) {
+				return errors.New("a scale target is missed")
+			}
+			return nil
+		},
+	}
 }
 
 // buildHost builds the profilekit binary from the source tree at root into
