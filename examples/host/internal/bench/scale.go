@@ -48,14 +48,37 @@ var scaleFigures = []scaleFigure{
 		}
 		return 1000 / r.Convergence.ObjectsPerSecond, true
 	}},
-	{name: "convergence / apply floor", format: "%.2fx", value: func(r *Result) (float64, bool) {
+	{name: "apply floor (plain client), s per 1,000 objects", format: "%.3f", value: func(r *Result) (float64, bool) {
+		if r.ApplyFloor == nil || r.ApplyFloor.ObjectsPerSecond <= 0 {
+			return 0, false
+		}
+		return 1000 / r.ApplyFloor.ObjectsPerSecond, true
+	}},
+	{name: "convergence / apply floor (same run)", format: "%.2fx", value: func(r *Result) (float64, bool) {
 		return positive(r.Ratios.ConvergenceOverApplyFloor)
 	}},
 	{name: "host CPU per object, ms", format: "%.3f", perObject: true, value: func(r *Result) (float64, bool) {
 		return perObject(r.Convergence.CPU.HostAndBench*1000, r.Objects)
 	}},
+	{name: "POST floor client CPU per object, ms (same process)", format: "%.3f", value: func(r *Result) (float64, bool) {
+		return perObject(r.Floor.CPU.HostAndBench*1000, r.Objects)
+	}},
+	{name: "host CPU / POST floor client's (same run)", format: "%.2fx", perObject: true, value: func(r *Result) (float64, bool) {
+		host, ok := perObject(r.Convergence.CPU.HostAndBench, r.Objects)
+		floor, ok2 := perObject(r.Floor.CPU.HostAndBench, r.Objects)
+		if !ok || !ok2 {
+			return 0, false
+		}
+		return host / floor, true
+	}},
 	{name: "API server CPU per object, ms", format: "%.3f", perObject: true, value: func(r *Result) (float64, bool) {
 		return perObject(r.Convergence.CPU.APIServer*1000, r.Objects)
+	}},
+	{name: "API server CPU per object of the apply floor, ms", format: "%.3f", value: func(r *Result) (float64, bool) {
+		if r.ApplyFloor == nil {
+			return 0, false
+		}
+		return perObject(r.ApplyFloor.CPU.APIServer*1000, r.Objects)
 	}},
 	{name: "host heap in use per owned object, KiB", format: "%.2f", perObject: true, limit: heapPerObjectLimitKiB, value: func(r *Result) (float64, bool) {
 		if r.HostProcess == nil {
