@@ -199,7 +199,7 @@ func WriteScale(w io.Writer, runs []*Result) bool {
 	if slope, has := rssSlope(first, last); has {
 		good := slope <= rssSlopeLimitKiB
 		ok = ok && good
-		fmt.Fprintf(w, "| host RSS slope from %d to %d Profiles, KiB per owned object |%s %.2f | | <= %g %s |\n",
+		fmt.Fprintf(w, "| host RSS slope from %d to %d Profiles, KiB per owned object |%s %.2f | <= %g %s |\n",
 			first.Profiles, last.Profiles, strings.Repeat(" |", len(runs)), slope, rssSlopeLimitKiB, verdict(good))
 	}
 	return ok
