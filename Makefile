@@ -277,7 +277,7 @@ bench: envtest-assets ## Measure the host on a local control plane (BENCH_FLAGS=
 
 SCALE_PROFILES ?= 1000 10000
 .PHONY: bench-scale
-bench-scale: envtest-assets ## Run the bench unthrottled at each of SCALE_PROFILES Profiles (default 1000 10000, about 80 minutes) and print the runs side by side.
+bench-scale: envtest-assets ## Run the bench unthrottled at each of SCALE_PROFILES Profiles (default 1000 10000, about 45 minutes) and print the runs side by side.
 	@set -e; results=""; \
 	for n in $(SCALE_PROFILES); do \
 		go run ./examples/host/bench --profiles $$n --regimes unthrottled --timeout 60m $(BENCH_FLAGS) | tee bench-scale-$$n.log; \
