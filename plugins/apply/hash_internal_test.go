@@ -34,17 +34,29 @@ func referenceHash(p *kubeflowv1.Profile, obj map[string]any) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Every object keeps the hash it had: a changed hash would rewrite every
-// object of every Profile once.
-func TestAppliedHashIsTheReferenceHash(t *testing.T) {
+// ownedObjects returns profileObjects as own leaves them, and the Applier
+// that owned them.
+func ownedObjects(t *testing.T) (*Applier, []*unstructured.Unstructured) {
+	t.Helper()
 	desired := profileObjects("team-a")
 	a := benchApplier(desired)
+	var out []*unstructured.Unstructured
 	for _, d := range desired {
 		u, err := toUnstructured(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a.own(u)
+		out = append(out, u)
+	}
+	return a, out
+}
+
+// Every object keeps the hash it had: a changed hash would rewrite every
+// object of every Profile once.
+func TestAppliedHashIsTheReferenceHash(t *testing.T) {
+	a, owned := ownedObjects(t)
+	for _, u := range owned {
 		got := u.GetAnnotations()["profilekit.dev/applied-hash"]
 		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", "profilekit.dev/applied-hash")
 		if len(u.GetAnnotations()) == 0 {
@@ -67,7 +79,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	}
 	values := []any{
 		nil, true, false, "", ascii.String(), "<a&b>", "\xff\xfe bad", "line\u2028para\u2029", "é 日本 🙂",
-		0.0, -0.0, 1.0, -1.5, 1e-7, 1e-6, 123456789.0, 1e20, 1e21, 1.5e300, -2.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64,
+		0.0, math.Copysign(0, -1), 1.0, -1.5, 1e-7, 1e-6, 123456789.0, 1e20, 1e21, 1.5e300, -2.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64,
 		int64(-42), 7, int64(math.MaxInt64),
 		[]any{}, map[string]any{}, []any{1.0, "x", nil, map[string]any{"b": 1.0, "a": []any{}}},
 		map[string]any{"z": 1.0, "a": map[string]any{"y": "<", "b": nil}, "M": true, "é": "x", "": "empty"},
@@ -131,14 +143,8 @@ func profileNamed(name, uid string) *kubeflowv1.Profile {
 // A request body is the bytes Unstructured.MarshalJSON writes, less its
 // closing newline.
 func TestEncodeObjectIsMarshalJSON(t *testing.T) {
-	desired := profileObjects("team-a")
-	a := benchApplier(desired)
-	for _, d := range desired {
-		u, err := toUnstructured(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.own(u)
+	_, owned := ownedObjects(t)
+	for _, u := range owned {
 		want, err := u.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)

@@ -3,10 +3,10 @@ package apply
 import (
 	"testing"
 
-	networkingv1 "istio.io/api/networking/v1"
+	istionetworkingv1 "istio.io/api/networking/v1"
 	istioac "istio.io/client-go/pkg/applyconfiguration/networking/v1"
 	corev1 "k8s.io/api/core/v1"
-	netv1 "k8s.io/api/networking/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,17 +37,17 @@ func profileObjects(ns string) []runtime.ApplyConfiguration {
 	for _, name := range []string{"deny-by-default", "allow-same-namespace", "allow-istio"} {
 		out = append(out, netv1ac.NetworkPolicy(name, ns).WithSpec(netv1ac.NetworkPolicySpec().
 			WithPodSelector(metav1ac.LabelSelector()).
-			WithPolicyTypes(netv1.PolicyTypeIngress).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress).
 			WithIngress(netv1ac.NetworkPolicyIngressRule().WithFrom(netv1ac.NetworkPolicyPeer().
 				WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": ns}))))))
 	}
 	for _, name := range []string{"notebooks", "pipelines", "tensorboards"} {
-		out = append(out, Encoded(istioac.VirtualService(name, ns).WithSpec(networkingv1.VirtualService{
+		out = append(out, Encoded(istioac.VirtualService(name, ns).WithSpec(istionetworkingv1.VirtualService{
 			Hosts:    []string{"*"},
 			Gateways: []string{"kubeflow/kubeflow-gateway"},
-			Http: []*networkingv1.HTTPRoute{{
-				Match: []*networkingv1.HTTPMatchRequest{{Uri: &networkingv1.StringMatch{MatchType: &networkingv1.StringMatch_Prefix{Prefix: "/" + name + "/" + ns + "/"}}}},
-				Route: []*networkingv1.HTTPRouteDestination{{Destination: &networkingv1.Destination{Host: name + "." + ns + ".svc.cluster.local", Port: &networkingv1.PortSelector{Number: 80}}}},
+			Http: []*istionetworkingv1.HTTPRoute{{
+				Match: []*istionetworkingv1.HTTPMatchRequest{{Uri: &istionetworkingv1.StringMatch{MatchType: &istionetworkingv1.StringMatch_Prefix{Prefix: "/" + name + "/" + ns + "/"}}}},
+				Route: []*istionetworkingv1.HTTPRouteDestination{{Destination: &istionetworkingv1.Destination{Host: name + "." + ns + ".svc.cluster.local", Port: &istionetworkingv1.PortSelector{Number: 80}}}},
 			}},
 		})))
 	}
