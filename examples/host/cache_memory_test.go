@@ -59,19 +59,28 @@ var cacheMemProfiles = flag.Int("cachemem.n", 500, "BenchmarkCacheMemory: Profil
 // The measurement runs once per kind, whatever b.N:
 //
 //	go test ./examples/host/ -run '^$' -bench CacheMemory -benchtime 1x
+//
+// loadHostConfig loads the host configuration at path with the built-in
+// plugins, as run does.
+func loadHostConfig(tb testing.TB, path string) (*hostconfig.Config, *plugins.Registry) {
+	tb.Helper()
+	reg, err := plugins.NewRegistry(builtin.Definitions()...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := hostconfig.Load(path, reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg, reg
+}
+
 func BenchmarkCacheMemory(b *testing.B) {
 	// Nothing reads the caches' logs; without a logger controller-runtime
 	// prints a warning once the process is 30 s old.
 	log.SetLogger(logr.Discard())
 	ctx := b.Context()
-	reg, err := plugins.NewRegistry(builtin.Definitions()...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := hostconfig.Load(hostConfig, reg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, reg := loadHostConfig(b, hostConfig)
 	assets, err := testenv.AssetsDir()
 	if err != nil {
 		b.Fatal(err)

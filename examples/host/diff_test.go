@@ -27,8 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/examples/host/builtin"
-	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
@@ -258,14 +256,7 @@ Outside calls: none
 // run too (controller names are not checked).
 func runDiffHost(t *testing.T, config string) {
 	t.Helper()
-	reg, err := plugins.NewRegistry(builtin.Definitions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := hostconfig.Load(config, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, reg := loadHostConfig(t, config)
 	startHost(t, "diff", env.Config, cfg, reg, false)
 }
 

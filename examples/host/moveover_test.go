@@ -23,8 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/examples/host/builtin"
-	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -68,14 +66,7 @@ type moveoverHost struct {
 
 func startMoveoverHost(t *testing.T, cp *testenv.Env, cfgPath string) *moveoverHost {
 	t.Helper()
-	reg, err := plugins.NewRegistry(builtin.Definitions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := hostconfig.Load(cfgPath, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, reg := loadHostConfig(t, cfgPath)
 	h := &moveoverHost{counter: &testenv.Counter{}, done: make(chan error, 1)}
 	mgr, err := server.NewManager(h.counter.Counting(cp.Config), cfg, reg, server.Options{
 		MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, Logger: logr.Discard(), SkipNameValidation: true,

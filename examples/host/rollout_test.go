@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/examples/host/builtin"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/rollout"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
@@ -73,14 +72,7 @@ func forgetRollout(t *testing.T) {
 // makes it: the rollout is prepared before the manager and added to it.
 func rolloutHost(t *testing.T, name, config string, restCfg *rest.Config) *faultHost {
 	t.Helper()
-	reg, err := plugins.NewRegistry(builtin.Definitions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := hostconfig.Load(config, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, reg := loadHostConfig(t, config)
 	ro, err := rollout.Prepare(context.WithoutCancel(t.Context()), env.Client, cfg, reg)
 	if err != nil {
 		t.Fatal(err)
