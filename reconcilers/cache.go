@@ -19,6 +19,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apply"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // CacheOptions returns manager cache options under which every kind is
@@ -30,6 +31,19 @@ import (
 // (Definition.Reads) as *metav1.PartialObjectMetadata, so those informers
 // hold metadata only.
 //
+// With a shard, the objects are cached only when they are in the shard too:
+// a Reconciler made WithShard copies the Profile's values of the shard
+// selector's label keys onto every object it writes (apply.WithShardLabels),
+// so the shard selector selects a Profile's objects exactly when it selects
+// the Profile, and each of several hosts holds its own shard's objects only.
+// The objects in the unsharded namespaces, the host's own, are cached
+// whatever their shard labels: those passed, or, when none is,
+// outside.DefaultRecordsNamespace. They must hold the outside-state
+// records' namespace (records, claims and ledgers are read across shards:
+// a claim on a cloud identity must see every other Profile's), and that of
+// any object of ours the host writes without a Reconciler. A shard
+// selector that selects every Profile shards nothing.
+//
 // Cached objects keep only profilekit's own managed-fields entries, the only
 // ones the Applier reads, and Profiles none: managed fields are most of a
 // small object's size. A status update sent from a cached Profile leaves
@@ -37,19 +51,34 @@ import (
 // write without them. The strings and, for kinds without Go types, the
 // decoded JSON values that objects of many Profiles repeat are held once
 // (see compact): cached objects are never written to, readers get copies.
-func CacheOptions(shard labels.Selector) cache.Options {
+func CacheOptions(shard labels.Selector, unsharded ...string) cache.Options {
 	// A nil selector would take the default (our label), which no Profile has.
 	profiles := cache.ByObject{Label: labels.Everything(), Transform: cache.TransformStripManagedFields()}
-	if shard != nil {
-		profiles.Label = shard
-	}
-	return cache.Options{
+	opts := cache.Options{
 		DefaultLabelSelector: plugins.ManagedSelector(),
 		DefaultTransform:     compact,
 		ByObject: map[client.Object]cache.ByObject{
 			&kubeflowv1.Profile{}: profiles,
 		},
 	}
+	if shard == nil {
+		return opts
+	}
+	profiles.Label = shard
+	opts.ByObject[&kubeflowv1.Profile{}] = profiles
+	reqs, _ := shard.Requirements()
+	if len(reqs) == 0 {
+		return opts
+	}
+	opts.DefaultLabelSelector = plugins.ManagedSelector().Add(reqs...)
+	opts.DefaultNamespaces = map[string]cache.Config{cache.AllNamespaces: {}}
+	if len(unsharded) == 0 {
+		unsharded = []string{outside.DefaultRecordsNamespace}
+	}
+	for _, ns := range unsharded {
+		opts.DefaultNamespaces[ns] = cache.Config{LabelSelector: plugins.ManagedSelector()}
+	}
+	return opts
 }
 
 // compact keeps only profilekit's managed-fields entries of a cached object,

@@ -107,7 +107,10 @@ func WithEnabledForAll(selector labels.Selector) Option {
 
 // WithShard narrows the Reconciler to Profiles whose labels match selector, so
 // that several hosts can share one cluster. Profiles outside the shard are
-// left entirely alone.
+// left entirely alone. Every object the Reconciler writes carries its
+// Profile's values of the selector's label keys (apply.WithShardLabels),
+// so that a cache made by CacheOptions with the same selector holds the
+// shard's objects only.
 func WithShard(selector labels.Selector) Option {
 	return func(r *Reconciler) {
 		if selector != nil {
@@ -326,7 +329,7 @@ func (r *Reconciler) request(ctx context.Context, p *kubeflowv1.Profile, cfg any
 
 func (r *Reconciler) applierOptions() []apply.Option {
 	return append(applierOptions(r.def), apply.WithLiveReader(r.apiReader), apply.WithScheme(r.scheme),
-		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...))
+		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...), apply.WithShardLabels(r.shard))
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {

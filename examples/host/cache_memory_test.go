@@ -240,7 +240,7 @@ type cacheReading struct {
 // readCache starts a cache with opts and one informer, for gvk, and reads
 // the live heap before it starts and once it has synced. The cache is
 // stopped before it returns.
-func readCache(b *testing.B, cfg *rest.Config, opts cache.Options, gvk schema.GroupVersionKind, metadataOnly bool) cacheReading {
+func readCache(b testing.TB, cfg *rest.Config, opts cache.Options, gvk schema.GroupVersionKind, metadataOnly bool) cacheReading {
 	b.Helper()
 	// The host's controllers watch an owned kind through this object:
 	// metadata only unless a plugin reads it whole, then typed when the

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -139,8 +140,10 @@ func (l *requestLog) writes() []string {
 
 // faultHost is a host manager from server.NewManager running in the test.
 type faultHost struct {
-	name   string
-	log    *requestLog
+	name string
+	log  *requestLog
+	// cache is the manager's cache, to see what the host holds.
+	cache  cache.Cache
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -163,7 +166,7 @@ func startHost(t *testing.T, name string, restCfg *rest.Config, cfg *hostconfig.
 		t.Fatalf("host %s: %v", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // the host serves the cleanups, which run after t.Context is canceled
-	h.cancel = cancel
+	h.cancel, h.cache = cancel, mgr.GetCache()
 	go func() { h.done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		if err := h.stop(); err != nil {

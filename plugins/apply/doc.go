@@ -27,5 +27,5 @@
 // and the Recorder's other methods; [WithMetadataOnly] with [NewMetadata],
 // [NewMetadataList] and [FieldNames]; [Fields]; [NewObject] and [NewList];
 // [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Replaceable]
-// and [ReasonImmutableField].
+// and [ReasonImmutableField]; [WithShardLabels].
 package apply

@@ -1,6 +1,9 @@
 package apply
 
 import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,6 +59,29 @@ func WithAnyNamespace() Option {
 // every other rule of the Applier still holds.
 func WithUpstreamObjects() Option {
 	return func(a *Applier) { a.upstream = true }
+}
+
+// WithShardLabels copies the Profile's value of each label key that shard
+// reads onto every object the Applier writes, and leaves the key off an
+// object when the Profile has none, whatever the plugin set: shard then
+// selects a Profile's objects exactly when it selects the Profile. A host
+// that serves a shard of the Profiles passes its shard selector, so that
+// its cache can hold its shard's objects only (see reconcilers). Keys of
+// profilekit's ownership labels are left as ownership sets them; nil, or a
+// selector of every Profile, copies nothing.
+func WithShardLabels(shard labels.Selector) Option {
+	return func(a *Applier) {
+		if shard == nil {
+			return
+		}
+		reqs, _ := shard.Requirements()
+		for _, r := range reqs {
+			k := r.Key()
+			if _, ours := plugins.OwnershipLabels(a.kind, "")[k]; !ours && !slices.Contains(a.profileLabels, k) {
+				a.profileLabels = append(a.profileLabels, k)
+			}
+		}
+	}
 }
 
 // OptionsFor returns the options an Applier for d's plugin needs: writing

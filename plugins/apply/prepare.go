@@ -66,6 +66,9 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 		labels = map[string]any{}
 		md["labels"] = labels
 	}
+	for _, k := range a.profileLabels {
+		delete(labels, k)
+	}
 	for k, v := range a.ownership() {
 		labels[k] = v
 	}
@@ -86,10 +89,16 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 }
 
 // ownership returns the labels that mark the plugin's objects for the
-// Profile, made once per Applier.
+// Profile, with the Profile's labels the Applier copies (WithShardLabels),
+// made once per Applier.
 func (a *Applier) ownership() map[string]string {
 	if a.ownLabels == nil {
 		a.ownLabels = plugins.OwnershipLabels(a.kind, a.profile.Name)
+		for _, k := range a.profileLabels {
+			if v, ok := a.profile.Labels[k]; ok {
+				a.ownLabels[k] = v
+			}
+		}
 	}
 	return a.ownLabels
 }

@@ -68,7 +68,7 @@ func (d *Differ) Pass(def plugins.Definition, sec hostconfig.Plugin, p *kubeflow
 		SubResourcePatch:  ps.subResourcePatch,
 		SubResourceApply:  ps.subResourceApply,
 	})
-	opts := append(apply.OptionsFor(def), apply.WithLiveReader(c), apply.WithScheme(d.scheme))
+	opts := append(apply.OptionsFor(def), apply.WithLiveReader(c), apply.WithScheme(d.scheme), apply.WithShardLabels(d.cfg.Shard()))
 	gate := outside.WithCallGate(outside.CallGate{Before: func(system string) error {
 		ps.mu.Lock()
 		ps.calls = append(ps.calls, system)

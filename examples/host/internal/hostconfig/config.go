@@ -200,6 +200,19 @@ func (c *Config) Shard() labels.Selector {
 	return s
 }
 
+// UnshardedNamespaces returns the namespaces of the host's own objects
+// (outside-state records and ledgers, its webhook's Secret), which a
+// sharded host caches whatever their shard labels.
+func (c *Config) UnshardedNamespaces() []string {
+	namespaces := []string{c.RecordsNamespace()}
+	for _, ns := range []string{c.HostNamespace(), c.Webhook.SelfSigned.SecretNamespace} {
+		if ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	return namespaces
+}
+
 // InShard reports whether a Profile with these labels is this host's.
 func (c *Config) InShard(profileLabels map[string]string) bool {
 	s := c.Shard()

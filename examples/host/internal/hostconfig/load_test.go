@@ -190,6 +190,7 @@ resyncPeriod: 2m
 shardSelector: {matchLabels: {shard: a}}
 client: {qps: 300}
 leaderElection: {namespace: profilekit-system, leaseDuration: 6s, renewDeadline: 4s, retryPeriod: 1s}
+webhook: {enabled: true, certificates: selfSigned, selfSigned: {secretNamespace: certs, dnsNames: [profilekit-webhook.certs.svc]}}
 plugins:
   quotas:
     enabled: all
@@ -228,6 +229,9 @@ plugins:
 	}
 	if !cfg.InShard(map[string]string{"shard": "a"}) || cfg.InShard(map[string]string{"shard": "b"}) {
 		t.Error("shard selector does not select by the shard label")
+	}
+	if diff := cmp.Diff([]string{"profilekit-system", "certs"}, cfg.UnshardedNamespaces()); diff != "" {
+		t.Errorf("unsharded namespaces: the records' and the webhook Secret's (-want +got):\n%s", diff)
 	}
 	for _, tc := range []struct {
 		listed bool

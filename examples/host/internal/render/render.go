@@ -235,7 +235,7 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithObjects(objs...).
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
-	rec := apply.NewRecorder(def.Kind(), p, def.Owns, apply.OptionsFor(def)...)
+	rec := apply.NewRecorder(def.Kind(), p, def.Owns, append(apply.OptionsFor(def), apply.WithShardLabels(r.cfg.Shard()))...)
 	offline := outside.NewOffline(def.Kind(), p)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
