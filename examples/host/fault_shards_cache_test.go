@@ -4,6 +4,7 @@ package main
 // not only its Profiles.
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -30,6 +31,8 @@ import (
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
+var shardProfiles = flag.Int("shards.n", 150, "TestShardsDivideCacheAndRequests: Profiles per shard")
+
 // shardedKinds are the kinds faultConfig's plugins write.
 var shardedKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "ResourceQuota"},
@@ -38,14 +41,14 @@ var shardedKinds = []schema.GroupVersionKind{
 }
 
 // TestShardsDivideCacheAndRequests runs two hosts over disjoint halves of
-// 300 Profiles. Each writes its shard's label onto every object, caches its
+// 300 Profiles (-shards.n per shard). Each writes its shard's label onto every object, caches its
 // own shard's objects and none of the other's, holds about half the heap a
 // host of both shards would, and sends about half the requests. A Profile
 // moved from one shard to the other is taken over in place: its objects
 // keep their UIDs, carry the new shard's label, and leave the first host's
 // cache for the second's.
 func TestShardsDivideCacheAndRequests(t *testing.T) {
-	const perShard = 150
+	perShard := *shardProfiles
 	id := rand.String(5)
 	shards := []string{"a", "b"}
 	value := func(s string) string { return "cache-" + s + "-" + id }
@@ -65,7 +68,7 @@ func TestShardsDivideCacheAndRequests(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	waitConverged(t, env.Client, 3*time.Minute, slices.Concat(names["a"], names["b"])...)
+	waitConverged(t, env.Client, time.Minute+time.Duration(perShard)*100*time.Millisecond, slices.Concat(names["a"], names["b"])...)
 	t.Logf("%d Profiles in two shards converged %s after the last was created", 2*perShard, time.Since(start).Round(time.Millisecond))
 
 	written := map[string]int{}

@@ -19,8 +19,9 @@ const (
 	// unthrottled POST floor's.
 	targetChangeOverFloor = 2.0 / 3
 	// targetHeapPerObjectKiB bounds the host process's heap in use, after
-	// a garbage collection, over the objects it owns.
-	targetHeapPerObjectKiB = 2.0
+	// a garbage collection, over the objects it owns: in every run, and in
+	// the scale table.
+	targetHeapPerObjectKiB = 1.5
 )
 
 // Regime is the convergence of one client rate regime, next to its own

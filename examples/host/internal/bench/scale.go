@@ -15,12 +15,11 @@ import (
 
 // Scale targets: a cost per object grows by at most scaleDrift from the
 // smallest run to the largest (linear growth), and the host alone holds
-// at most heapPerObjectLimitKiB of heap and grows its RSS by at most
+// at most targetHeapPerObjectKiB of heap and grows its RSS by at most
 // rssSlopeLimitKiB per owned object.
 const (
-	scaleDrift            = 0.10
-	heapPerObjectLimitKiB = 1.5
-	rssSlopeLimitKiB      = 2.0
+	scaleDrift       = 0.10
+	rssSlopeLimitKiB = 2.0
 )
 
 // scaleFigure is one row of the scale table.
@@ -80,7 +79,7 @@ var scaleFigures = []scaleFigure{
 		}
 		return perObject(r.ApplyFloor.CPU.APIServer*1000, r.Objects)
 	}},
-	{name: "host heap in use per owned object, KiB", format: "%.2f", perObject: true, limit: heapPerObjectLimitKiB, value: func(r *Result) (float64, bool) {
+	{name: "host heap in use per owned object, KiB", format: "%.2f", perObject: true, limit: targetHeapPerObjectKiB, value: func(r *Result) (float64, bool) {
 		if r.HostProcess == nil {
 			return 0, false
 		}
