@@ -24,7 +24,10 @@ import (
 func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (plugins.Result, error) {
 	var res plugins.Result
 	var errs []error
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(a.kind, a.profile.Name)}}
+	// The listed objects are only read, and most passes find nothing
+	// stale: a cache hands out its own objects, and the few that are
+	// deleted are copied first.
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(a.kind, a.profile.Name)}, client.UnsafeDisableDeepCopy}
 	if !a.anyNamespace {
 		opts = append(opts, client.InNamespace(plugins.Namespace(a.profile)))
 	}
@@ -59,7 +62,7 @@ func (a *Applier) prune(ctx context.Context, keep map[objectKey]bool) (plugins.R
 			// such as Argo CD's) needs no second delete request.
 			if !keep[k] && plugins.IsOwnedBy(obj.GetLabels(), a.kind, a.profile.Name) && obj.GetLabels()[plugins.LabelRole] != plugins.RoleOutsideState &&
 				obj.GetDeletionTimestamp() == nil {
-				stale = append(stale, obj)
+				stale = append(stale, obj.DeepCopyObject().(client.Object))
 			}
 		})
 		if err != nil {
