@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -483,5 +485,63 @@ func TestRolloutPaused(t *testing.T) {
 	})
 	if st := rolloutState(t); st["paused"] != "" || st["stableRevision"] != base {
 		t.Errorf("after the roll back: state %v", st)
+	}
+}
+
+// TestRolloutWithoutPause: with pauseOnFailure false, a configuration that
+// fails on every Profile still rolls out batch by batch to the end. The
+// failures show on each Profile's plugin condition; the rollout never
+// pauses nor marks a Profile RolloutPaused; the candidate becomes the
+// stable configuration.
+func TestRolloutWithoutPause(t *testing.T) {
+	n := min(*rolloutProfiles, 100)
+	ctx := context.WithoutCancel(t.Context())
+	forgetRollout(t)
+	prefix := "rn-" + rand.String(4)
+	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
+	profiles := createRolloutProfiles(t, prefix, n)
+	waitQuotas(t, prefix, profiles, "2", time.Minute)
+	waitReady(t, profiles, time.Minute)
+	base := rolloutState(t)["stableRevision"]
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	rolloutHost(t, "rollout-nopause", "testdata/rollout/broken-nopause.yaml", env.Config)
+	var st map[string]string
+	seen := map[string]bool{}
+	testhost.Eventually(t, 2*time.Minute, func() (bool, string) {
+		st = rolloutState(t)
+		if st["paused"] == "true" {
+			t.Fatalf("the rollout paused: %v", st)
+		}
+		if st["candidateRevision"] != "" {
+			seen[st["batches"]] = true
+		}
+		return st["candidateRevision"] == "" && st["stableRevision"] != base, fmt.Sprintf("state %v", st)
+	})
+	t.Logf("rollout of %d failing Profiles complete in %s, batches seen %v: %s", n, time.Since(start).Round(time.Millisecond), slices.Sorted(maps.Keys(seen)), st["summary"])
+	if len(seen) < 2 {
+		t.Errorf("batches seen while rolling out: %v, want several", seen)
+	}
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		for _, p := range profiles {
+			var prof kubeflowv1.Profile
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: p.name}, &prof); err != nil {
+				return false, err.Error()
+			}
+			q := plugins.FindCondition(prof.Status.Conditions, "QuotasReady")
+			if q == nil || q.Status != plugins.ConditionFalse || !strings.Contains(q.Message, "above limits.cpu") {
+				return false, fmt.Sprintf("Profile %s: QuotasReady %+v", p.name, q)
+			}
+			if rp := plugins.FindCondition(prof.Status.Conditions, rollout.ConditionRolloutPaused); rp != nil {
+				return false, fmt.Sprintf("Profile %s: RolloutPaused %+v", p.name, rp)
+			}
+		}
+		return true, ""
+	})
+	if got := gauge(t, "profilekit_rollout_paused"); got != 0 {
+		t.Errorf("profilekit_rollout_paused = %g, want 0", got)
 	}
 }
