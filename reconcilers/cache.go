@@ -32,10 +32,11 @@ import (
 // hold metadata only.
 //
 // With a shard, the objects are cached only when they are in the shard too:
-// a Reconciler made WithShard copies the Profile's values of the shard
-// selector's label keys onto every object it writes (apply.WithShardLabels),
-// so the shard selector selects a Profile's objects exactly when it selects
-// the Profile, and each of several hosts holds its own shard's objects only.
+// a Reconciler made WithShard gives every object it writes the Profile's
+// values of the shard selector's label keys under keys of profilekit's own
+// (apply.WithShardLabels), which apply.ObjectShard selects exactly when the
+// shard selects the Profile, and each of several hosts holds its own
+// shard's objects only.
 // The objects in the unsharded namespaces, the host's own, are cached
 // whatever their shard labels: those passed, or, when none is,
 // outside.DefaultRecordsNamespace. They must hold the outside-state
@@ -66,8 +67,11 @@ func CacheOptions(shard labels.Selector, unsharded ...string) cache.Options {
 	}
 	profiles.Label = shard
 	opts.ByObject[&kubeflowv1.Profile{}] = profiles
-	reqs, _ := shard.Requirements()
-	if len(reqs) == 0 {
+	objects, err := apply.ObjectShard(shard)
+	reqs, _ := objects.Requirements()
+	if err != nil || len(reqs) == 0 {
+		// No shard, or one whose keys cannot be carried (ShardKey makes
+		// none such): every object, as a host of every Profile caches.
 		return opts
 	}
 	opts.DefaultLabelSelector = plugins.ManagedSelector().Add(reqs...)

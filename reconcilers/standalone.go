@@ -108,9 +108,9 @@ func WithEnabledForAll(selector labels.Selector) Option {
 // WithShard narrows the Reconciler to Profiles whose labels match selector, so
 // that several hosts can share one cluster. Profiles outside the shard are
 // left entirely alone. Every object the Reconciler writes carries its
-// Profile's values of the selector's label keys (apply.WithShardLabels),
-// so that a cache made by CacheOptions with the same selector holds the
-// shard's objects only.
+// Profile's values of the selector's label keys, under keys of
+// profilekit's own (apply.WithShardLabels), so that a cache made by
+// CacheOptions with the same selector holds the shard's objects only.
 func WithShard(selector labels.Selector) Option {
 	return func(r *Reconciler) {
 		if selector != nil {

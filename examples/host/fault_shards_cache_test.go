@@ -171,7 +171,7 @@ func moveShard(t *testing.T, hosts map[string]*faultHost, name, from, to string)
 					return false, fmt.Sprintf("host %s's cache holds %s of %s: %t", h, gvk.Kind, name, got)
 				}
 				err := meta.EachListItem(list, func(o k8sruntime.Object) error {
-					if l := o.(metav1Object).GetLabels()[shardLabel]; l != to {
+					if l := o.(metav1Object).GetLabels()[apply.ShardKey(shardLabel)]; l != to {
 						return fmt.Errorf("%s of %s labelled %s", gvk.Kind, name, l)
 					}
 					return nil
@@ -198,7 +198,7 @@ func unlabelled(t *testing.T, name, shard string) {
 		t.Fatal(err)
 	}
 	uid := q.UID
-	patch := []byte(`{"metadata":{"labels":{"` + shardLabel + `":null}}}`)
+	patch := []byte(`{"metadata":{"labels":{"` + apply.ShardKey(shardLabel) + `":null}}}`)
 	if err := env.Client.Patch(ctx, q, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func unlabelled(t *testing.T, name, shard string) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: quotas.DefaultName}, q); err != nil {
 			return false, err.Error()
 		}
-		return q.Labels[shardLabel] == shard && q.UID == uid, fmt.Sprintf("quota of %s: uid %s, shard label %q", name, q.UID, q.Labels[shardLabel])
+		return q.Labels[apply.ShardKey(shardLabel)] == shard && q.UID == uid, fmt.Sprintf("quota of %s: uid %s, shard label %q", name, q.UID, q.Labels[apply.ShardKey(shardLabel)])
 	})
 	t.Logf("the shard label taken off the quota of %s was back on the same object in %s", name, time.Since(start).Round(time.Millisecond))
 }
@@ -222,7 +222,7 @@ func countStored(t *testing.T, value string) int {
 	n := 0
 	for _, gvk := range shardedKinds {
 		list := apply.NewMetadataList(gvk)
-		if err := env.Client.List(t.Context(), list, client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, shardLabel: value}); err != nil {
+		if err := env.Client.List(t.Context(), list, client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, apply.ShardKey(shardLabel): value}); err != nil {
 			t.Fatal(err)
 		}
 		n += len(list.Items)
@@ -254,7 +254,11 @@ func cachedByShard(t *testing.T, h *faultHost) map[string]int {
 	out := map[string]int{}
 	for _, gvk := range shardedKinds {
 		err := meta.EachListItem(cachedList(t, h, gvk), func(o k8sruntime.Object) error {
-			out[o.(metav1Object).GetLabels()[shardLabel]]++
+			l := o.(metav1Object).GetLabels()
+			if v, ok := l[shardLabel]; ok {
+				return fmt.Errorf("%s carries the Profile's own shard key %s=%s", gvk.Kind, shardLabel, v)
+			}
+			out[l[apply.ShardKey(shardLabel)]]++
 			return nil
 		})
 		if err != nil {

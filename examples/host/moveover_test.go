@@ -27,6 +27,7 @@ import (
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/core"
 )
 
@@ -38,7 +39,7 @@ func moveoverConfig(t *testing.T, run, leaseID, enabled string, adopt, handOver 
 	path := filepath.Join(t.TempDir(), "host.yaml")
 	data := fmt.Sprintf(`
 resyncPeriod: 1h
-shardSelector: {matchLabels: {moveover.profilekit.dev/run: %s}}
+shardSelector: {matchLabels: {`+moveoverShard+`: %s}}
 leaderElection: {id: %s, namespace: default}
 plugins:
   core:
@@ -55,6 +56,9 @@ plugins:
 	}
 	return path
 }
+
+// moveoverShard is the Profile label of the move-over test's shard.
+const moveoverShard = "moveover.profilekit.dev/run"
 
 // moveoverHost is a host from server.NewManager whose requests a Counter
 // counts.
@@ -319,6 +323,11 @@ func TestMoveOverFromUpstream(t *testing.T) {
 			}
 			if u.UID != o.GetUID() || !plugins.IsOwnedBy(u.Labels, core.Kind, name) {
 				t.Errorf("step 3: %s %s/%s: UID %s (was %s), labels %v; want adopted in place", gvk.Kind, o.GetNamespace(), o.GetName(), u.UID, o.GetUID(), u.Labels)
+			}
+			// The shard, under our key only: a value on the Profile lands
+			// on no object (the namespace above all) under its own key.
+			if _, own := u.Labels[moveoverShard]; own || u.Labels[apply.ShardKey(moveoverShard)] != run {
+				t.Errorf("step 3: %s %s/%s: labels %v; want the shard under %s only", gvk.Kind, o.GetNamespace(), o.GetName(), u.Labels, apply.ShardKey(moveoverShard))
 			}
 		}
 	}

@@ -37,14 +37,14 @@ type Applier struct {
 	profile *kubeflowv1.Profile
 	// ownLabels are the labels that mark our objects (see ownership).
 	ownLabels map[string]string
-	// profileLabels are the Profile's label keys copied onto every object
-	// (WithShardLabels).
-	profileLabels []string
-	owns          []schema.GroupVersionKind
-	reader        client.Reader
-	live          client.Reader
-	writer        client.Writer
-	scheme        *runtime.Scheme
+	// shardKeys are the Profile's label keys every object carries under
+	// ShardKey (WithShardLabels).
+	shardKeys []string
+	owns      []schema.GroupVersionKind
+	reader    client.Reader
+	live      client.Reader
+	writer    client.Writer
+	scheme    *runtime.Scheme
 	// anyNamespace lets the plugin write outside the Profile's namespace, and
 	// makes pruning look for its objects in every namespace.
 	anyNamespace bool

@@ -27,5 +27,6 @@
 // and the Recorder's other methods; [WithMetadataOnly] with [NewMetadata],
 // [NewMetadataList] and [FieldNames]; [Fields]; [NewObject] and [NewList];
 // [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Replaceable]
-// and [ReasonImmutableField]; [WithShardLabels].
+// and [ReasonImmutableField]; [WithShardLabels] with [ShardKey],
+// [ShardLabelPrefix] and [ObjectShard].
 package apply

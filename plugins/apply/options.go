@@ -61,24 +61,18 @@ func WithUpstreamObjects() Option {
 	return func(a *Applier) { a.upstream = true }
 }
 
-// WithShardLabels copies the Profile's value of each label key that shard
-// reads onto every object the Applier writes, and leaves the key off an
-// object when the Profile has none, whatever the plugin set: shard then
-// selects a Profile's objects exactly when it selects the Profile. A host
-// that serves a shard of the Profiles passes its shard selector, so that
-// its cache can hold its shard's objects only (see reconcilers). Keys of
-// profilekit's ownership labels are left as ownership sets them; nil, or a
-// selector of every Profile, copies nothing.
+// WithShardLabels gives every object the Applier writes the Profile's
+// value of each label key that shard reads, under ShardKey of the key, and
+// no such label when the Profile has none: ObjectShard(shard) then selects
+// a Profile's objects exactly when shard selects the Profile. A host that
+// serves a shard of the Profiles passes its shard selector, so that its
+// cache can hold its shard's objects only (see reconcilers). nil, or a
+// selector of every Profile, adds nothing.
 func WithShardLabels(shard labels.Selector) Option {
 	return func(a *Applier) {
-		if shard == nil {
-			return
-		}
-		reqs, _ := shard.Requirements()
-		for _, r := range reqs {
-			k := r.Key()
-			if _, ours := plugins.OwnershipLabels(a.kind, "")[k]; !ours && !slices.Contains(a.profileLabels, k) {
-				a.profileLabels = append(a.profileLabels, k)
+		for _, k := range shardKeys(shard) {
+			if !slices.Contains(a.shardKeys, k) {
+				a.shardKeys = append(a.shardKeys, k)
 			}
 		}
 	}

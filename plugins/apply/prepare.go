@@ -66,8 +66,8 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 		labels = map[string]any{}
 		md["labels"] = labels
 	}
-	for _, k := range a.profileLabels {
-		delete(labels, k)
+	for _, k := range a.shardKeys {
+		delete(labels, ShardKey(k))
 	}
 	for k, v := range a.ownership() {
 		labels[k] = v
@@ -89,14 +89,14 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 }
 
 // ownership returns the labels that mark the plugin's objects for the
-// Profile, with the Profile's labels the Applier copies (WithShardLabels),
-// made once per Applier.
+// Profile, with the Profile's shard labels (WithShardLabels), made once per
+// Applier.
 func (a *Applier) ownership() map[string]string {
 	if a.ownLabels == nil {
 		a.ownLabels = plugins.OwnershipLabels(a.kind, a.profile.Name)
-		for _, k := range a.profileLabels {
+		for _, k := range a.shardKeys {
 			if v, ok := a.profile.Labels[k]; ok {
-				a.ownLabels[k] = v
+				a.ownLabels[ShardKey(k)] = v
 			}
 		}
 	}
