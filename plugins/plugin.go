@@ -94,6 +94,10 @@ type Request struct {
 	// type its Definition's NewConfig returns. Use ConfigOf to read it.
 	Config any
 	// Client reads through the host's cache and writes to the API server.
+	// The cache holds profilekit's objects only, and on a host that serves
+	// a shard of the Profiles only those of its shard's Profiles: a plugin
+	// that reads another Profile's objects (a check that a name or an
+	// identity is free across the cluster) reads through Live or Watched.
 	Client Cluster
 	// Objects writes and prunes the plugin's objects for this Profile.
 	Objects Objects
