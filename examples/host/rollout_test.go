@@ -545,3 +545,74 @@ func TestRolloutWithoutPause(t *testing.T) {
 		t.Errorf("profilekit_rollout_paused = %g, want 0", got)
 	}
 }
+
+// TestRolloutProgressDeadline: a batch whose Profiles neither succeed nor
+// fail with the candidate (an operator paused the changed plugin on them)
+// would hold the rollout forever; with progressDeadline the rollout
+// pauses once the batch is that old, says which Profiles were not Ready
+// and why, marks them RolloutPaused, and starts no further batch.
+func TestRolloutProgressDeadline(t *testing.T) {
+	n := min(*rolloutProfiles, 40)
+	ctx := context.WithoutCancel(t.Context())
+	forgetRollout(t)
+	prefix := "rd-" + rand.String(4)
+	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
+	profiles := createRolloutProfiles(t, prefix, n)
+	before := waitQuotas(t, prefix, profiles, "2", time.Minute)
+	waitReady(t, profiles, time.Minute)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range profiles {
+		patch := []byte(`{"metadata":{"annotations":{"` + plugins.AnnotationPaused + `":"quotas"}}}`)
+		if err := env.Client.Patch(ctx, &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: p.name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	start := time.Now()
+	rolloutHost(t, "rollout-deadline", "testdata/rollout/deadline.yaml", env.Config)
+	var st map[string]string
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		st = rolloutState(t)
+		return st["paused"] == "true", fmt.Sprintf("state %v", st)
+	})
+	elapsed := time.Since(start)
+	t.Logf("paused %s after the start: %s", elapsed.Round(time.Millisecond), st["reason"])
+	if elapsed < 3*time.Second || st["batches"] != "1" || !strings.Contains(st["reason"], "was not Ready with revision") ||
+		!strings.Contains(st["reason"], "within the progress deadline 3s") || !strings.Contains(st["reason"], "Paused") {
+		t.Fatalf("state %v", st)
+	}
+	to, _ := strconv.ParseUint(st["to"], 16, 64)
+	var batch []string
+	for _, p := range profiles {
+		if p.key <= to {
+			batch = append(batch, p.name)
+		}
+	}
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		for _, name := range batch {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, &p); err != nil {
+				return false, err.Error()
+			}
+			rp := plugins.FindCondition(p.Status.Conditions, rollout.ConditionRolloutPaused)
+			if rp == nil || rp.Status != plugins.ConditionTrue || !strings.Contains(rp.Message, "plugin quotas was not Ready with revision") {
+				return false, fmt.Sprintf("Profile %s of the batch: RolloutPaused %+v", name, rp)
+			}
+		}
+		return true, ""
+	})
+	// Paused on them, the quotas stayed as they were; no later batch began.
+	time.Sleep(2 * time.Second)
+	if st := rolloutState(t); st["batches"] != "1" || st["paused"] != "true" {
+		t.Errorf("after the pause: state %v", st)
+	}
+	after := rolloutQuotas(t, prefix)
+	for _, p := range profiles {
+		if after[p.name].cpu != before[p.name].cpu {
+			t.Errorf("Profile %s: quota %v, was %v", p.name, after[p.name], before[p.name])
+		}
+	}
+	t.Logf("%d Profiles of batch 1 marked RolloutPaused; no batch after it", len(batch))
+}

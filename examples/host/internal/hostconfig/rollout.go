@@ -40,6 +40,11 @@ type Rollout struct {
 	// PauseOnFailure stops the rollout when a Profile of a batch fails with
 	// the new configuration. Default true.
 	PauseOnFailure *bool `json:"pauseOnFailure,omitempty"`
+	// ProgressDeadline stops the rollout when a batch is not Ready this long
+	// after it started: a Profile whose changed plugin neither succeeds nor
+	// fails (a pass that waits, a namespace that never comes) would hold it
+	// forever. Default none.
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
 // Wait returns MinReady or its default.
@@ -48,6 +53,14 @@ func (r *Rollout) Wait() time.Duration {
 		return DefaultRolloutMinReady
 	}
 	return r.MinReady.Duration
+}
+
+// Deadline returns ProgressDeadline, 0 for none.
+func (r *Rollout) Deadline() time.Duration {
+	if r.ProgressDeadline == nil {
+		return 0
+	}
+	return r.ProgressDeadline.Duration
 }
 
 // Pauses returns PauseOnFailure or its default.
@@ -103,9 +116,10 @@ func (b *Batch) UnmarshalJSON(data []byte) error {
 
 // rawRollout keeps the fields whose decoders lose the field name raw.
 type rawRollout struct {
-	Batch          json.RawMessage `json:"batch,omitempty"`
-	MinReady       json.RawMessage `json:"minReady,omitempty"`
-	PauseOnFailure *bool           `json:"pauseOnFailure,omitempty"`
+	Batch            json.RawMessage `json:"batch,omitempty"`
+	MinReady         json.RawMessage `json:"minReady,omitempty"`
+	PauseOnFailure   *bool           `json:"pauseOnFailure,omitempty"`
+	ProgressDeadline json.RawMessage `json:"progressDeadline,omitempty"`
 }
 
 // rollout validates the rollout section and fills in its defaults.
@@ -128,6 +142,7 @@ func (p *parser) rollout(data json.RawMessage) *Rollout {
 		_ = json.Unmarshal([]byte(strconv.Quote(DefaultRolloutBatch)), &r.Batch)
 	}
 	r.MinReady = p.duration(path.Child("minReady"), raw.MinReady, false)
+	r.ProgressDeadline = p.duration(path.Child("progressDeadline"), raw.ProgressDeadline, true)
 	return r
 }
 

@@ -30,11 +30,15 @@ func TestParseRollout(t *testing.T) {
 			t.Fatalf("%s: %v", c.reason, err)
 		}
 		r := cfg.Rollout
-		if r == nil || r.Batch != c.batch || r.Wait() != c.minReady || r.Pauses() != c.pauses {
-			t.Errorf("%s: got %+v (wait %s, pauses %v)", c.reason, r, r.Wait(), r.Pauses())
+		if r == nil || r.Batch != c.batch || r.Wait() != c.minReady || r.Pauses() != c.pauses || r.Deadline() != 0 {
+			t.Errorf("%s: got %+v (wait %s, pauses %v, deadline %s)", c.reason, r, r.Wait(), r.Pauses(), r.Deadline())
 		}
 	}
-	cfg, err := hostconfig.Parse("host.yaml", []byte("plugins: {quotas: {enabled: all}}\n"), registry(t))
+	cfg, err := hostconfig.Parse("host.yaml", []byte("rollout: {progressDeadline: 10m}\nplugins: {quotas: {enabled: all}}\n"), registry(t))
+	if err != nil || cfg.Rollout.Deadline() != 10*time.Minute {
+		t.Errorf("progressDeadline 10m: %+v, %v", cfg.Rollout, err)
+	}
+	cfg, err = hostconfig.Parse("host.yaml", []byte("plugins: {quotas: {enabled: all}}\n"), registry(t))
 	if err != nil || cfg.Rollout != nil {
 		t.Errorf("without a rollout section the host rolls out at once: %+v, %v", cfg, err)
 	}
@@ -51,6 +55,8 @@ func TestParseRolloutErrors(t *testing.T) {
 		{`{minReady: -1s}`, `host.yaml: rollout.minReady: must be positive, got -1s`},
 		{`{batches: 5}`, `host.yaml: rollout.batches: unknown field`},
 		{`{pauseOnFailure: maybe}`, `host.yaml: rollout.pauseOnFailure: cannot use`},
+		{`{progressDeadline: 0s}`, `host.yaml: rollout.progressDeadline: must be positive, got 0s`},
+		{`{progressDeadline: -1m}`, `host.yaml: rollout.progressDeadline: must be positive, got -1m0s`},
 	}
 	for _, c := range cases {
 		_, err := hostconfig.Parse("host.yaml", []byte("rollout: "+c.rollout+"\nplugins: {quotas: {enabled: all}}\n"), registry(t))

@@ -119,11 +119,12 @@ func (r *Rollout) step(ctx context.Context) error {
 	if st.Batches > 0 {
 		ready, failed := r.evaluate(&st, members)
 		if len(failed) > 0 && r.spec.Pauses() {
-			return r.pause(ctx, st, members, failed)
+			return r.pause(ctx, st, members, failed, fmt.Sprintf("plugin %s failed on %d Profile(s) of batch %d with revision %s; first, Profile %s: %s",
+				kindsOf(failed), profilesOf(failed), st.Batches, st.CandidateRevision, failed[0].p.Name, failed[0].message))
 		}
 		if !ready {
 			r.setReadySince(time.Time{})
-			return nil
+			return r.overdue(ctx, st, members)
 		}
 		since := r.setReadySince(time.Now())
 		if time.Since(since) < r.spec.Wait() {
@@ -144,7 +145,7 @@ func (r *Rollout) step(ctx context.Context) error {
 		log.FromContext(ctx).Info("rollout complete", "revision", done.StableRevision, "batches", st.Batches, "profiles", len(members))
 		return nil
 	}
-	next := st.Advance(to)
+	next := st.Advance(to, time.Now())
 	if err := r.persist(ctx, next, members); err != nil {
 		return err
 	}
@@ -204,6 +205,9 @@ type failure struct {
 	p       *kubeflowv1.Profile
 	kind    string
 	message string
+	// late says the Profile did not fail but was not Ready by the progress
+	// deadline.
+	late bool
 }
 
 // evaluate reports whether every Profile of the last batch is Ready with
@@ -283,18 +287,81 @@ func (r *Rollout) wake(ctx context.Context, names []string) error {
 	return nil
 }
 
-// pause stops the rollout: the state says why, and so do the failed
-// Profiles' RolloutPaused condition and Events.
-func (r *Rollout) pause(ctx context.Context, st State, members []member, failed []failure) error {
+// overdue pauses the rollout when the last batch has not been Ready for
+// the progress deadline since it started: the Profiles of the batch that
+// are not Ready with the candidate get the RolloutPaused condition. A
+// batch started by an earlier version, whose start is not known, is timed
+// from now.
+func (r *Rollout) overdue(ctx context.Context, st State, members []member) error {
+	deadline := r.spec.Deadline()
+	if deadline <= 0 {
+		return nil
+	}
+	if st.BatchStarted.IsZero() {
+		st.BatchStarted = time.Now()
+		if err := r.persist(ctx, st, members); err != nil {
+			return err
+		}
+		r.set(st)
+		return nil
+	}
+	if time.Since(st.BatchStarted) < deadline {
+		return nil
+	}
+	late := r.late(&st, members, deadline)
+	if len(late) == 0 {
+		return nil
+	}
+	return r.pause(ctx, st, members, late, fmt.Sprintf("batch %d was not Ready with revision %s within the progress deadline %s: %d Profile(s) not Ready; first, Profile %s, plugin %s: %s",
+		st.Batches, st.CandidateRevision, deadline, profilesOf(late), late[0].p.Name, late[0].kind, late[0].message))
+}
+
+// late returns the Profiles of the last batch whose changed plugins are
+// not Ready with the candidate, each with what its condition says.
+func (r *Rollout) late(st *State, members []member, deadline time.Duration) []failure {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []failure
+	for _, m := range members {
+		if !st.InBatch(m.key) {
+			continue
+		}
+		for _, kind := range r.changed {
+			if ok, _ := r.readyFor(m.p, kind); ok {
+				continue
+			}
+			why := "no condition yet"
+			if c := plugins.FindCondition(m.p.Status.Conditions, r.conditions[kind]); c != nil {
+				why = fmt.Sprintf("%s %s", c.Status, c.Message)
+			}
+			out = append(out, failure{p: m.p, kind: kind, late: true,
+				message: fmt.Sprintf("not Ready within the progress deadline %s (%s)", deadline, why)})
+		}
+	}
+	return out
+}
+
+// kindsOf names the plugins of failures, sorted.
+func kindsOf(failed []failure) string {
 	kinds := map[string]bool{}
-	profiles := map[string]bool{}
 	for _, f := range failed {
 		kinds[f.kind] = true
+	}
+	return strings.Join(slices.Sorted(maps.Keys(kinds)), ", ")
+}
+
+// profilesOf counts the Profiles of failures.
+func profilesOf(failed []failure) int {
+	profiles := map[string]bool{}
+	for _, f := range failed {
 		profiles[f.p.Name] = true
 	}
-	first := failed[0]
-	reason := fmt.Sprintf("plugin %s failed on %d Profile(s) of batch %d with revision %s; first, Profile %s: %s",
-		strings.Join(slices.Sorted(maps.Keys(kinds)), ", "), len(profiles), st.Batches, st.CandidateRevision, first.p.Name, first.message)
+	return len(profiles)
+}
+
+// pause stops the rollout for reason: the state says why, and so do the
+// failed Profiles' RolloutPaused condition and Events.
+func (r *Rollout) pause(ctx context.Context, st State, members []member, failed []failure, reason string) error {
 	paused := st.Pause(reason)
 	if err := r.persist(ctx, paused, members); err != nil {
 		return err
@@ -312,13 +379,17 @@ func (r *Rollout) mark(ctx context.Context, st State, failed []failure) error {
 		if r.isMarked(f.p, st.CandidateRevision) {
 			continue
 		}
-		msg := plugins.ConditionMessage(ReasonRolloutPaused, plugins.BoundMessage(fmt.Sprintf("plugin %s failed with revision %s in batch %d; the rollout stands still until the configuration changes: %s",
-			f.kind, st.CandidateRevision, st.Batches, f.message)))
+		what := "failed"
+		if f.late {
+			what = "was not Ready"
+		}
+		msg := plugins.ConditionMessage(ReasonRolloutPaused, plugins.BoundMessage(fmt.Sprintf("plugin %s %s with revision %s in batch %d; the rollout stands still until the configuration changes: %s",
+			f.kind, what, st.CandidateRevision, st.Batches, f.message)))
 		if err := r.setPaused(ctx, f.p.Name, &kubeflowv1.ProfileCondition{Type: ConditionRolloutPaused, Status: plugins.ConditionTrue, Message: msg}); err != nil {
 			return err
 		}
-		r.recorder.Eventf(f.p, nil, corev1.EventTypeWarning, ReasonRolloutPaused, "Rollout", "plugin %s failed with revision %s in batch %d: %s",
-			f.kind, st.CandidateRevision, st.Batches, plugins.BoundMessage(f.message))
+		r.recorder.Eventf(f.p, nil, corev1.EventTypeWarning, ReasonRolloutPaused, "Rollout", "plugin %s %s with revision %s in batch %d: %s",
+			f.kind, what, st.CandidateRevision, st.Batches, plugins.BoundMessage(f.message))
 		r.mu.Lock()
 		r.marked[f.p.UID] = true
 		r.mu.Unlock()

@@ -131,7 +131,7 @@ func TestStateWalk(t *testing.T) {
 	if !s.Updated(5, now.Add(time.Second)) {
 		t.Fatal("a Profile created after the rollout began gets the candidate at once")
 	}
-	s = s.Advance(10)
+	s = s.Advance(10, now)
 	for _, c := range []struct {
 		key              uint64
 		updated, inBatch bool
@@ -140,7 +140,10 @@ func TestStateWalk(t *testing.T) {
 			t.Errorf("batch 1, key %d: updated %v in batch %v, want %v %v", c.key, s.Updated(c.key, old), s.InBatch(c.key), c.updated, c.inBatch)
 		}
 	}
-	s = s.Advance(20)
+	s = s.Advance(20, now.Add(time.Minute))
+	if s.BatchStarted != now.Add(time.Minute) {
+		t.Errorf("batch 2 started at %s, want %s", s.BatchStarted, now.Add(time.Minute))
+	}
 	for _, c := range []struct {
 		key              uint64
 		updated, inBatch bool
@@ -160,7 +163,11 @@ func TestStateRoundTrip(t *testing.T) {
 	for _, s := range []State{
 		{StableRevision: Revision(v1), Stable: v1},
 		State{StableRevision: Revision(v1), Stable: v1, CandidateRevision: Revision(v2),
-			Started: time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.UTC), Batches: 2, From: 1 << 63, To: 1<<64 - 1}.Pause("plugin quotas failed"),
+			Started: time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.UTC), Batches: 2, From: 1 << 63, To: 1<<64 - 1,
+			BatchStarted: time.Date(2026, 11, 28, 12, 5, 0, 1, time.UTC)}.Pause("plugin quotas failed"),
+		// The state of an earlier version: no batchStarted.
+		{StableRevision: Revision(v1), Stable: v1, CandidateRevision: Revision(v2),
+			Started: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), Batches: 1, To: 7},
 	} {
 		cm := &corev1.ConfigMap{}
 		if err := s.encode(cm, "summary"); err != nil {
@@ -184,6 +191,7 @@ func TestDecodeRejects(t *testing.T) {
 		{},
 		{keyStableRevision: "r", keyStable: "{"},
 		{keyStableRevision: "r", keyStable: "{}", keyCandidateRevision: "c", keyStarted: "yesterday"},
+		{keyStableRevision: "r", keyStable: "{}", keyCandidateRevision: "c", keyStarted: "2026-11-28T12:00:00Z", keyBatches: "1", keyFrom: "0", keyTo: "7", keyPaused: "false", keyBatchStarted: "soon"},
 	} {
 		if _, err := decode(&corev1.ConfigMap{Data: data}); err == nil {
 			t.Errorf("decode(%v) took it", data)

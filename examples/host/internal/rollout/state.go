@@ -30,6 +30,7 @@ const (
 	keyBatches           = "batches"
 	keyFrom              = "from"
 	keyTo                = "to"
+	keyBatchStarted      = "batchStarted"
 	keyPaused            = "paused"
 	keyReason            = "reason"
 	keySummary           = "summary"
@@ -52,6 +53,9 @@ type State struct {
 	// first.
 	Batches  int
 	From, To uint64
+	// BatchStarted is when the last batch started (zero in the state of an
+	// earlier version: the batch's age is then counted from the next look).
+	BatchStarted time.Time
 	// Paused stops the rollout, for Reason, until the configuration
 	// changes.
 	Paused bool
@@ -107,10 +111,12 @@ func (s *State) InBatch(key uint64) bool {
 	return s.Batches > 0 && key <= s.To && (s.Batches == 1 || key > s.From)
 }
 
-// Advance returns the state with the next batch, up to key to.
-func (s State) Advance(to uint64) State {
+// Advance returns the state with the next batch, up to key to, started
+// at now.
+func (s State) Advance(to uint64, now time.Time) State {
 	s.From, s.To = s.To, to
 	s.Batches++
+	s.BatchStarted = now
 	return s
 }
 
@@ -157,6 +163,9 @@ func (s *State) encode(cm *corev1.ConfigMap, summary string) error {
 		cm.Data[keyFrom] = strconv.FormatUint(s.From, 16)
 		cm.Data[keyTo] = strconv.FormatUint(s.To, 16)
 		cm.Data[keyPaused] = strconv.FormatBool(s.Paused)
+		if !s.BatchStarted.IsZero() {
+			cm.Data[keyBatchStarted] = s.BatchStarted.UTC().Format(time.RFC3339Nano)
+		}
 		if s.Reason != "" {
 			cm.Data[keyReason] = s.Reason
 		}
@@ -196,6 +205,11 @@ func decode(cm *corev1.ConfigMap) (*State, error) {
 	}
 	if s.Paused, err = strconv.ParseBool(d[keyPaused]); err != nil {
 		return nil, fmt.Errorf("%s: %w", keyPaused, err)
+	}
+	if at, ok := d[keyBatchStarted]; ok {
+		if s.BatchStarted, err = time.Parse(time.RFC3339Nano, at); err != nil {
+			return nil, fmt.Errorf("%s: %w", keyBatchStarted, err)
+		}
 	}
 	return s, nil
 }
