@@ -149,6 +149,24 @@ func createRolloutProfiles(t *testing.T, prefix string, n int) []rolloutProfile 
 	return out
 }
 
+// stableBase starts a rollout test: with no rollout state, a host of
+// base.yaml serves n new Profiles named prefix-* until their quotas are in
+// and Ready, and stops. It returns the Profiles, their quotas, and the
+// stable revision.
+func stableBase(t *testing.T, prefix string, n int) ([]rolloutProfile, map[string]quotaSeen, string) {
+	t.Helper()
+	forgetRollout(t)
+	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
+	profiles := createRolloutProfiles(t, prefix, n)
+	quotas := waitQuotas(t, prefix, profiles, "2", 3*time.Minute)
+	waitReady(t, profiles, time.Minute)
+	base := rolloutState(t)["stableRevision"]
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	return profiles, quotas, base
+}
+
 // quotaSeen is a Profile's ResourceQuota as a rollout test reads it.
 type quotaSeen struct {
 	cpu     string
@@ -357,20 +375,12 @@ func TestRolloutStaged(t *testing.T) {
 func TestRolloutPaused(t *testing.T) {
 	n := *rolloutProfiles
 	ctx := context.WithoutCancel(t.Context())
-	forgetRollout(t)
 	prefix := "rp-" + rand.String(4)
-	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
-	profiles := createRolloutProfiles(t, prefix, n)
-	before := waitQuotas(t, prefix, profiles, "2", 3*time.Minute)
-	waitReady(t, profiles, time.Minute)
-	base := rolloutState(t)["stableRevision"]
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	profiles, before, base := stableBase(t, prefix, n)
 
 	counter := &testenv.Counter{}
 	start := time.Now()
-	h = rolloutHost(t, "rollout-broken", "testdata/rollout/broken.yaml", counter.Counting(env.Config))
+	h := rolloutHost(t, "rollout-broken", "testdata/rollout/broken.yaml", counter.Counting(env.Config))
 	var st map[string]string
 	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		st = rolloutState(t)
@@ -496,16 +506,7 @@ func TestRolloutPaused(t *testing.T) {
 func TestRolloutWithoutPause(t *testing.T) {
 	n := min(*rolloutProfiles, 100)
 	ctx := context.WithoutCancel(t.Context())
-	forgetRollout(t)
-	prefix := "rn-" + rand.String(4)
-	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
-	profiles := createRolloutProfiles(t, prefix, n)
-	waitQuotas(t, prefix, profiles, "2", time.Minute)
-	waitReady(t, profiles, time.Minute)
-	base := rolloutState(t)["stableRevision"]
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	profiles, _, base := stableBase(t, "rn-"+rand.String(4), n)
 
 	start := time.Now()
 	rolloutHost(t, "rollout-nopause", "testdata/rollout/broken-nopause.yaml", env.Config)
@@ -554,15 +555,8 @@ func TestRolloutWithoutPause(t *testing.T) {
 func TestRolloutProgressDeadline(t *testing.T) {
 	n := min(*rolloutProfiles, 40)
 	ctx := context.WithoutCancel(t.Context())
-	forgetRollout(t)
 	prefix := "rd-" + rand.String(4)
-	h := rolloutHost(t, "rollout-base", "testdata/rollout/base.yaml", env.Config)
-	profiles := createRolloutProfiles(t, prefix, n)
-	before := waitQuotas(t, prefix, profiles, "2", time.Minute)
-	waitReady(t, profiles, time.Minute)
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	profiles, before, _ := stableBase(t, prefix, n)
 	for _, p := range profiles {
 		patch := []byte(`{"metadata":{"annotations":{"` + plugins.AnnotationPaused + `":"quotas"}}}`)
 		if err := env.Client.Patch(ctx, &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: p.name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {

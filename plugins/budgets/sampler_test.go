@@ -78,12 +78,20 @@ func (s *sampler) run(ctx context.Context, res *loadResult, over func()) {
 		if err := s.c.List(ctx, &pods, client.MatchingLabels{"budgets.test/pod": "yes"}); err != nil {
 			continue
 		}
+		// The quotas again, after the pods: a member whose pods are past
+		// its quota as it stands after them was admitted past it.
+		var after corev1.ResourceQuotaList
+		if err := s.c.List(ctx, &after, client.MatchingLabels{budgets.LabelBudget: s.budget}); err != nil {
+			continue
+		}
 		sum, count := int64(0), int64(0)
+		podsOf := map[string]corev1.ResourceList{}
 		for _, p := range pods.Items {
 			if members[p.Namespace] && p.DeletionTimestamp == nil {
 				r := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
 				sum += r.MilliValue()
 				count++
+				podsOf[p.Namespace] = addPod(podsOf[p.Namespace], r.MilliValue())
 			}
 		}
 		s.mu.Lock()
@@ -105,17 +113,100 @@ func (s *sampler) run(ctx context.Context, res *loadResult, over func()) {
 		res.samples++
 		res.maxSum = max(res.maxSum, sum)
 		res.maxPods = max(res.maxPods, count)
-		if sum > loadCPU || count > loadPods {
-			at := time.Since(s.start)
+		at := time.Since(s.start)
+		ours := func(what string) {
 			if len(res.overspends) == 0 {
 				res.firstOver = at
 			}
-			res.overspends = append(res.overspends, fmt.Sprintf("%.2fs: members have %d pods (budget %d) requesting %dm (budget %dm)", at.Seconds(), count, loadPods, sum, loadCPU))
+			res.overspends = append(res.overspends, fmt.Sprintf("%.2fs: %s", at.Seconds(), what))
+		}
+		allowed, allowedAfter := allowedBy(quotas.Items), allowedBy(after.Items)
+		promise := exceeds(allowed) || exceeds(allowedAfter)
+		if promise {
+			// The balancer's own promise: the quotas never allow more.
+			ours(fmt.Sprintf("the members' quotas allow %s, %s after (budget %dm, %d pods)", show(allowed), show(allowedAfter), loadCPU, loadPods))
+		}
+		if sum > loadCPU || count > loadPods {
+			pods := fmt.Sprintf("members have %d pods (budget %d) requesting %dm (budget %dm)", count, loadPods, sum, loadCPU)
+			if res.podsOver == "" {
+				res.podsOver = fmt.Sprintf("%.2fs: %s", at.Seconds(), pods)
+			}
+			past := pastOwnQuota(after.Items, podsOf)
+			switch {
+			case promise || len(past) == 0:
+				ours(pods)
+			default:
+				// The quotas allowed no more than the budget before and
+				// after: the API server admitted pods past a member's own
+				// quota.
+				res.raced = append(res.raced, fmt.Sprintf("%.2fs: %s while their quotas allow %s; past its own quota: %s",
+					at.Seconds(), pods, show(allowedAfter), strings.Join(past, "; ")))
+			}
 			over()
 		}
 		res.mu.Unlock()
 		sleep(ctx, 20*time.Millisecond)
 	}
+}
+
+// addPod adds a pod of cpu millicores to a member's pods.
+func addPod(l corev1.ResourceList, cpu int64) corev1.ResourceList {
+	if l == nil {
+		l = corev1.ResourceList{}
+	}
+	c, n := l[corev1.ResourceRequestsCPU], l["count/pods"]
+	l[corev1.ResourceRequestsCPU] = *resource.NewMilliQuantity(c.MilliValue()+cpu, resource.DecimalSI)
+	l["count/pods"] = *resource.NewQuantity(n.Value()+1, resource.DecimalSI)
+	return l
+}
+
+// quotaAllows is what a member's quota allows of r: the larger of what the
+// balancer wrote and what the API server enforces.
+func quotaAllows(q *corev1.ResourceQuota, r corev1.ResourceName) int64 {
+	spec, enforced := q.Spec.Hard[r], q.Status.Hard[r]
+	return max(spec.MilliValue(), enforced.MilliValue())
+}
+
+// allowedBy sums what the members' quotas allow, by resource, in
+// millis.
+func allowedBy(quotas []corev1.ResourceQuota) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	for i := range quotas {
+		for r := range loadHard {
+			out[r] += quotaAllows(&quotas[i], r)
+		}
+	}
+	return out
+}
+
+// exceeds reports whether allowed is above the budget.
+func exceeds(allowed map[corev1.ResourceName]int64) bool {
+	for r, q := range loadHard {
+		if allowed[r] > q.MilliValue() {
+			return true
+		}
+	}
+	return false
+}
+
+func show(allowed map[corev1.ResourceName]int64) string {
+	return fmt.Sprintf("%dm and %d pods", allowed[corev1.ResourceRequestsCPU], allowed["count/pods"]/1000)
+}
+
+// pastOwnQuota names the members whose pods are past what their quota
+// allows.
+func pastOwnQuota(quotas []corev1.ResourceQuota, podsOf map[string]corev1.ResourceList) []string {
+	var out []string
+	for i := range quotas {
+		q := &quotas[i]
+		for r := range loadHard {
+			have := podsOf[q.Namespace][r]
+			if allows := quotaAllows(q, r); have.MilliValue() > allows {
+				out = append(out, fmt.Sprintf("%s %s %s of %s", q.Namespace, r, have.String(), resource.NewMilliQuantity(allows, resource.DecimalSI).String()))
+			}
+		}
+	}
+	return out
 }
 
 // slackBesides reports whether, in the last sample, for every resource w
