@@ -76,11 +76,12 @@
 //     still can; the team can then be over by that pod until use drops. A
 //     tenant can reach it on purpose, creating pods the moment others are
 //     deleted: the load test's adversary got one pod of 100m past a budget
-//     of 6 CPUs this way, with the shares never above the budget, and the
-//     load test's ordinary workloads once got one of 300m past it (6300m)
-//     under the load of a full test run. The load test checks the
-//     balancer's promise (the quotas never allow more than the budget) at
-//     every sample and reports such admissions apart.
+//     of 6 CPUs this way, with the shares never above the budget. The load
+//     test checks the balancer's promise (the quotas never allow more than
+//     the budget) at every sample and reports pods past the budget while
+//     the quotas allow no more apart; before it did, its ordinary workloads
+//     once stood at 6300m under the load of a full test run, with nothing
+//     recorded to tell which it was.
 //   - A namespace is bound by its quota only once the quota controller has
 //     filled in the quota's status: between the quota's creation and then
 //     (usually milliseconds), and before the quota exists at all, pods in a
