@@ -37,6 +37,7 @@ import (
 // (apply.WithShardLabels), which apply.ObjectShard selects exactly when the
 // shard selects the Profile, and each of several hosts holds its own
 // shard's objects only.
+//
 // The objects in the unsharded namespaces, the host's own, are cached
 // whatever their shard labels: those passed, or, when none is,
 // outside.DefaultRecordsNamespace. They must hold the outside-state
@@ -67,11 +68,15 @@ func CacheOptions(shard labels.Selector, unsharded ...string) cache.Options {
 	}
 	profiles.Label = shard
 	opts.ByObject[&kubeflowv1.Profile{}] = profiles
+	// A shard of no requirement, or one whose keys cannot be carried
+	// (ShardKey makes none such), caches every object, as a host of every
+	// Profile does.
 	objects, err := apply.ObjectShard(shard)
+	if err != nil {
+		return opts
+	}
 	reqs, _ := objects.Requirements()
-	if err != nil || len(reqs) == 0 {
-		// No shard, or one whose keys cannot be carried (ShardKey makes
-		// none such): every object, as a host of every Profile caches.
+	if len(reqs) == 0 {
 		return opts
 	}
 	opts.DefaultLabelSelector = plugins.ManagedSelector().Add(reqs...)

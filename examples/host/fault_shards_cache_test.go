@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,6 +101,7 @@ func TestShardsDivideCacheAndRequests(t *testing.T) {
 
 	moveShard(t, hosts, names["a"][0], value("a"), value("b"))
 	unlabelled(t, names["b"][1], value("b"))
+	tenantCannotReshard(t, names["b"][2], value("a"))
 
 	// The memory each host's cache takes, measured with the hosts stopped:
 	// caches with each host's options, and with those of a host of both.
@@ -210,6 +213,37 @@ func unlabelled(t *testing.T, name, shard string) {
 		return q.Labels[apply.ShardKey(shardLabel)] == shard && q.UID == uid, fmt.Sprintf("quota of %s: uid %s, shard label %q", name, q.UID, q.Labels[apply.ShardKey(shardLabel)])
 	})
 	t.Logf("the shard label taken off the quota of %s was back on the same object in %s", name, time.Since(start).Round(time.Millisecond))
+}
+
+// tenantCannotReshard: the tenant of Profile name, with Kubeflow's rights
+// in its namespace, can neither move its objects to another shard (or
+// hide them from its host) by their shard label, nor move its Profile:
+// both are the host's and the platform's to write.
+func tenantCannotReshard(t *testing.T, name, other string) {
+	t.Helper()
+	tenant := testhost.Tenant(t, env, name)
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+apply.ShardKey(shardLabel)+`":"`+other+`"}}}`))
+	tried := 0
+	for _, gvk := range shardedKinds {
+		list := apply.NewMetadataList(gvk)
+		if err := env.Client.List(t.Context(), list, client.InNamespace(name)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			tried++
+			if err := tenant.Patch(t.Context(), o, patch); !apierrors.IsForbidden(err) {
+				t.Errorf("the tenant relabelled %s %s/%s into shard %s: %v, want Forbidden", gvk.Kind, name, o.Name, other, err)
+			}
+		}
+	}
+	if tried != 4 {
+		t.Errorf("the tenant tried %d objects of Profile %s, want its 4", tried, name)
+	}
+	profilePatch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+shardLabel+`":"`+other+`"}}}`))
+	if err := tenant.Patch(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}, profilePatch); !apierrors.IsForbidden(err) {
+		t.Errorf("the tenant moved its Profile %s to shard %s: %v, want Forbidden", name, other, err)
+	}
 }
 
 // metav1Object is what every cached object is.
