@@ -16,9 +16,9 @@ const (
 	// never paused: a Profile being deleted, or that no longer enables the
 	// plugin, is revoked, so that nothing outlives it. Pausing is an
 	// operator's tool: a paused Profile also keeps what a policy narrowed
-	// since would take back (a cloud identity no longer allowed), so where
-	// tenants write their own Profiles, admission should keep the
-	// annotation from them.
+	// since would take back (a cloud identity no longer allowed): the
+	// deployment's admission policy (examples/deploy/base/pause-policy.yaml)
+	// lets only operators set, change or remove it.
 	AnnotationPaused = "profilekit.dev/paused"
 	// AnnotationReverify, set to a new value, makes every plugin with
 	// outside state verify it now: the next Ensure of each piece calls the
