@@ -131,6 +131,7 @@ bench/results.`,
 	fl.IntVar(&o.Rounds, "rounds", 1, "measure each regime's floors and convergence this many times, each round on fresh control planes, and compare the medians of the rounds' ratios with the targets")
 	fl.BoolVar(&o.Latency, "latency", true, "time new Profiles created one at a time, in the first regime: idle, during the host-wide change and during the bulk convergence")
 	fl.BoolVar(&o.FreshPhases, "fresh-phases", true, "run each floor and the convergence of a regime on an empty control plane of its own; false runs them one after another on the same one")
+	fl.BoolVar(&o.WatchedFloor, "watched-floor", false, "also time the POST floor's client while a cache of the host's options watches what it writes, on a control plane of its own: what watching its own writes costs a controller")
 	fl.IntVar(&o.Concurrency, "concurrency", 0, "reconciles at once per plugin, for every plugin; 0 keeps the configuration's (default 16)")
 	fl.IntVar(&o.Drift, "drift", 50, "owned objects to delete or edit by hand (half each)")
 	fl.IntVar(&o.Unrelated, "unrelated", 10000, "unrelated Secrets and ConfigMaps (half each) added before the second memory reading")

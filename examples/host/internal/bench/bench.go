@@ -108,6 +108,11 @@ type Options struct {
 	// each starts from an empty store; otherwise the apply floor runs beside
 	// the POST floor's objects and the convergence beside both floors'.
 	FreshPhases bool
+	// WatchedFloor also times the POST floor's client while a cache of the
+	// host's options watches every object it writes (watchedFloor): what
+	// watching its own writes costs a controller before it decides
+	// anything.
+	WatchedFloor bool
 	// ResultsDir receives the JSON result; empty writes none.
 	ResultsDir string
 	// Out receives progress and the result table.
@@ -320,6 +325,14 @@ func (b *bench) prepare(ctx context.Context) ([]*kubeflowv1.Profile, *desired, e
 	fmt.Fprintf(b.Out, "rendered %d objects for %d Profiles offline in %s\n", len(d.objects), len(profiles), time.Since(t).Round(time.Millisecond))
 	if err := b.floor(ctx, d); err != nil {
 		return nil, nil, err
+	}
+	if b.WatchedFloor {
+		if err := b.fresh(ctx); err != nil {
+			return nil, nil, err
+		}
+		if err := b.watchedFloor(ctx, d); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := b.fresh(ctx); err != nil {
 		return nil, nil, err

@@ -39,7 +39,7 @@ func applyWrite(ctx context.Context, c client.Client, u *unstructured.Unstructur
 // with POST.
 func (b *bench) floor(ctx context.Context, d *desired) error {
 	fmt.Fprintf(b.Out, "\n== floor: a plain client creates the same %d objects with POST\n", len(d.objects))
-	p, err := b.timeFloor(ctx, d, "floor", postWrite)
+	p, err := b.timeFloor(ctx, d, "floor", postWrite, nil)
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
@@ -52,7 +52,7 @@ func (b *bench) floor(ctx context.Context, d *desired) error {
 // apply on the API server from the host's own.
 func (b *bench) applyFloor(ctx context.Context, d *desired) error {
 	fmt.Fprintf(b.Out, "\n== apply floor: a plain client sends the same %d objects as server-side applies\n", len(d.objects))
-	p, err := b.timeFloor(ctx, d, "applyfloor", applyWrite)
+	p, err := b.timeFloor(ctx, d, "applyfloor", applyWrite, nil)
 	if err != nil {
 		return fmt.Errorf("apply floor: %w", err)
 	}
@@ -84,8 +84,9 @@ func (b *bench) profilesAlone(ctx context.Context, profiles []*kubeflowv1.Profil
 // into fresh namespaces named with prefix, with the host's rate limits and
 // as many workers as the host has reconcile workers. The copies keep their
 // content, owner reference (to a made-up uid) and labels, except that
-// managed-by names the benchmark.
-func (b *bench) timeFloor(ctx context.Context, d *desired, prefix string, write floorWrite) (Phase, error) {
+// managed-by names the benchmark. The clock stops when every object is
+// written and, with settle, when settle returns for the n written.
+func (b *bench) timeFloor(ctx context.Context, d *desired, prefix string, write floorWrite, settle func(ctx context.Context, n int) error) (Phase, error) {
 	namespaces, objs, nss := floorCopies(d, prefix)
 	if len(namespaces) == 0 {
 		if err := b.createNamespaces(ctx, nss); err != nil {
@@ -126,8 +127,13 @@ func (b *bench) timeFloor(ctx context.Context, d *desired, prefix string, write 
 	if err := send(objs); err != nil {
 		return Phase{}, err
 	}
-	el := time.Since(start)
 	n := len(namespaces) + len(objs)
+	if settle != nil {
+		if err := settle(ctx, n); err != nil {
+			return Phase{}, err
+		}
+	}
+	el := time.Since(start)
 	p := Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(n) / el.Seconds(), CPU: cpuSince(cpu)}
 	fmt.Fprintf(b.Out, "wrote %d objects in %s (%.0f objects/s, %d workers)\n  %s\n", n, el.Round(time.Millisecond), p.ObjectsPerSecond, b.res.Workers, p.CPU)
 	return p, profiled()

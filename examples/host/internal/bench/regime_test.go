@@ -45,11 +45,30 @@ func TestRegimeOf(t *testing.T) {
 				// (4.0 + 0.5) ms of server per object over (3 + 1 + 1) ms
 				// of the apply floor's; with its client's 1 ms added.
 				ServerBoundOverApplyFloor: 0.9, PlainClientBoundOverApplyFloor: 1.1,
+				HostOwnOverhead:   (4.0 / 3) / 1.1,
 				RequestsPerObject: 1.15, MutatingPerObject: 1.12,
 				RequestsPerObjectBesideStatus: 1.03,
 				LeastRequestsPerObject:        1.1,
 				StatusWritesPerProfile:        1.5,
 				Conflicts:                     2,
+			},
+		},
+		{
+			reason: "the watched floor's client CPU is compared with the POST floor client's",
+			res: &Result{
+				Profiles: 10, Objects: 100,
+				Convergence:  Phase{ObjectsPerSecond: 10, CPU: CPU{HostAndBench: 0.3}},
+				Floor:        Phase{ObjectsPerSecond: 40, CPU: CPU{HostAndBench: 0.1}},
+				WatchedFloor: &Phase{ObjectsPerSecond: 30, CPU: CPU{HostAndBench: 0.14}},
+			},
+			want: Regime{
+				Name: RegimeLimited, ControlPlane: "first", Objects: 100,
+				WatchedFloor:                   &Phase{ObjectsPerSecond: 30, CPU: CPU{HostAndBench: 0.14}},
+				WatchedFloorCPUOverFloorClient: 1.4,
+				ConvergenceOverFloor:           4,
+				HostCPUPerObjectMs:             CPUPerObject{Convergence: 3, Floor: 1},
+				HostCPUOverFloorClient:         3,
+				LeastRequestsPerObject:         1.1,
 			},
 		},
 		{
@@ -86,6 +105,7 @@ func TestRegimeOf(t *testing.T) {
 				// 6 ms of server per object over (4 + 1.2 + 0.8) ms of the
 				// plain client's work; then its client's 0.8 ms added.
 				ServerBoundOverApplyFloor: 1, PlainClientBoundOverApplyFloor: 6.8 / 6,
+				HostOwnOverhead:        2 / (6.8 / 6),
 				LeastRequestsPerObject: 1.1,
 			},
 		},
@@ -107,6 +127,7 @@ func TestRegimeOf(t *testing.T) {
 				// 5 ms of server per object present over 5 ms per object
 				// of the apply floor's, then its client's 1 ms added.
 				ServerBoundOverApplyFloor: 1, PlainClientBoundOverApplyFloor: 1.2,
+				HostOwnOverhead:        2 / 1.2,
 				LeastRequestsPerObject: 1.1,
 			},
 		},
@@ -203,9 +224,9 @@ func TestMedianRound(t *testing.T) {
 	}{
 		{"one round is its own median", []Round{round(60, 1.2, 2.1)}, round(60, 1.2, 2.1)},
 		{"the bounds take their medians too",
-			[]Round{{ServerBoundOverApplyFloor: 1.2, PlainClientBoundOverApplyFloor: 1.3}, {ServerBoundOverApplyFloor: 1.0, PlainClientBoundOverApplyFloor: 1.1},
-				{ServerBoundOverApplyFloor: 1.1, PlainClientBoundOverApplyFloor: 1.4}},
-			Round{ServerBoundOverApplyFloor: 1.1, PlainClientBoundOverApplyFloor: 1.3}},
+			[]Round{{ServerBoundOverApplyFloor: 1.2, PlainClientBoundOverApplyFloor: 1.3, HostOwnOverhead: 1.25}, {ServerBoundOverApplyFloor: 1.0, PlainClientBoundOverApplyFloor: 1.1, HostOwnOverhead: 1.4},
+				{ServerBoundOverApplyFloor: 1.1, PlainClientBoundOverApplyFloor: 1.4, HostOwnOverhead: 1.1}},
+			Round{ServerBoundOverApplyFloor: 1.1, PlainClientBoundOverApplyFloor: 1.3, HostOwnOverhead: 1.25}},
 		{"each figure's median is taken on its own, whatever round it comes from",
 			[]Round{round(90, 0.9, 2.7), round(60, 1.5, 2.0), round(70, 1.2, 2.2)}, round(70, 1.2, 2.2)},
 		{"an even number of rounds gives the mean of the middle two",
@@ -229,7 +250,7 @@ func TestRoundOfTakesTheRegimesFigures(t *testing.T) {
 	}, "fresh")
 	want := Round{ConvergenceSeconds: 4, FloorSeconds: 2, ApplyFloorSeconds: 3,
 		ConvergenceOverFloor: 2, ConvergenceOverApplyFloor: 4.0 / 3, HostCPUOverFloorClient: 4, ChangeObjectsPerSecond: 400,
-		ServerBoundOverApplyFloor: 0, PlainClientBoundOverApplyFloor: 0.2}
+		ServerBoundOverApplyFloor: 0, PlainClientBoundOverApplyFloor: 0.2, HostOwnOverhead: (4.0 / 3) / 0.2}
 	if diff := cmp.Diff(want, roundOf(g), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("roundOf (-want +got):\n%s", diff)
 	}

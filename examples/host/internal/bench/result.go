@@ -66,13 +66,16 @@ type Result struct {
 	// the input every convergence starts from, which the floors do not
 	// write. Only with fresh phases (the Profiles go with that control
 	// plane).
-	ProfilesAlone *Phase      `json:"profilesAlone,omitempty"`
-	Ratios        Ratios      `json:"ratios"`
-	Requests      Requests    `json:"requests"`
-	Steady        Steady      `json:"steadyState"`
-	Drift         Drift       `json:"drift"`
-	Memory        Memory      `json:"memory"`
-	HostChange    *HostChange `json:"hostWideChange,omitempty"`
+	ProfilesAlone *Phase `json:"profilesAlone,omitempty"`
+	// WatchedFloor is the POST floor's client with a cache of the host's
+	// options watching what it writes (--watched-floor).
+	WatchedFloor *Phase      `json:"watchedFloor,omitempty"`
+	Ratios       Ratios      `json:"ratios"`
+	Requests     Requests    `json:"requests"`
+	Steady       Steady      `json:"steadyState"`
+	Drift        Drift       `json:"drift"`
+	Memory       Memory      `json:"memory"`
+	HostChange   *HostChange `json:"hostWideChange,omitempty"`
 	// Regimes are the convergence figures of every regime run, the first
 	// one's (which the fields above hold too) first.
 	Regimes []Regime `json:"regimes,omitempty"`
