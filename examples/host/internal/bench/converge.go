@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,8 +128,8 @@ wait:
 	}
 	el := end.Sub(start)
 	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(d.objects)) / el.Seconds(), CPU: convCPU}
-	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n",
-		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU)
+	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n  %s\n",
+		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU, w.tail(start))
 	if err := profiled(); err != nil {
 		return err
 	}
@@ -161,9 +162,11 @@ wait:
 
 // readyWatch follows every Profile's conditions through one watch.
 type readyWatch struct {
-	mu      sync.Mutex
-	want    map[string][]string
-	ready   map[string]bool
+	mu    sync.Mutex
+	want  map[string][]string
+	ready map[string]bool
+	// since is when each ready Profile became ready.
+	since   map[string]time.Time
 	readyAt time.Time
 	done    chan struct{}
 }
@@ -182,6 +185,9 @@ func (w *readyWatch) observe(p *kubeflowv1.Profile) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if ready(p, want) {
+		if !w.ready[p.Name] {
+			w.since[p.Name] = time.Now()
+		}
 		w.ready[p.Name] = true
 	} else {
 		delete(w.ready, p.Name)
@@ -192,10 +198,38 @@ func (w *readyWatch) observe(p *kubeflowv1.Profile) {
 	}
 }
 
+// tail says when the Profiles became ready, from start: the times by which
+// half, nine in ten and 99 in 100 were, and the last few, so that a
+// convergence held back by a few Profiles shows.
+func (w *readyWatch) tail(start time.Time) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	type at struct {
+		name string
+		d    time.Duration
+	}
+	all := make([]at, 0, len(w.since))
+	for name, t := range w.since {
+		all = append(all, at{name, t.Sub(start)})
+	}
+	if len(all) == 0 {
+		return "no Profile ready"
+	}
+	slices.SortFunc(all, func(a, b at) int { return cmp.Compare(a.d, b.d) })
+	q := func(f float64) time.Duration {
+		return all[min(len(all)-1, int(f*float64(len(all))))].d.Round(10 * time.Millisecond)
+	}
+	var last []string
+	for _, a := range all[max(0, len(all)-3):] {
+		last = append(last, fmt.Sprintf("%s %s", a.name, a.d.Round(10*time.Millisecond)))
+	}
+	return fmt.Sprintf("ready by %s (half), %s (90%%), %s (99%%); last %s", q(0.5), q(0.9), q(0.99), strings.Join(last, ", "))
+}
+
 // watchReady starts following the Profiles. It lists them once, then
 // watches from that list's version, listing again if the watch ends early.
 func (b *bench) watchReady(ctx context.Context, want map[string][]string) (*readyWatch, error) {
-	w := &readyWatch{want: want, ready: map[string]bool{}, done: make(chan struct{})}
+	w := &readyWatch{want: want, ready: map[string]bool{}, since: map[string]time.Time{}, done: make(chan struct{})}
 	list := func() (string, error) {
 		var l kubeflowv1.ProfileList
 		if err := b.driver.List(ctx, &l); err != nil {
