@@ -51,6 +51,9 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 		fmt.Fprintf(b.Out, "created %d namespaces (not timed) in %s\n", len(names), time.Since(t).Round(time.Millisecond))
 	}
 
+	if err := b.warmUp(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	w, err := b.watchReady(ctx, d.conditions)
@@ -224,6 +227,21 @@ func (w *readyWatch) tail(start time.Time) string {
 		last = append(last, fmt.Sprintf("%s %s", a.name, a.d.Round(10*time.Millisecond)))
 	}
 	return fmt.Sprintf("ready by %s (half), %s (90%%), %s (99%%); last %s", q(0.5), q(0.9), q(0.99), strings.Join(last, ", "))
+}
+
+// warmUp makes the host serve one Profile of its own (a probe's, which the
+// request counts leave out) before the clock starts, and waits until the
+// host is idle: the host's caches have synced when it is started, but its
+// controllers start after them, each first listing the kinds it alone
+// watches. A clock started before would time that start-up as
+// convergence, with the machine partly idle while Profiles already wait,
+// as runs before 2026-11-29 did (the small configuration's convergence,
+// 86-87% busy, is 99% busy with the host warmed up, and 10-15% shorter).
+func (b *bench) warmUp(ctx context.Context) error {
+	if _, ok, err := b.probeOne(ctx, Profile(probePrefix+"warmup", 1)); err != nil || !ok {
+		return errors.Join(errors.New("warm-up: the host did not serve a first Profile"), err)
+	}
+	return waitIdle(ctx, b.Timeout)
 }
 
 // watchReady starts following the Profiles. It lists them once, then
