@@ -136,7 +136,7 @@ type bench struct {
 	// regime names the client rate regime this run measures.
 	regime string
 	// extraProfiles are the Profiles beside the N that the host serves:
-	// the bulk latency probe's.
+	// the warm-up's and the bulk latency probe's.
 	extraProfiles int
 	// kubeconfig reaches the control plane as an administrator.
 	kubeconfig []byte

@@ -244,6 +244,10 @@ func (b *bench) warmUp(ctx context.Context) error {
 	return waitIdle(ctx, b.Timeout)
 }
 
+// warmUpProfiles counts warmUp's Profile, which stays for the later phases
+// (bench.extraProfiles).
+const warmUpProfiles = 1
+
 // watchReady starts following the Profiles. It lists them once, then
 // watches from that list's version, listing again if the watch ends early.
 func (b *bench) watchReady(ctx context.Context, want map[string][]string) (*readyWatch, error) {

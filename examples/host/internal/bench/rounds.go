@@ -22,9 +22,10 @@ func (b *bench) runFirst(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.extraProfiles = warmUpProfiles
 	if b.Latency {
 		b.res.Latency = &NewProfileLatency{Regime: b.regime, TimeoutSeconds: probeTimeout.Seconds()}
-		b.extraProfiles = bulkProbes
+		b.extraProfiles += bulkProbes
 	}
 	h, err := b.startHost(ctx)
 	if err != nil {
