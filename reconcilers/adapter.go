@@ -145,6 +145,9 @@ func (a *Adapter[R, P]) apply(r R, obj P, p *kubeflowv1.Profile) error {
 	if err != nil {
 		return a.failed(obj, p, err, plugins.ReasonInvalidSpec)
 	}
+	if err := holdTenure(a.ctx, a.tenures(r), p); err != nil {
+		return a.failed(obj, p, err, plugins.ReasonConflict)
+	}
 	req, record := a.request(r, p, cfg)
 	res, err := a.def.Plugin.Apply(a.ctx, req)
 	if err = errors.Join(err, record.Flush(a.ctx)); err != nil {
@@ -168,6 +171,13 @@ func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) er
 			return err
 		}
 	}
+	if ok, err := revokesUnderTenure(a.ctx, a.tenures(r), p); !ok || err != nil {
+		if err != nil {
+			return a.revokeWaits(obj, p, err, why)
+		}
+		a.revoked(obj, p, plugins.Result{}, nil)
+		return nil
+	}
 	req, record := a.request(r, p, cfg)
 	res, err := a.def.Plugin.Revoke(a.ctx, req)
 	if err = errors.Join(err, record.Flush(a.ctx)); err != nil {
@@ -178,6 +188,16 @@ func (a *Adapter[R, P]) revoke(r R, obj P, p *kubeflowv1.Profile, why string) er
 	}
 	a.revoked(obj, p, res, record.Dangled())
 	return nil
+}
+
+// tenures returns the tenure records the plugin holds names in, or nil
+// for a plugin without outside state.
+func (a *Adapter[R, P]) tenures(r R) *outside.Tenures {
+	var live client.Reader
+	if a.env != nil {
+		live = a.env.live
+	}
+	return tenures(a.def, r, live, a.outside)
 }
 
 // request returns the request of one pass, and the outside-state record

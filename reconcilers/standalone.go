@@ -327,6 +327,12 @@ func (r *Reconciler) request(ctx context.Context, p *kubeflowv1.Profile, cfg any
 	}, record
 }
 
+// tenures returns the tenure records the plugin holds names in, or nil
+// for a plugin without outside state.
+func (r *Reconciler) tenures() *outside.Tenures {
+	return tenures(r.def, r.client, r.apiReader, r.outside)
+}
+
 func (r *Reconciler) applierOptions() []apply.Option {
 	return append(applierOptions(r.def), apply.WithLiveReader(r.apiReader), apply.WithScheme(r.scheme),
 		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...), apply.WithShardLabels(r.shard))
@@ -339,6 +345,9 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	cfg, err := r.def.Decode(r.settingsIn(ctx, p).Defaults, p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
+	}
+	if err := holdTenure(ctx, r.tenures(), p); err != nil {
+		return r.failed(ctx, p, err, plugins.ReasonConflict)
 	}
 	if fin := r.def.Finalizer(); fin != "" && !controllerutil.ContainsFinalizer(p, fin) {
 		if err := r.patchFinalizer(ctx, p, fin, true); err != nil {

@@ -104,6 +104,12 @@ func (r *Reconciler) revokeWaits(ctx context.Context, p *kubeflowv1.Profile, err
 // runRevoke runs the plugin's Revoke. A Revoke that waits is not done:
 // nothing is recorded as revoked.
 func (r *Reconciler) runRevoke(ctx context.Context, p *kubeflowv1.Profile, cfg any) (plugins.Result, error) {
+	if ok, err := revokesUnderTenure(ctx, r.tenures(), p); !ok || err != nil {
+		if err == nil {
+			r.recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonTenureKept, "Revoke", "%s: the name is held for another owner; nothing was made for this Profile, and what is kept under the name is left as it is", r.def.Kind())
+		}
+		return plugins.Result{}, err
+	}
 	start := time.Now()
 	req, record := r.request(ctx, p, cfg, r.own.pass())
 	res, err := r.def.Plugin.Revoke(ctx, req)

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // TestReservationDoesNotOutliveItsProfile: an owner's Profile comes back,
@@ -51,7 +53,15 @@ func TestReservationDoesNotOutliveItsProfile(t *testing.T) {
 	deleteProfile(t, again)
 	lift()
 
+	// The next Profile of the name, of another owner, is refused: the name
+	// is held for her. Handed over by an administrator, it makes a claim of
+	// that name, which must not be bound to her volume.
 	newProfile(t, name, run, "bob@example.org", nil)
+	testhost.WaitTenureConflict(t, env.Client, name, condType)
+	testhost.ReleaseName(t, env.Client, name)
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationReverify: "released"}
+	})
 	var claim corev1.PersistentVolumeClaim
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "workspace"}, &claim)

@@ -96,6 +96,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 		newRenderCommand(app),
 		newValidateCommand(app),
 		newReleaseCommand(app),
+		newTenureCommand(app),
 		newDiffCommand(app),
 		newDemoCommand(app, g),
 		newVersionCommand(app),

@@ -13,14 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // records makes the namespace that holds the plugins' outside-state records
-// when it is missing, and moves the records that earlier versions kept in
-// the Profiles' namespaces into it (outside.MigrateRecords), once, on the
-// leader. It tries again with backoff until both are done or the host
+// when it is missing, moves the records that earlier versions kept in
+// the Profiles' namespaces into it (outside.MigrateRecords), and holds the
+// name of every Profile of the host's cache that has no tenure yet for its
+// owner (outside.Tenures.Seed), once, on the leader. It tries again with backoff until both are done or the host
 // stops: a pass that runs before then finds no record in the host's
 // namespace and makes its outside state true again (idempotent calls), and
 // the records it moves are swept by the Profiles' next passes.
@@ -52,12 +54,31 @@ func (m records) Start(ctx context.Context) error {
 		if moved > 0 {
 			logger.Info("outside-state records moved out of the Profiles' namespaces", "moved", moved)
 		}
+		held, err := m.seedTenures(ctx)
+		if err != nil {
+			logger.Error(err, "tenures of the Profiles' names: will try again", "taken", held)
+			return false, nil
+		}
+		if held > 0 {
+			logger.Info("names of existing Profiles held for their owners", "taken", held)
+		}
 		return true, nil
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("outside-state records: %w", err)
 	}
 	return nil
+}
+
+// seedTenures holds the names of the Profiles in the host's cache that no
+// tenure holds yet: on the first start after an upgrade, one write per
+// Profile; on later starts one list of the tenures and no write.
+func (m records) seedTenures(ctx context.Context) (int, error) {
+	var profiles kubeflowv1.ProfileList
+	if err := m.client.List(ctx, &profiles); err != nil {
+		return 0, fmt.Errorf("list Profiles: %w", err)
+	}
+	return outside.Tenures{Reader: m.reader, Live: m.reader, Writer: m.client, Namespace: m.namespace}.Seed(ctx, profiles.Items)
 }
 
 // ensureNamespace makes the records' namespace when the API server does

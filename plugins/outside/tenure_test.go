@@ -1,0 +1,135 @@
+package outside_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
+)
+
+func ownedProfile(name, uid string, owner rbacv1.Subject) *kubeflowv1.Profile {
+	return &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}, Spec: kubeflowv1.ProfileSpec{Owner: owner}}
+}
+
+var (
+	alice   = rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice@example.org"}
+	mallory = rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory@example.org"}
+)
+
+// tenureOf returns the *TenureError in err, or nil.
+func tenureOf(err error) *outside.TenureError {
+	var te *outside.TenureError
+	if errors.As(err, &te) {
+		return te
+	}
+	return nil
+}
+
+// TestTenureFollowsTheOwner walks one name through its owners: the first
+// Profile takes it, a Profile of the name of another owner is refused with
+// a terminal Conflict that names neither the holder nor its Profile, the
+// holder's next Profile gets it back, and only a release hands it over.
+func TestTenureFollowsTheOwner(t *testing.T) {
+	ctx := t.Context()
+	c := outsideClient(t)
+	ten := outside.Tenures{Reader: c, Writer: c}
+
+	first := ownedProfile("team-x", "uid-1", alice)
+	if err := ten.Hold(ctx, first); err != nil {
+		t.Fatalf("the first Profile of the name: %v", err)
+	}
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: outside.TenureName("team-x")}, &cm); err != nil {
+		t.Fatalf("tenure record: %v", err)
+	}
+	if diff := cmp.Diff(map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelRole: outside.RoleTenure, plugins.LabelProfile: "team-x"}, cm.Labels); diff != "" {
+		t.Errorf("tenure labels (-want +got):\n%s", diff)
+	}
+	if len(cm.OwnerReferences) != 0 {
+		t.Errorf("the tenure is owned by %v: it would go with the Profile", cm.OwnerReferences)
+	}
+	for _, v := range cm.Data {
+		if strings.Contains(v, "alice") {
+			t.Errorf("the tenure holds the owner's identity: %v", cm.Data)
+		}
+	}
+
+	next := ownedProfile("team-x", "uid-2", mallory)
+	err := ten.Hold(ctx, next)
+	te := tenureOf(err)
+	if te == nil || !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != plugins.ReasonConflict {
+		t.Fatalf("another owner's Profile of the name: %v, want a terminal Conflict with a TenureError", err)
+	}
+	if te.Held {
+		t.Errorf("TenureError.Held for a Profile that never held the name")
+	}
+	for _, leak := range []string{"alice", "uid-1"} {
+		if strings.Contains(err.Error(), leak) {
+			t.Errorf("the refusal names the holder (%s): %v", leak, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "profilekit tenure release team-x") || !strings.Contains(err.Error(), outside.TenureName("team-x")) {
+		t.Errorf("the refusal does not say how to hand the name over: %v", err)
+	}
+	if err := ten.Check(ctx, next); tenureOf(err) == nil {
+		t.Errorf("Check of another owner's Profile: %v, want the TenureError", err)
+	}
+
+	// The same owner, written without the API group as kubectl does.
+	back := ownedProfile("team-x", "uid-3", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice@example.org"})
+	if err := ten.Hold(ctx, back); err != nil {
+		t.Fatalf("the holder's next Profile: %v", err)
+	}
+	// Her Profile's owner changed: refused, and marked as once held.
+	changed := ownedProfile("team-x", "uid-3", mallory)
+	if te := tenureOf(ten.Hold(ctx, changed)); te == nil || !te.Held {
+		t.Errorf("the holder's Profile after its owner changed: %+v, want a TenureError with Held", te)
+	}
+
+	released, err := ten.Release(ctx, "team-x")
+	if err != nil || !released {
+		t.Fatalf("release: %v, %v", released, err)
+	}
+	if err := ten.Hold(ctx, next); err != nil {
+		t.Errorf("another owner after the release: %v", err)
+	}
+	if err := ten.Check(ctx, back); tenureOf(err) == nil {
+		t.Errorf("the earlier owner after the hand-over: %v, want the TenureError", err)
+	}
+	if released, err := ten.Release(ctx, "team-y"); err != nil || released {
+		t.Errorf("release of a name no one holds: %v, %v", released, err)
+	}
+}
+
+// TestTenureSeedWritesOnce: a host's first start takes every Profile's
+// name that no record holds; a second start writes nothing.
+func TestTenureSeedWritesOnce(t *testing.T) {
+	ctx := t.Context()
+	c := outsideClient(t)
+	ten := outside.Tenures{Reader: c, Writer: c}
+	if err := ten.Hold(ctx, ownedProfile("held", "u0", mallory)); err != nil {
+		t.Fatal(err)
+	}
+	profiles := []kubeflowv1.Profile{*ownedProfile("a", "u1", alice), *ownedProfile("b", "u2", mallory), *ownedProfile("held", "u3", alice),
+		*ownedProfile("ownerless", "u4", rbacv1.Subject{})}
+	n, err := ten.Seed(ctx, profiles)
+	if err != nil || n != 2 {
+		t.Fatalf("first seed wrote %d (%v), want 2", n, err)
+	}
+	if n, err := ten.Seed(ctx, profiles); err != nil || n != 0 {
+		t.Errorf("second seed wrote %d (%v), want 0", n, err)
+	}
+	if err := ten.Check(ctx, &profiles[2]); tenureOf(err) == nil {
+		t.Errorf("seeding took a name another owner held: %v", err)
+	}
+}
