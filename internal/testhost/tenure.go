@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,4 +73,79 @@ func ReleaseName(t *testing.T, c client.Client, name string) {
 	if err != nil || !released {
 		t.Fatalf("release the name %s: released %v, %v", name, released, err)
 	}
+}
+
+// HandOver is a test of one plugin with outside state in which a name
+// changes hands: alice's Profile is granted, and deleted; mallory registers
+// the name and asks for the same: a Conflict, and nothing granted, before
+// and after the host restarts; alice coming back is granted again; after an
+// administrator releases the name, mallory's Profile is granted.
+type HandOver struct {
+	// Client is the test environment's, with every right.
+	Client client.Client
+	// Name is the Profile's name; its namespace is made by Run.
+	Name string
+	// Kind and CondType are the plugin's.
+	Kind, CondType string
+	// Entry is the plugin's spec.plugins entry for both Profiles.
+	Entry kubeflowv1.Plugin
+	// Start starts a host of the plugin, stopped when the test it is given
+	// ends.
+	Start func(t *testing.T)
+	// Granted reports whether the outside system grants the namespace (a
+	// trust, a binding, a mount), with what it holds to show.
+	Granted func(t *testing.T) (bool, string)
+}
+
+// Run runs the hand-over in subtests of t, "first host" and "after a
+// restart".
+func (h HandOver) Run(t *testing.T) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.Name}}
+	c := h.Client
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) }) //nolint:forbidigo // cleanups run after t.Context is canceled
+	CreateServiceAccount(t, c, h.Name, "default-editor", nil)
+	granted := func(t *testing.T, want bool, who string) {
+		t.Helper()
+		if got, state := h.Granted(t); got != want {
+			t.Errorf("%s: granted %v, want %v; the outside system holds:\n%s", who, got, want, state)
+		}
+	}
+	t.Run("first host", func(st *testing.T) {
+		h.Start(st)
+		ProfileOf(t, c, h.Name, Alice, h.Entry)
+		WaitCondition(st, c, h.Name, h.CondType, plugins.ConditionTrue, "")
+		granted(st, true, "alice's Profile")
+		DeleteProfile(st, c, h.Name, 20*time.Second)
+		granted(st, false, "after alice's Profile went")
+		ProfileOf(t, c, h.Name, Mallory, h.Entry)
+		cond := WaitTenureConflict(st, c, h.Name, h.CondType)
+		st.Logf("mallory's Profile of the name: %s=%s %s", h.CondType, cond.Status, cond.Message)
+		time.Sleep(time.Second)
+		granted(st, false, "mallory's Profile of alice's name")
+	})
+	t.Run("after a restart", func(st *testing.T) {
+		before := Reconciles(st, h.Kind)
+		h.Start(st)
+		Eventually(st, 20*time.Second, func() (bool, string) {
+			return Reconciles(st, h.Kind) > before, "the new host has not passed over the Profile"
+		})
+		WaitTenureConflict(st, c, h.Name, h.CondType)
+		granted(st, false, "mallory's Profile after a restart")
+		DeleteProfile(st, c, h.Name, 20*time.Second)
+		granted(st, false, "after mallory's Profile went")
+
+		ProfileOf(t, c, h.Name, Alice, h.Entry)
+		WaitCondition(st, c, h.Name, h.CondType, plugins.ConditionTrue, "")
+		granted(st, true, "alice's Profile when she comes back")
+		DeleteProfile(st, c, h.Name, 20*time.Second)
+
+		ReleaseName(st, c, h.Name)
+		ProfileOf(t, c, h.Name, Mallory, h.Entry)
+		WaitCondition(st, c, h.Name, h.CondType, plugins.ConditionTrue, "")
+		granted(st, true, "mallory's Profile after the release")
+	})
 }
