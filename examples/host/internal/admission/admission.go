@@ -10,6 +10,11 @@
 // the message that plugin's condition would carry. Kinds the host does not run
 // are allowed, with a warning, since the upstream controller ignores them too.
 //
+// A Profile whose name is held for another owner (see outside.Tenures: the
+// owner of an earlier, deleted Profile of the name) is denied on CREATE, and
+// on an UPDATE that changes spec.owner, with the message its plugins'
+// conditions would carry and how an administrator hands the name over.
+//
 // An UPDATE is judged by what it changes: one that leaves the plugin specs
 // and the labels as they were is allowed at once, and a plugin's refusal
 // denies an UPDATE only when the old Profile did not already draw the same
@@ -20,6 +25,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -35,20 +41,38 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/render"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 // Validator decides on Profiles. It is safe for concurrent use.
 type Validator struct {
 	cfg      *hostconfig.Config
 	renderer *render.Renderer
+	tenures  *outside.Tenures
+}
+
+// Option configures a Validator.
+type Option func(*Validator)
+
+// WithTenures makes the Validator refuse a Profile whose name is held for
+// another owner (outside.Tenures.Check): on CREATE, and on an UPDATE that
+// changes spec.owner. The host refuses such a Profile's plugins with
+// outside state whether or not the webhook runs; the webhook says so before
+// the Profile is stored, where Kubeflow's registration shows it.
+func WithTenures(t outside.Tenures) Option {
+	return func(v *Validator) { v.tenures = &t }
 }
 
 var _ admission.Handler = (*Validator)(nil)
 
 // New returns a Validator for the plugins in reg as cfg runs them; scheme
 // holds the kinds the plugins read offline.
-func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme) *Validator {
-	return &Validator{cfg: cfg, renderer: render.New(cfg, reg, scheme)}
+func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme, opts ...Option) *Validator {
+	v := &Validator{cfg: cfg, renderer: render.New(cfg, reg, scheme)}
+	for _, opt := range opts {
+		opt(v)
+	}
+	return v
 }
 
 // Webhook returns the Validator as an HTTP handler for the webhook server.
@@ -75,11 +99,16 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		if old, err = decode(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		if sameInputs(old, p) {
-			return admission.Allowed("plugin specs and labels unchanged")
-		}
+	}
+	refusal, unchecked := v.heldElsewhere(ctx, old, p)
+	if refusal != "" {
+		return admission.Denied(refusal)
+	}
+	if old != nil && sameInputs(old, p) {
+		return admission.Allowed("plugin specs and labels unchanged").WithWarnings(unchecked...)
 	}
 	denied, warnings := v.Decide(ctx, old, p)
+	warnings = append(warnings, unchecked...)
 	if len(denied) > 0 {
 		return admission.Denied(strings.Join(denied, "\n")).WithWarnings(warnings...)
 	}
@@ -122,6 +151,25 @@ func (v *Validator) Decide(ctx context.Context, old, p *kubeflowv1.Profile) (den
 		}
 	}
 	return denied, warnings
+}
+
+// heldElsewhere returns why p is refused when another owner holds its name
+// and it is created or its owner changes, or a warning when the tenure
+// could not be read: that is no reason to refuse, since the host checks it
+// again before any plugin with outside state runs.
+func (v *Validator) heldElsewhere(ctx context.Context, old, p *kubeflowv1.Profile) (refusal string, warnings []string) {
+	if v.tenures == nil || old != nil && outside.OwnerKey(old) == outside.OwnerKey(p) {
+		return "", nil
+	}
+	err := v.tenures.Check(ctx, p)
+	var te *outside.TenureError
+	switch {
+	case errors.As(err, &te):
+		return plugins.FailureMessage(err, plugins.ReasonConflict), nil
+	case err != nil:
+		return "", []string{"the tenure of the name was not checked: " + plugins.BoundMessage(err.Error())}
+	}
+	return "", nil
 }
 
 // refusals returns the message of every plugin that refuses p, by kind.

@@ -14,6 +14,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/outside"
 	"github.com/profilekit/profilekit/reconcilers"
 )
 
@@ -42,7 +43,8 @@ func webhookServer(restCfg *rest.Config, cfg *hostconfig.Config, s *runtime.Sche
 // addWebhook registers the Profile validator on mgr's webhook server, and
 // the self-signed certificate's keeper when there is one.
 func addWebhook(mgr manager.Manager, cfg *hostconfig.Config, reg *plugins.Registry, s *runtime.Scheme, ss *admission.SelfSigned) error {
-	mgr.GetWebhookServer().Register(cfg.Webhook.Path, admission.New(cfg, reg, s).Webhook())
+	tenures := outside.Tenures{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: cfg.RecordsNamespace()}
+	mgr.GetWebhookServer().Register(cfg.Webhook.Path, admission.New(cfg, reg, s, admission.WithTenures(tenures)).Webhook())
 	if ss != nil {
 		if err := mgr.Add(ss); err != nil {
 			return fmt.Errorf("webhook: %w", err)
