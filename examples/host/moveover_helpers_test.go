@@ -110,15 +110,22 @@ func (h *moveoverHost) writes() []string {
 // makes for it, the way it makes them: its finalizer on the Profile, the
 // namespace with the owner annotation and the mesh label, the objects with
 // upstream's names and values, each with the Profile as controller, written
-// by upstream's field manager. It returns the objects.
-func createUpstreamProfile(t *testing.T, c client.Client, name, run string) []client.Object {
+// by upstream's field manager. It returns the objects. withAPIGroup says
+// whether the Profile's owner names its apiGroup; kubectl-made Profiles and
+// KFAM's (self-serve, the dashboard's registration) do not, and the API
+// server stores the owner's RoleBinding subject with it all the same.
+func createUpstreamProfile(t *testing.T, c client.Client, name, run string, withAPIGroup bool) []client.Object {
 	t.Helper()
 	ctx := t.Context()
 	owner := name + "@example.org"
+	subject := rbacv1.Subject{Kind: rbacv1.UserKind, Name: owner}
+	if withAPIGroup {
+		subject.APIGroup = rbacv1.GroupName
+	}
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"moveover.profilekit.dev/run": run}, Finalizers: []string{core.UpstreamFinalizer}},
 		Spec: kubeflowv1.ProfileSpec{
-			Owner:             rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: owner},
+			Owner:             subject,
 			ResourceQuotaSpec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("4")}},
 		},
 	}

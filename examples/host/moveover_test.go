@@ -21,7 +21,8 @@ import (
 
 // TestMoveOverFromUpstream runs the README's steps for replacing the
 // upstream profile controller on Profiles and objects made the way that
-// controller makes them, counting each step's requests, and then the way
+// controller makes them (half of the owners without apiGroup, as kubectl
+// and KFAM write them), counting each step's requests, and then the way
 // back: step 1 sends nothing, the adoption one apply per object (same
 // UIDs, nothing deleted), the hand-over takes upstream's finalizer off
 // each Profile once it is Ready, step 5 sends nothing, and release, with
@@ -45,7 +46,8 @@ func TestMoveOverFromUpstream(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprintf("mo-%s-%02d", run, i)
 		names = append(names, name)
-		before[name] = createUpstreamProfile(t, c, name, run)
+		// Every other owner in kubectl's and KFAM's shape: no apiGroup.
+		before[name] = createUpstreamProfile(t, c, name, run, i%2 == 0)
 	}
 	profile := func(name string) *kubeflowv1.Profile {
 		t.Helper()
@@ -148,11 +150,16 @@ func TestMoveOverFromUpstream(t *testing.T) {
 		t.Errorf("step 3: other writes %v", other)
 	}
 	adopted := 0
-	for _, name := range names {
+	var shapes [2]struct{ writes, objects int }
+	for i, name := range names {
 		adopted += len(before[name])
+		shapes[i%2].writes += objects[name]
+		shapes[i%2].objects += len(before[name])
 	}
 	t.Logf("step 1: %d writes; step 3: %d writes for %d Profiles: %d to %d adopted objects, %d to the Profiles (status, finalizer)",
 		len(step1), len(step3), n, sum(objects), adopted, sum(profileWrites))
+	t.Logf("step 3: owners with apiGroup: %d writes to %d adopted objects; owners without apiGroup: %d writes to %d adopted objects",
+		shapes[0].writes, shapes[0].objects, shapes[1].writes, shapes[1].objects)
 
 	// Step 4 was the hand-over: a Profile deleted now is not held.
 	gone := names[n-1]
