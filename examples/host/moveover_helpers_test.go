@@ -26,6 +26,7 @@ import (
 	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/core"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // moveoverConfig is the host configuration of one step of the move from the
@@ -213,17 +214,22 @@ func requestsByProfile(writes, names []string) (objects, profile map[string]int,
 }
 
 // profilekitLeft returns what of profilekit's a Profile still carries: its
-// conditions and finalizers.
+// conditions, finalizers and the annotations of its finalizer hand-over.
 func profilekitLeft(p *kubeflowv1.Profile) []string {
 	var left []string
 	for _, c := range p.Status.Conditions {
-		if c.Type == plugins.ConditionReady || c.Type == "CoreReady" {
+		if c.Type == plugins.ConditionReady || c.Type == "CoreReady" || c.Type == reconcilers.ConditionFinalizerHandOver {
 			left = append(left, "condition "+c.Type)
 		}
 	}
 	for _, f := range p.Finalizers {
 		if strings.HasPrefix(f, plugins.FinalizerPrefix) {
 			left = append(left, "finalizer "+f)
+		}
+	}
+	for _, a := range []string{reconcilers.AnnotationHandedOver, reconcilers.AnnotationFinalizerReturns} {
+		if _, ok := p.Annotations[a]; ok {
+			left = append(left, "annotation "+a)
 		}
 	}
 	return left
