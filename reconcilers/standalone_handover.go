@@ -38,6 +38,16 @@ import (
 // Elsewhere the finalizer stays: a Profile that lists a guarded kind that no
 // plugin of this host serves keeps it for the upstream controller's
 // cleanup.
+//
+// Each hand-over is recorded on the Profile (AnnotationHandedOver), in the
+// patch that removes the finalizer. A finalizer that comes back afterwards
+// was put back by another controller (the upstream one, still running):
+// the Reconciler leaves it in place for a back-off (HandOverBackoff,
+// doubling up to MaxHandOverBackoff), reports it once (the condition
+// ConditionFinalizerHandOver, a Warning Event naming the field manager that
+// put it back, the metric profilekit_finalizer_returns_total), and hands it
+// over again when the back-off has passed; once a hand-over holds, the
+// condition goes.
 type FinalizerHandOver interface {
 	HandedOverFinalizer() (finalizer string, guards []string)
 }
@@ -54,13 +64,23 @@ func (r *Reconciler) handedOver() (string, []string) {
 }
 
 // handOver removes the handed-over finalizer from p when handOverDue says
-// it may go.
+// it may go. On a Profile not being deleted, a finalizer that came back
+// after an earlier hand-over is left in place for a back-off (another
+// controller serves the Profile, see handOverOrHold), so that the host never
+// takes it off in a loop against that controller. A Profile being deleted
+// loses it at once: no finalizer can be added to it any more.
 func (r *Reconciler) handOver(ctx context.Context, p *kubeflowv1.Profile) error {
 	fin, _ := r.handedOver()
-	if !r.handOverDue(p) {
+	if fin == "" {
 		return nil
 	}
-	return r.patchFinalizer(ctx, p, fin, false)
+	if !r.handOverDue(p) {
+		return r.clearHandOver(ctx, p, fin)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return r.patchFinalizer(ctx, p, fin, false)
+	}
+	return r.handOverOrHold(ctx, p, fin)
 }
 
 // handOverDue reports whether p carries the handed-over finalizer and may

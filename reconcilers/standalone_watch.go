@@ -82,6 +82,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
 	}
 	b = b.WatchesRawSource(r.resyncSource())
+	if fin, _ := r.handedOver(); fin != "" {
+		b = b.WatchesRawSource(r.handOverSource(fin))
+	}
 	if r.staged != nil {
 		b = b.WatchesRawSource(r.stagedSource())
 	}

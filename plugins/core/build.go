@@ -57,20 +57,35 @@ func Namespace(p *kubeflowv1.Profile, labels map[string]string) *corev1ac.Namesp
 }
 
 // OwnerBinding returns the RoleBinding that makes the owner admin of the
-// namespace, annotated as KFAM expects.
+// namespace, annotated as KFAM expects. Its subject is OwnerSubject.
 func OwnerBinding(p *kubeflowv1.Profile) *rbacv1ac.RoleBindingApplyConfiguration {
-	o := p.Spec.Owner
+	return rbacv1ac.RoleBinding(OwnerRoleBinding, plugins.Namespace(p)).
+		WithAnnotations(map[string]string{AnnotationUser: p.Spec.Owner.Name, AnnotationRole: RoleAdmin}).
+		WithRoleRef(clusterRole(ClusterRoleAdmin)).
+		WithSubjects(OwnerSubject(p.Spec.Owner))
+}
+
+// OwnerSubject returns the owner o as the API server stores it in a
+// RoleBinding: a User or Group without apiGroup gets
+// rbac.authorization.k8s.io, as the API server's defaulting gives it, and a
+// ServiceAccount keeps none. The upstream controller writes spec.owner as it
+// is, and kubectl-made and KFAM-made Profiles name no apiGroup: a subject
+// sent without it differs from the stored one, and the subjects list is
+// atomic: taking over upstream's binding without force would be refused
+// with a conflict on .subjects.
+func OwnerSubject(o rbacv1.Subject) *rbacv1ac.SubjectApplyConfiguration {
 	subject := rbacv1ac.Subject().WithKind(o.Kind).WithName(o.Name)
-	if o.APIGroup != "" {
-		subject.WithAPIGroup(o.APIGroup)
+	group := o.APIGroup
+	if group == "" && (o.Kind == rbacv1.UserKind || o.Kind == rbacv1.GroupKind) {
+		group = rbacv1.GroupName
+	}
+	if group != "" {
+		subject.WithAPIGroup(group)
 	}
 	if o.Namespace != "" {
 		subject.WithNamespace(o.Namespace)
 	}
-	return rbacv1ac.RoleBinding(OwnerRoleBinding, plugins.Namespace(p)).
-		WithAnnotations(map[string]string{AnnotationUser: o.Name, AnnotationRole: RoleAdmin}).
-		WithRoleRef(clusterRole(ClusterRoleAdmin)).
-		WithSubjects(subject)
+	return subject
 }
 
 // ServiceAccount returns one of the default service accounts: its name only,

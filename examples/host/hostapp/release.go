@@ -25,6 +25,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/core"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 type releaseFlags struct {
@@ -43,8 +44,12 @@ func newReleaseCommand(app App) *cobra.Command {
 upstream Kubeflow profile controller serves them alone again: with the host
 stopped, for every Profile of the host's shard it removes
 
-  - profilekit's conditions (Ready and the <Kind>Ready of every plugin
-    compiled into this binary; upstream's own conditions stay),
+  - profilekit's conditions (Ready, FinalizerHandOver and the <Kind>Ready
+    of every plugin compiled into this binary; upstream's own conditions
+    stay),
+  - the annotations with which the host records that it handed the
+    upstream finalizer over (profilekit.dev/finalizer-handed-over,
+    profilekit.dev/finalizer-returns),
   - profilekit's finalizers (profilekit.dev/<kind>): the plugins no longer
     run, and a Profile would never finish deleting; state a plugin keeps
     outside the cluster (a bucket, a database, a cloud grant) is no longer
@@ -142,7 +147,7 @@ type releaseRule struct {
 // releaseRules returns the rule for the binary's plugins and the host's
 // configuration.
 func releaseRules(cfg *hostconfig.Config, reg *plugins.Registry) releaseRule {
-	rule := releaseRule{conditions: []string{plugins.ConditionReady}}
+	rule := releaseRule{conditions: []string{plugins.ConditionReady, reconcilers.ConditionFinalizerHandOver}}
 	for _, d := range reg.Definitions() {
 		rule.conditions = append(rule.conditions, d.Condition())
 	}
@@ -158,13 +163,18 @@ func releaseRules(cfg *hostconfig.Config, reg *plugins.Registry) releaseRule {
 
 // releasePlan is what release changes on one Profile.
 type releasePlan struct {
-	conditions []string // removed
-	finalizers []string // removed
-	upstream   bool     // core.UpstreamFinalizer added
+	conditions  []string // removed
+	finalizers  []string // removed
+	annotations []string // removed
+	upstream    bool     // core.UpstreamFinalizer added
 }
 
+// handOverAnnotations are the annotations with which the host records a
+// hand-over of the upstream finalizer.
+var handOverAnnotations = []string{reconcilers.AnnotationHandedOver, reconcilers.AnnotationFinalizerReturns}
+
 func (r releasePlan) empty() bool {
-	return len(r.conditions) == 0 && len(r.finalizers) == 0 && !r.upstream
+	return len(r.conditions) == 0 && len(r.finalizers) == 0 && len(r.annotations) == 0 && !r.upstream
 }
 
 // plan returns what release changes on p.
@@ -178,6 +188,11 @@ func (rule releaseRule) plan(p *kubeflowv1.Profile) releasePlan {
 	for _, f := range p.Finalizers {
 		if strings.HasPrefix(f, plugins.FinalizerPrefix) {
 			out.finalizers = append(out.finalizers, f)
+		}
+	}
+	for _, a := range handOverAnnotations {
+		if _, ok := p.Annotations[a]; ok {
+			out.annotations = append(out.annotations, a)
 		}
 	}
 	out.upstream = rule.coreServes != nil && rule.coreServes(p) && p.DeletionTimestamp.IsZero() &&
@@ -230,6 +245,9 @@ func (r releasePlan) String() string {
 	if len(r.finalizers) > 0 {
 		parts = append(parts, "remove finalizers "+strings.Join(r.finalizers, ", "))
 	}
+	if len(r.annotations) > 0 {
+		parts = append(parts, "remove annotations "+strings.Join(r.annotations, ", "))
+	}
 	if r.upstream {
 		parts = append(parts, "add finalizer "+core.UpstreamFinalizer)
 	}
@@ -255,11 +273,14 @@ func releaseOne(ctx context.Context, c client.Client, rule releaseRule, name str
 				return client.IgnoreNotFound(err)
 			}
 		}
-		if len(plan.finalizers) == 0 && !plan.upstream {
+		if len(plan.finalizers) == 0 && len(plan.annotations) == 0 && !plan.upstream {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return slices.Contains(plan.finalizers, f) })
+		for _, a := range plan.annotations {
+			delete(p.Annotations, a)
+		}
 		if plan.upstream {
 			controllerutil.AddFinalizer(&p, core.UpstreamFinalizer)
 		}
