@@ -85,10 +85,23 @@ type StatusWriter struct {
 	// its conditions wait for the delay, and the write reads the API
 	// server's copy.
 	written map[string]string
+	// retired are the condition types of plugins the host does not run:
+	// each flush takes them off the Profile.
+	retired []string
 }
 
 // StatusWriterOption configures a StatusWriter.
 type StatusWriterOption func(*StatusWriter)
+
+// WithRetired names the condition types of plugins the host knows and does
+// not run (a host configuration that turns them off): the writer takes them
+// off every Profile it writes, and a Profile that carries one counts as
+// stale (ReadyStale), so that every running plugin's next pass over it
+// removes them. A condition so only ever describes a plugin that serves the
+// Profile.
+func WithRetired(types ...string) StatusWriterOption {
+	return func(w *StatusWriter) { w.retired = append(w.retired, types...) }
+}
 
 // WithStatusWait sets how long, at most, the writer holds a Profile's
 // conditions back for a plugin that has not reported it yet and has reported
@@ -229,11 +242,18 @@ func (w *StatusWriter) ReadyStale(p *kubeflowv1.Profile) bool {
 	return stale
 }
 
-// withReady returns conds with p's Ready condition as the plugins of this
-// host that serve p make it (none when none serves p), and whether that
-// changed anything.
+// withReady returns conds without the retired conditions and with p's Ready
+// condition as the plugins of this host that serve p make it (none when
+// none serves p), and whether that changed anything.
 func (w *StatusWriter) withReady(p *kubeflowv1.Profile, conds []kubeflowv1.ProfileCondition) ([]kubeflowv1.ProfileCondition, bool) {
-	return withReady(p.Generation, conds, w.serving(p))
+	retired := false
+	for _, t := range w.retired {
+		var gone bool
+		conds, gone = removeCondition(conds, t)
+		retired = retired || gone
+	}
+	conds, changed := withReady(p.Generation, conds, w.serving(p))
+	return conds, changed || retired
 }
 
 // serving returns the condition types of the plugins that apply to p,

@@ -242,6 +242,19 @@ func (c *Config) Enabled() []string {
 	return kinds
 }
 
+// Off returns the kinds whose section says off and that no configuration
+// of a staged rollout runs, sorted: the host takes their conditions off the
+// Profiles (reconcilers.WithRetired), and leaves what they made.
+func (c *Config) Off() []string {
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(c.Plugins)) {
+		if c.Plugins[k].Enabled == EnabledOff && !slices.Contains(c.Enabled(), k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
 // stable returns the stable sections of a staged rollout, nil without one.
 func (c *Config) stable() map[string]Plugin {
 	if c.Staging == nil {

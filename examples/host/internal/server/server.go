@@ -104,7 +104,13 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	status, err := reconcilers.NewStatusWriter(mgr, 0)
+	var retired []string
+	for _, kind := range cfg.Off() {
+		if def, ok := reg.Get(kind); ok {
+			retired = append(retired, def.Condition())
+		}
+	}
+	status, err := reconcilers.NewStatusWriter(mgr, 0, reconcilers.WithRetired(retired...))
 	if err != nil {
 		return nil, err
 	}
