@@ -70,6 +70,11 @@ func (s seat) held() int64 { return max(s.Spec, s.Enforced, s.Used) }
 
 func (s seat) headroom() int64 { return s.held() - s.Used }
 
+// allowed is the member's share as far as the API server may enforce it:
+// the larger of its spec.hard and status.hard. The budget's promise is that
+// members' allowed sum to at most the budget.
+func (s seat) allowed() int64 { return max(s.Spec, s.Enforced) }
+
 // plan is the moves for one resource of one budget.
 type plan struct {
 	// Lower maps a member to its new, lower share; written first.
@@ -90,11 +95,19 @@ type plan struct {
 }
 
 // planShares decides the moves for one resource: hard is the budget,
-// grant the headroom a member asking gets per move. The rules:
+// grant the headroom a member asking gets per move. The promise is that
+// the shares (each the larger of spec.hard and status.hard) never sum past
+// hard; the rules:
 //
-//   - A budget held beyond hard (lowered below use) lowers every quiet
-//     share to its use and raises nobody: nothing is evicted, new pods are
-//     refused until use drops.
+//   - A budget held beyond hard (use past it: a budget lowered below use,
+//     a member that joined with pods, or pods the API server admitted past
+//     a quota, kubernetes#123434) lowers every quiet share above use to its
+//     use. Use beyond a share (over-use) is covered only from what the
+//     shares leave free; what is not covered stays over-use, which blocks
+//     the member's new pods until its use drops. If the shares themselves
+//     sum past hard (the budget was lowered), quiet shares are cut, the
+//     largest first, until they fit, below use if need be. Nothing is
+//     evicted, and nobody gets more.
 //   - A member whose quota status is not synced yet freezes the resource:
 //     what it holds is unknown, so nobody is raised.
 //   - A member asks when its headroom is under grant. It wants grant of
@@ -104,10 +117,11 @@ type plan struct {
 //     headroom beyond their own grant, and, for refused members only, from
 //     the remaining headroom of quiet members none of whose workloads was
 //     refused. Shares never go under use.
-//   - A share under use is raised to use: it costs nothing, since held
-//     already counts the use.
+//   - A share under use is raised to use: what members hold counts the
+//     use already, and it is within the budget.
 //
-// Only quiet members are changed, as donors or receivers.
+// Only quiet members are changed, as donors or receivers. raiseWithin
+// checks every raise again against a fresh read.
 func planShares(hard, grant int64, seats []seat) plan {
 	p := plan{Lower: map[string]int64{}, Raise: map[string]int64{}}
 	synced := true
@@ -122,15 +136,7 @@ func planShares(hard, grant int64, seats []seat) plan {
 	}
 	if p.Held > hard {
 		p.Over = true
-		for _, s := range seats {
-			switch {
-			case s.Quiet && s.Limited && s.Spec > s.Used:
-				p.Lower[s.Name] = s.Used
-			case s.Quiet && s.Limited && s.Spec < s.Used:
-				p.Raise[s.Name] = s.Used
-				p.Order = append(p.Order, s.Name)
-			}
-		}
+		planOver(hard, seats, &p)
 		return p
 	}
 	if !synced {
@@ -228,36 +234,107 @@ func planShares(hard, grant int64, seats []seat) plan {
 	return p
 }
 
+// planOver plans a resource whose members hold more than hard: lowerings
+// only, and raises toward use only within what the shares leave free.
+func planOver(hard int64, seats []seat, p *plan) {
+	// share is what each member's quota allows once the plan's lowerings
+	// are enforced.
+	share := map[string]int64{}
+	total := int64(0)
+	for _, s := range seats {
+		share[s.Name] = s.allowed()
+		if v, ok := p.Lower[s.Name]; ok {
+			share[s.Name] = v
+		}
+		if s.Quiet && s.Limited && s.Spec > s.Used {
+			p.Lower[s.Name], share[s.Name] = s.Used, s.Used
+		}
+		total += share[s.Name]
+	}
+	if total > hard {
+		// The budget was lowered below the shares: cut the quiet ones to
+		// a common level, the largest first, so that they fit.
+		var quiet []int64
+		fixed := int64(0)
+		for _, s := range seats {
+			if s.Quiet {
+				quiet = append(quiet, share[s.Name])
+			} else {
+				fixed += share[s.Name]
+			}
+		}
+		level := fillLevel(quiet, hard-fixed)
+		for _, s := range seats {
+			if s.Quiet && share[s.Name] > level {
+				p.Lower[s.Name] = level
+			}
+		}
+		return
+	}
+	free := hard - total
+	for _, s := range seats {
+		if cover := min(s.Used-share[s.Name], free); s.Quiet && s.Limited && cover > 0 {
+			p.Raise[s.Name] = share[s.Name] + cover
+			p.Order = append(p.Order, s.Name)
+			free -= cover
+		}
+	}
+}
+
+// fillLevel returns the highest level such that the shares, each capped at
+// it, sum to at most room (0 when even that does not fit).
+func fillLevel(shares []int64, room int64) int64 {
+	if room <= 0 {
+		return 0
+	}
+	lo, hi := int64(0), slices.Max(append(shares, 0))
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		sum := int64(0)
+		for _, v := range shares {
+			sum += min(v, mid)
+		}
+		if sum <= room {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
 // raiseWithin returns the shares to write for p's raises given a fresh read
-// of the members: each as far as its planned share, in p's order, while
-// what is free allows. A member the fresh read no longer shows, or shows
-// changed beyond the plan, is left for the next pass.
+// of the members: each as far as its planned share, in p's order, within
+// two bounds. The shares (what the quotas allow, status.hard included)
+// never sum past hard: the budget's promise, which holds whatever the
+// plan, an earlier process or the API server's over-admission left. And a
+// raise gives a member no headroom beyond what is free of what members
+// hold, use included: another member's over-use is not free. A member the
+// fresh read no longer shows is left for the next pass.
 func raiseWithin(hard int64, p plan, fresh []seat) map[string]int64 {
 	byName := map[string]seat{}
-	held := int64(0)
+	held, shares := int64(0), int64(0)
 	for _, s := range fresh {
 		if !s.Synced {
 			return nil
 		}
 		byName[s.Name] = s
 		held += s.held()
+		shares += s.allowed()
 	}
-	free := hard - held
+	freeShares, freeHeld := hard-shares, hard-held
 	out := map[string]int64{}
 	for _, name := range p.Order {
 		s, ok := byName[name]
-		target := p.Raise[name]
-		if !ok || !s.Limited || target <= s.Spec {
+		if !ok || !s.Limited {
 			continue
 		}
-		cost := max(target-s.held(), 0)
-		if cost > free {
-			if target = s.held() + max(free, 0); target <= s.Spec {
-				continue
-			}
-			cost = target - s.held()
+		target := min(p.Raise[name], s.allowed()+max(freeShares, 0), s.held()+max(freeHeld, 0))
+		if target <= s.Spec {
+			continue
 		}
-		free -= max(cost, 0)
+		freeShares -= max(target-s.allowed(), 0)
+		freeHeld -= max(target-s.held(), 0)
 		out[name] = target
 	}
 	return out

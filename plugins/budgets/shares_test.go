@@ -65,10 +65,34 @@ func TestPlanShares(t *testing.T) {
 			want:  plan{Held: 5, Raise: map[string]int64{"b": 1}, Order: []string{"b"}},
 		},
 		{
-			reason: "a budget lowered below use: shares go down to use, nobody is raised",
+			reason: "a budget lowered below the shares: quiet shares are cut, the largest first, until they sum to it (below use if need be: nothing is evicted, new pods are refused), nobody is raised",
 			hard:   4, grant: 1,
 			seats: []seat{ready("a", 4, 3), ready("b", 3, 3), busy(ready("c", 2, 1)), ready("d", 0, 2)},
-			want:  plan{Held: 11, Over: true, Lower: map[string]int64{"a": 3}, Raise: map[string]int64{"d": 2}, Order: []string{"d"}},
+			want:  plan{Held: 11, Over: true, Lower: map[string]int64{"a": 1, "b": 1}},
+		},
+		{
+			reason: "over-admitted (kubernetes#123434) with nothing free: the share stays under use, the over-use blocks the member's new pods",
+			hard:   4000, grant: 500,
+			seats: []seat{ready("a", 2000, 2100), busy(ready("b", 2000, 2000))},
+			want:  plan{Held: 4100, Over: true},
+		},
+		{
+			reason: "over-admitted with a little free: the over-use is covered as far as what is free, no further",
+			hard:   4000, grant: 500,
+			seats: []seat{ready("a", 2000, 2100), busy(ready("b", 1950, 1950))},
+			want:  plan{Held: 4050, Over: true, Raise: map[string]int64{"a": 2050}, Order: []string{"a"}},
+		},
+		{
+			reason: "over-admitted beside a quiet member with unused share: that share is lowered to its use and covers the over-use",
+			hard:   4000, grant: 500,
+			seats: []seat{ready("a", 2000, 2100), ready("b", 2000, 1800)},
+			want:  plan{Held: 4100, Over: true, Lower: map[string]int64{"b": 1800}, Raise: map[string]int64{"a": 2100}, Order: []string{"a"}},
+		},
+		{
+			reason: "over-admitted while a lowering is not yet enforced: the old share still counts, nothing is raised",
+			hard:   4000, grant: 500,
+			seats: []seat{ready("a", 2000, 2100), {Name: "b", Spec: 1900, Limited: true, Enforced: 2000, Used: 1900, Synced: true, Quiet: true}},
+			want:  plan{Held: 4100, Over: true},
 		},
 		{
 			reason: "a quota the controller has not synced freezes the raises",
@@ -95,24 +119,23 @@ func TestPlanShares(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
-			// The invariant: what the plan lets members hold, once every
-			// write is enforced, is within the budget unless use alone
-			// is beyond it.
-			if !got.Over {
-				total := int64(0)
-				for _, s := range tt.seats {
-					h := s.held()
-					if v, ok := got.Lower[s.Name]; ok {
-						h = max(v, s.Used)
-					}
-					if v, ok := got.Raise[s.Name]; ok {
-						h = max(h, v)
-					}
-					total += h
+			// The promise: once every write is enforced, the shares sum
+			// to at most hard; shares already past it (a budget lowered)
+			// only go down.
+			before, after := int64(0), int64(0)
+			for _, s := range tt.seats {
+				share := s.allowed()
+				before += share
+				if v, ok := got.Lower[s.Name]; ok {
+					share = v
 				}
-				if total > tt.hard {
-					t.Errorf("shares after the plan sum to %d, budget %d", total, tt.hard)
+				if v, ok := got.Raise[s.Name]; ok {
+					share = max(share, v)
 				}
+				after += share
+			}
+			if after > tt.hard && (after > before || len(got.Raise) > 0) {
+				t.Errorf("shares after the plan sum to %d (before %d), budget %d", after, before, tt.hard)
 			}
 		})
 	}
@@ -120,37 +143,69 @@ func TestPlanShares(t *testing.T) {
 
 func TestRaiseWithin(t *testing.T) {
 	p := plan{Raise: map[string]int64{"a": 4, "b": 3}, Order: []string{"a", "b"}}
+	toUse := plan{Raise: map[string]int64{"a": 2100}, Order: []string{"a"}}
 	tests := []struct {
 		reason string
+		hard   int64
+		plan   plan
 		fresh  []seat
 		want   map[string]int64
 	}{
 		{
 			reason: "the donor's lowering is enforced: what is free goes in order, all a planned and the rest to b",
-			fresh:  []seat{ready("a", 2, 2), ready("b", 1, 1), ready("c", 0, 0)},
-			want:   map[string]int64{"a": 4, "b": 2},
+			hard:   6, plan: p,
+			fresh: []seat{ready("a", 2, 2), ready("b", 1, 1), ready("c", 0, 0)},
+			want:  map[string]int64{"a": 4, "b": 2},
 		},
 		{
 			reason: "the donor's old share is still enforced: only what is free is given, in order",
-			fresh:  []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "c", Spec: 1, Limited: true, Enforced: 2, Used: 1, Synced: true}},
-			want:   map[string]int64{"a": 3},
+			hard:   6, plan: p,
+			fresh: []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "c", Spec: 1, Limited: true, Enforced: 2, Used: 1, Synced: true}},
+			want:  map[string]int64{"a": 3},
 		},
 		{
 			reason: "a member that used more meanwhile is counted at its use",
-			fresh:  []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "c", Spec: 1, Limited: true, Enforced: 1, Used: 3, Synced: true}},
-			want:   map[string]int64{},
+			hard:   6, plan: p,
+			fresh: []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "c", Spec: 1, Limited: true, Enforced: 1, Used: 3, Synced: true}},
+			want:  map[string]int64{},
 		},
 		{
 			reason: "a quota not synced (a member that just joined) stops every raise",
-			fresh:  []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "d", Limited: true}},
-			want:   nil,
+			hard:   6, plan: p,
+			fresh: []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "d", Limited: true}},
+			want:  nil,
+		},
+		{
+			reason: "an over-admitted member is not raised to its use when the shares already sum to hard",
+			hard:   4000, plan: toUse,
+			fresh: []seat{ready("a", 2000, 2100), ready("b", 2000, 2000)},
+			want:  map[string]int64{},
+		},
+		{
+			reason: "an over-admitted member is raised toward its use only as far as the shares leave free",
+			hard:   4000, plan: toUse,
+			fresh: []seat{ready("a", 2000, 2100), ready("b", 1950, 1950)},
+			want:  map[string]int64{"a": 2050},
+		},
+		{
+			reason: "another member's over-use is not free: a raise gives no headroom beyond what members hold, use included",
+			hard:   6, plan: p,
+			fresh: []seat{ready("a", 2, 2), ready("b", 1, 1), {Name: "c", Spec: 1, Limited: true, Enforced: 1, Used: 2, Synced: true}},
+			want:  map[string]int64{"a": 3},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			got := raiseWithin(6, p, tt.fresh)
+			got := raiseWithin(tt.hard, tt.plan, tt.fresh)
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("raises (-want +got):\n%s", diff)
+			}
+			shares := int64(0)
+			for _, s := range tt.fresh {
+				shares += max(s.allowed(), got[s.Name])
+			}
+			if shares > tt.hard {
+				t.Errorf("shares after the raises sum to %d, budget %d", shares, tt.hard)
 			}
 		})
 	}
