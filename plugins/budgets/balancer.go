@@ -56,6 +56,18 @@ type balancer struct {
 	// reported is what Apply last had to report for each member, to
 	// enqueue only the Profiles whose report changes.
 	reported map[string]string
+	// seen is each member's quota as the last pass read it, by namespace,
+	// budget and resource, to tell an over-admission (use grew past a
+	// share the API server enforced) from a share cut or a new quota.
+	seen map[string]seenSeat
+	// admitted counts the over-admissions seen, by namespace and budget.
+	admitted map[string]int
+}
+
+// seenSeat is one resource of a member's quota in the last pass.
+type seenSeat struct {
+	uid            string
+	used, enforced int64
 }
 
 // ask is a refusal by a budget's quota: when it was seen and for which
@@ -118,6 +130,7 @@ func (p Plugin) newBalancer(ctx context.Context, rt plugins.Runtime, cfg *Config
 		budgets: cfg.Budgets, opts: p.st.opts, c: c, cache: ca, enqueue: enqueue, view: p.st.view,
 		wake:    make(chan struct{}, 1),
 		changed: map[string]time.Time{}, asks: map[string]ask{}, raised: map[string]time.Time{}, reported: map[string]string{},
+		seen: map[string]seenSeat{}, admitted: map[string]int{},
 	}
 	for obj, h := range map[client.Object]toolscache.ResourceEventHandler{
 		&corev1.ResourceQuota{}: toolscache.ResourceEventHandlerFuncs{AddFunc: b.quotaAdded, UpdateFunc: b.quotaUpdated, DeleteFunc: func(any) { b.poke() }},

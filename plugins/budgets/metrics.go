@@ -35,6 +35,18 @@ var (
 		Name: "profilekit_budget_writes_total",
 		Help: "Writes of budget quotas, by budget, operation (create, lower, raise, delete) and result (ok, conflict, error).",
 	}, []string{"budget", "op", "result"})
+	overuseGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "profilekit_budget_overuse",
+		Help: "Use beyond the members' own shares that nothing free covers (pods the API server admitted past a quota, kubernetes/kubernetes#123434, or a member that joined with pods), summed over members, by budget and resource; it blocks those members' new pods until their use drops.",
+	}, []string{"budget", "resource"})
+	overusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "profilekit_budget_overused_members",
+		Help: "Members whose use is beyond their own share for some resource, by budget.",
+	}, []string{"budget"})
+	overAdmittedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "profilekit_budget_overadmitted_total",
+		Help: "Use the API server admitted past a member's enforced share (kubernetes/kubernetes#123434), as the balancer saw it grow, by budget and resource, in the resource's unit (pods for count/pods).",
+	}, []string{"budget", "resource"})
 	rebalancesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "profilekit_budget_rebalances_total",
 		Help: "Moves of headroom between members (lowerings enforced, then raises), by budget.",
@@ -42,5 +54,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(hardGauge, sharesGauge, usedGauge, headroomGauge, membersGauge, blockedGauge, writesTotal, rebalancesTotal)
+	metrics.Registry.MustRegister(hardGauge, sharesGauge, usedGauge, headroomGauge, membersGauge, blockedGauge, writesTotal, rebalancesTotal, overuseGauge, overusedGauge, overAdmittedTotal)
 }

@@ -112,6 +112,9 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		res.Add(plugins.Change{Kind: "ResourceQuota", Namespace: ns, Name: q.Name, Action: plugins.Unchanged})
 		v, _ := p.st.view.budget(budget.Name)
 		shares := describe(budget, &q)
+		if over := describeOverUse(budget, v.OverUse[ns], v.Admitted[ns]); over != "" {
+			shares += "; " + over
+		}
 		if len(v.Over) > 0 {
 			var over []string
 			for _, r := range slices.Sorted(maps.Keys(v.Over)) {
@@ -123,6 +126,8 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		}
 		if starved := v.Starved[ns]; len(starved) > 0 {
 			waits = append(waits, fmt.Sprintf("headroom in budget %s for %s: nothing is free and no other member has any to give (%s)", budget.Name, joinNames(starved), shares))
+		} else if len(v.OverUse[ns]) > 0 {
+			waits = append(waits, fmt.Sprintf("use in budget %s to drop under this member's share: new pods are refused until then (%s)", budget.Name, shares))
 		}
 	}
 	if len(waits) > 0 && len(errs) == 0 {
@@ -140,6 +145,26 @@ func describe(budget *Budget, q *corev1.ResourceQuota) string {
 		parts = append(parts, fmt.Sprintf("%s share %s, used %s", r, share.String(), used.String()))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeOverUse renders what a member uses beyond its share, which
+// nothing free covers, and how often the balancer saw the API server admit
+// its pods past its enforced share: "over its share: requests.cpu used
+// 2100m of 2000m; 1 over-admission by the API server (kubernetes#123434)".
+func describeOverUse(budget *Budget, over []overUse, admitted int) string {
+	var parts []string
+	for _, o := range over {
+		used, share := fromUnits(o.Resource, o.Used, budget.Hard[o.Resource].Format), fromUnits(o.Resource, o.Share, budget.Hard[o.Resource].Format)
+		parts = append(parts, fmt.Sprintf("%s used %s of %s", o.Resource, used.String(), share.String()))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := "over its share: " + strings.Join(parts, ", ")
+	if admitted > 0 {
+		s += fmt.Sprintf("; %d over-admissions by the API server seen (kubernetes/kubernetes#123434)", admitted)
+	}
+	return s
 }
 
 func joinNames(names []corev1.ResourceName) string {

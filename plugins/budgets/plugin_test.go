@@ -32,9 +32,10 @@ func startHost(t *testing.T, run string, bs ...budgets.Budget) {
 }
 
 // TestConditionWhenOverBudget: a Profile joins a budget of 1 CPU with 2 CPUs
-// of pods already running. Nothing is evicted; its share is its use, a new
-// pod is refused, and its condition says the budget is over. Once a pod
-// finishes, its share follows its use down and the condition is True.
+// of pods already running. Nothing is evicted; its share is the budget, not
+// its use (shares never sum past the budget), a new pod is refused, and its
+// condition says the budget is over and the member over its share. Once a
+// pod finishes, its use is within its share and the condition is True.
 func TestConditionWhenOverBudget(t *testing.T) {
 	ctx := t.Context()
 	run, team, name := uniqueName("run"), uniqueName("team"), uniqueName("b")
@@ -47,8 +48,8 @@ func TestConditionWhenOverBudget(t *testing.T) {
 	}
 	testhost.UpdateProfile(t, env.Client, p.Name, func(p *kubeflowv1.Profile) { p.Labels[labelTeam] = team })
 
-	waitShare(t, p.Name, name, corev1.ResourceRequestsCPU, "2")
-	want := "OverBudget: budget " + name + " is over: members hold requests.cpu 2 of 1; nothing is evicted, and new pods are refused until use drops (requests.cpu share 2, used 2)"
+	waitShare(t, p.Name, name, corev1.ResourceRequestsCPU, "1")
+	want := "OverBudget: budget " + name + " is over: members hold requests.cpu 2 of 1; nothing is evicted, and new pods are refused until use drops (requests.cpu share 1, used 2; over its share: requests.cpu used 2 of 1)"
 	cond := testhost.WaitCondition(t, env.Client, p.Name, condType, plugins.ConditionFalse, want)
 	t.Logf("condition: %s", cond.Message)
 	if err := createPod(ctx, env.Client, p.Name, "100m"); !refused(err) {

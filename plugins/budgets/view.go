@@ -23,6 +23,18 @@ type budgetView struct {
 	// Starved maps a member that asked and got nothing to the resources it
 	// waits for.
 	Starved map[string][]corev1.ResourceName
+	// OverUse maps a member whose use is beyond its own share to what, by
+	// resource, and Admitted a member to how many times the balancer saw
+	// the API server admit its pods past its enforced share.
+	OverUse  map[string][]overUse
+	Admitted map[string]int
+}
+
+// overUse is one resource of a member used beyond its share, in the
+// resource's units.
+type overUse struct {
+	Resource    corev1.ResourceName
+	Used, Share int64
 }
 
 func (v *view) set(budgets map[string]budgetView) {

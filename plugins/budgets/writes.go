@@ -112,9 +112,12 @@ func (b *balancer) patch(ctx context.Context, budget, op string, q *corev1.Resou
 func (b *balancer) report(passes []*budgetPass) {
 	views := map[string]budgetView{}
 	reports := map[string][]string{}
+	b.mu.Lock()
+	seen := map[string]seenSeat{}
 	for _, bp := range passes {
 		name := bp.budget.Name
-		v := budgetView{Over: map[corev1.ResourceName]int64{}, Starved: map[string][]corev1.ResourceName{}}
+		v := budgetView{Over: map[corev1.ResourceName]int64{}, Starved: map[string][]corev1.ResourceName{}, OverUse: map[string][]overUse{}, Admitted: map[string]int{}}
+		overused := map[string]bool{}
 		members := 0
 		for _, m := range bp.members {
 			if m.profile != nil {
@@ -123,11 +126,23 @@ func (b *balancer) report(passes []*budgetPass) {
 		}
 		for _, res := range slices.Sorted(maps.Keys(bp.plans)) {
 			p := bp.plans[res]
-			var shares, used int64
+			var shares, used, over int64
 			for _, s := range bp.seats[res] {
 				shares += s.Spec
 				used += s.Used
 				reports[s.Name] = append(reports[s.Name], fmt.Sprintf("%s/%s=%d", name, res, s.Spec))
+				if !s.Synced {
+					continue
+				}
+				if n := s.Used - s.allowed(); n > 0 {
+					over += n
+					overused[s.Name] = true
+					v.OverUse[s.Name] = append(v.OverUse[s.Name], overUse{Resource: res, Used: s.Used, Share: s.allowed()})
+					reports[s.Name] = append(reports[s.Name], fmt.Sprintf("overuse:%s/%s=%d", name, res, s.Used))
+				}
+				if n := b.overAdmitted(seen, name, res, bp.members[s.Name].quota, s); n > 0 {
+					overAdmittedTotal.WithLabelValues(name, string(res)).Add(float64(n) / unitsPerOne(res))
+				}
 			}
 			if p.Over {
 				v.Over[res] = p.Held
@@ -145,11 +160,18 @@ func (b *balancer) report(passes []*budgetPass) {
 			sharesGauge.WithLabelValues(l...).Set(float64(shares) / unitsPerOne(res))
 			usedGauge.WithLabelValues(l...).Set(float64(used) / unitsPerOne(res))
 			headroomGauge.WithLabelValues(l...).Set(float64(hard-p.Held) / unitsPerOne(res))
+			overuseGauge.WithLabelValues(l...).Set(float64(over) / unitsPerOne(res))
 		}
+		for ns := range overused {
+			v.Admitted[ns] = b.admitted[ns+"/"+name]
+		}
+		overusedGauge.WithLabelValues(name).Set(float64(len(overused)))
 		membersGauge.WithLabelValues(name).Set(float64(members))
 		blockedGauge.WithLabelValues(name).Set(float64(len(v.Starved)))
 		views[name] = v
 	}
+	b.seen = seen
+	b.mu.Unlock()
 	b.view.set(views)
 	var changed []string
 	b.mu.Lock()
@@ -163,6 +185,30 @@ func (b *balancer) report(passes []*budgetPass) {
 	b.mu.Unlock()
 	slices.Sort(changed)
 	b.enqueue(changed...)
+}
+
+// overAdmitted records one resource of a member's quota in seen and
+// returns how far its use grew past the share the API server enforced
+// since the last pass (kubernetes/kubernetes#123434), counting it as an
+// over-admission of the member. Use past a share that was cut, or in a
+// quota not seen synced before (a member that joined with pods, a host
+// that just started), is not an over-admission. b.mu is held.
+func (b *balancer) overAdmitted(seen map[string]seenSeat, budget string, res corev1.ResourceName, q *corev1.ResourceQuota, s seat) int64 {
+	if q == nil {
+		return 0
+	}
+	key := s.Name + "/" + budget + "/" + string(res)
+	now := seenSeat{uid: string(q.UID), used: s.Used, enforced: s.Enforced}
+	seen[key] = now
+	prev, ok := b.seen[key]
+	if !ok || prev.uid != now.uid || now.enforced < prev.enforced {
+		return 0
+	}
+	n := now.used - max(prev.used, now.enforced)
+	if n > 0 {
+		b.admitted[s.Name+"/"+budget]++
+	}
+	return max(n, 0)
 }
 
 // unitsPerOne is how many of the arithmetic's units make one of the
