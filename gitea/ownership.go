@@ -3,6 +3,7 @@ package gitea
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -19,6 +20,13 @@ func Proof(instance string, p *kubeflowv1.Profile) string {
 
 // proofPrefix starts every proof the plugin writes.
 const proofPrefix = "profilekit: made by plugin " + Kind + ","
+
+// proves reports whether comment proves a role or database the plugin's
+// for spec's Profile: its proof, or one of its owner's earlier Profiles of
+// the name.
+func (spec DatabaseSpec) proves(comment string) bool {
+	return comment == spec.Proof || slices.Contains(spec.Earlier, comment)
+}
 
 // someonesProof reports whether comment is a proof the plugin wrote for
 // some Profile: when it is not this Profile's, it is an earlier Profile's
@@ -87,7 +95,7 @@ type ensurePlan struct {
 // gives the reason.
 func roleVerdict(r *RoleState, spec DatabaseSpec, c claim) (ours, needLogin bool, why string) {
 	switch {
-	case r.Comment == spec.Proof:
+	case spec.proves(r.Comment):
 		return true, false, ""
 	case len(r.Privileged) > 0:
 		return false, false, "it holds " + strings.Join(r.Privileged, ", ")
@@ -110,7 +118,7 @@ func roleVerdict(r *RoleState, spec DatabaseSpec, c claim) (ours, needLogin bool
 // create databases itself, so that only an administrator made it: the
 // plugin, stopped between CREATE DATABASE and COMMENT, or the first release.
 func databaseOurs(d *DatabaseState, r *RoleState, roleOurs bool, spec DatabaseSpec) bool {
-	return d.Comment == spec.Proof ||
+	return spec.proves(d.Comment) ||
 		d.Comment == "" && roleOurs && d.Owner == spec.Role && r != nil && !r.CreateDB
 }
 

@@ -10,8 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -105,19 +107,23 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	earlier, err := o.Predecessors(ctx)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	var res plugins.Result
 	var objs []runtime.ApplyConfiguration
 	var todo []work
 	var errs []error
 	for _, in := range cfg.instances() {
-		spec := in.target(req.Profile)
+		spec := in.target(req.Profile, earlier)
 		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if !wanted[AppName(in.Name)] {
-			kept, err := p.letGo(ctx, req, o, in, pw, hasSecret, recorded[stateKey(in)], &res)
+			kept, err := p.letGo(ctx, req, o, in, spec, pw, hasSecret, recorded[stateKey(in)], &res)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -173,7 +179,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		return res, errors.Join(append([]error{err}, invalid...)...)
 	}
 	for _, w := range todo {
-		spec := w.in.target(req.Profile)
+		spec := w.in.target(req.Profile, earlier)
 		desired := struct {
 			Server   string       `json:"server"`
 			Database DatabaseSpec `json:"database"`
@@ -209,7 +215,7 @@ func (w work) lostSecret(ctx context.Context, o plugins.Outside, spec DatabaseSp
 		_, err := planEnsure(cat, spec, claim{password: true})
 		return false, err
 	}
-	if cat.Role.Comment == spec.Proof && !w.in.Database.RotateLostPassword {
+	if spec.proves(cat.Role.Comment) && !w.in.Database.RotateLostPassword {
 		return false, plugins.Terminalf(ReasonPasswordLost,
 			"role %s exists but Secret %s/%s with its password is gone; restore the Secret, or set rotateLostPassword to give the role a new password",
 			spec.Role, ns, SecretName(w.in.Name))
@@ -223,7 +229,7 @@ func (w work) lostSecret(ctx context.Context, o plugins.Outside, spec DatabaseSp
 // connections are terminated, database and role dropped, and the record
 // forgets them. It returns the Secret to keep, if any. An instance with
 // neither a Secret nor a record was never made for the Profile.
-func (p Plugin) letGo(ctx context.Context, req plugins.Request, o plugins.Outside, in Instance, pw string, hasSecret, recorded bool, res *plugins.Result) (runtime.ApplyConfiguration, error) {
+func (p Plugin) letGo(ctx context.Context, req plugins.Request, o plugins.Outside, in Instance, spec DatabaseSpec, pw string, hasSecret, recorded bool, res *plugins.Result) (runtime.ApplyConfiguration, error) {
 	switch {
 	case !hasSecret && !recorded:
 		return nil, nil
@@ -238,7 +244,7 @@ func (p Plugin) letGo(ctx context.Context, req plugins.Request, o plugins.Outsid
 		return nil, err
 	}
 	if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-		ch, err := srv.Drop(ctx, in.target(req.Profile), pw)
+		ch, err := srv.Drop(ctx, spec, pw)
 		res.Changes = append(res.Changes, ch...)
 		return err
 	}); err != nil {
@@ -260,10 +266,15 @@ func begin(req plugins.Request) (*Config, plugins.Outside, error) {
 }
 
 // target is the instance's role and database for Profile p, with the
-// proof they carry.
-func (in Instance) target(p *kubeflowv1.Profile) DatabaseSpec {
+// proof they carry, and the proofs of p's owner's earlier Profiles of the
+// name (the UIDs earlier gives).
+func (in Instance) target(p *kubeflowv1.Profile, earlier []string) DatabaseSpec {
 	spec := in.Spec(plugins.Namespace(p))
 	spec.Profile, spec.Proof, spec.Adopt = p.Name, Proof(in.Name, p), in.Database.Adopt
+	for _, uid := range earlier {
+		before := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: types.UID(uid)}}
+		spec.Earlier = append(spec.Earlier, Proof(in.Name, before))
+	}
 	return spec
 }
 

@@ -152,6 +152,10 @@ type DatabaseSpec struct {
 	Profile string `json:"profile"`
 	// Proof is the comment (see Proof) that role and database carry.
 	Proof string `json:"proof"`
+	// Earlier are the proofs of the earlier Profiles of the name that the
+	// Profile's owner held (plugins.Outside.Predecessors): a role or
+	// database that carries one is the Profile's, and is stamped with Proof.
+	Earlier []string `json:"-"`
 	// Adopt lets Ensure take over a role and database of these names that
 	// are not the plugin's (see Database.Adopt).
 	Adopt bool `json:"adopt,omitempty"`

@@ -24,6 +24,10 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	earlier, err := o.Predecessors(ctx)
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	var res plugins.Result
 	var keep []runtime.ApplyConfiguration
 	var errs []error
@@ -33,7 +37,7 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			errs = append(errs, err)
 			continue
 		}
-		kept, err := p.letGo(ctx, req, o, in, pw, hasSecret, recorded[stateKey(in)], &res)
+		kept, err := p.letGo(ctx, req, o, in, in.target(req.Profile, earlier), pw, hasSecret, recorded[stateKey(in)], &res)
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -41,6 +41,11 @@ type Outside interface {
 	// HeldElsewhere returns a Profile whose record holds a key that match
 	// accepts, or "".
 	HeldElsewhere(ctx context.Context, match func(key string) bool) (string, error)
+	// Predecessors returns the UIDs of the earlier Profiles of the
+	// Profile's name that its owner held (the host keeps a name for its
+	// owner): outside state whose proof names one of them is the
+	// Profile's.
+	Predecessors(ctx context.Context) ([]string, error)
 	// Sweep calls remove for each piece that recorded keys name, grouped by
 	// piece, and forgets the keys of those removed.
 	Sweep(ctx context.Context, piece func(key string) (string, bool), remove func(ctx context.Context, piece string, keys []string) error) error

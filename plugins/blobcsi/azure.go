@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,10 +130,27 @@ func proofOf(md map[string]*string) (proof, bool) {
 
 // takeOver says whether a container without proof for this Profile may be
 // used (and is stamped with the proof): made by an earlier version (legacy),
-// or adopted by the host's explicit choice (adopt).
+// made for an earlier Profile of the name that the Profile's owner held
+// (earlier: their UIDs), or adopted by the host's explicit choice (adopt).
 type takeOver struct {
-	legacy func(ctx context.Context) (bool, error)
-	adopt  bool
+	legacy  func(ctx context.Context) (bool, error)
+	earlier func(ctx context.Context) ([]string, error)
+	adopt   bool
+}
+
+// mayTake reports whether a container whose proof is got (proven) or that
+// has none may be stamped for this Profile and used.
+func (t takeOver) mayTake(ctx context.Context, got proof, proven bool) (bool, error) {
+	switch {
+	case t.adopt:
+		return true, nil
+	case proven && t.earlier != nil:
+		uids, err := t.earlier(ctx)
+		return slices.Contains(uids, got.UID), err
+	case !proven && t.legacy != nil:
+		return t.legacy(ctx)
+	}
+	return false, nil
 }
 
 // ensure creates the container with the proof of want. A container that
@@ -159,13 +177,11 @@ func (c containers) ensure(ctx context.Context, in Instance, name string, want p
 	if proven && got.UID == want.UID {
 		return nil
 	}
-	legacy := false
-	if !proven && take.legacy != nil {
-		if legacy, err = take.legacy(ctx); err != nil {
-			return err
-		}
+	taken, err := take.mayTake(ctx, got, proven)
+	if err != nil {
+		return err
 	}
-	if !legacy && !take.adopt {
+	if !taken {
 		whose := "carries no proof that profilekit made it for Profile " + want.Profile
 		if proven {
 			whose = fmt.Sprintf("was made by profilekit for another Profile %s (UID %s), not for Profile %s (UID %s)", got.Profile, got.UID, want.Profile, want.UID)

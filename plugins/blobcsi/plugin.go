@@ -141,7 +141,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		take := takeOver{adopt: v.Instance.AdoptContainers, legacy: func(ctx context.Context) (bool, error) {
 			keys, err := req.Outside.Made(ctx)
 			return slices.Contains(keys, legacyContainerKey(v.Instance.Name)), err
-		}}
+		}, earlier: req.Outside.Predecessors}
 		called, err := req.Outside.Ensure(ctx, SystemAzureBlob, containerKey(v.Instance.Name), want, func(ctx context.Context) error {
 			return azure.ensure(ctx, v.Instance, v.Container, proofFor(req), take)
 		})

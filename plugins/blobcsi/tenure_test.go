@@ -27,8 +27,9 @@ import (
 // a Conflict and her namespace mounts neither the shared bucket nor alice's
 // container, before and after the host restarts, also once her tenant has
 // made claims of those names itself; alice coming back mounts the shared
-// bucket again (her own container carries her earlier Profile's UID, a
-// Conflict of its own); after an administrator releases the name,
+// bucket and her own container again (it carries her earlier Profile's
+// UID, which her tenure of the name proves hers); after an administrator
+// releases the name,
 // mallory's Profile mounts the shared bucket.
 func TestSharedGrantDoesNotChangeHands(t *testing.T) {
 	name := unique("blob-tenure")
@@ -110,8 +111,8 @@ func TestSharedGrantDoesNotChangeHands(t *testing.T) {
 		testhost.DeleteProfile(st, env.Client, name, 20*time.Second)
 
 		profileOf(testhost.Alice)
-		waitMounts(st, name, "census")
-		cond := condition(st, name)
+		waitMounts(st, name, "census", name)
+		cond := testhost.WaitCondition(st, env.Client, name, condType, plugins.ConditionTrue, "")
 		st.Logf("alice back: mounts %v; %s=%s %s", mounts(st, name), condType, cond.Status, cond.Message)
 		testhost.DeleteProfile(st, env.Client, name, 30*time.Second)
 

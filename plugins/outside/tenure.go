@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +29,12 @@ const FieldManagerTenure = plugins.FieldManagerPrefix + "tenure"
 const (
 	tenureOwner = "owner" // OwnerKey of the holder
 	tenureUID   = "uid"   // the UID of the holder's latest Profile of the name
+	tenureUIDs  = "uids"  // the UIDs of the holder's Profiles of the name, oldest first
 )
+
+// MaxTenureUIDs is how many of the holder's Profiles of a name a tenure
+// remembers (see Outside.Predecessors): the latest ones.
+const MaxTenureUIDs = 32
 
 // TenureName returns the name of the ConfigMap, in the records' namespace,
 // that says which owner holds the Profile name profile. Profile names are
@@ -155,6 +162,7 @@ func (t Tenures) Hold(ctx context.Context, p *kubeflowv1.Profile) error {
 	}
 	patch := client.MergeFrom(cm.DeepCopy())
 	cm.Data[tenureUID] = string(p.UID)
+	cm.Data[tenureUIDs] = strings.Join(heldUIDs(cm, p.UID), " ")
 	if err := t.Writer.Patch(ctx, cm, patch, client.FieldOwner(FieldManagerTenure)); err != nil {
 		return fmt.Errorf("note Profile %s in the tenure of its name: %w", p.Name, err)
 	}
@@ -166,7 +174,7 @@ func (t Tenures) create(ctx context.Context, p *kubeflowv1.Profile) error {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{
 			plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelRole: RoleTenure, plugins.LabelProfile: p.Name}},
-		Data: map[string]string{tenureOwner: OwnerKey(p), tenureUID: string(p.UID)},
+		Data: map[string]string{tenureOwner: OwnerKey(p), tenureUID: string(p.UID), tenureUIDs: string(p.UID)},
 	}
 	err := t.Writer.Create(ctx, cm, client.FieldOwner(FieldManagerTenure))
 	if apierrors.IsAlreadyExists(err) {
@@ -238,6 +246,35 @@ func (t Tenures) Seed(ctx context.Context, profiles []kubeflowv1.Profile) (int, 
 		}
 	}
 	return wrote, errors.Join(errs...)
+}
+
+// heldUIDs returns the UIDs a tenure record holds, with uid last (added
+// when missing), at most MaxTenureUIDs.
+func heldUIDs(cm *corev1.ConfigMap, uid types.UID) []string {
+	uids := strings.Fields(cm.Data[tenureUIDs])
+	if len(uids) == 0 && cm.Data[tenureUID] != "" {
+		uids = []string{cm.Data[tenureUID]}
+	}
+	uids = slices.DeleteFunc(uids, func(u string) bool { return u == string(uid) })
+	uids = append(uids, string(uid))
+	return uids[max(0, len(uids)-MaxTenureUIDs):]
+}
+
+// Predecessors returns the UIDs of the earlier Profiles of the Profile's
+// name that its owner held, oldest first: what the plugin made for one of
+// them (a proof that names its UID on a container or a database) is the
+// Profile's, as the owner coming back gets it back. None when another owner
+// holds the name, or offline.
+func (o *Outside) Predecessors(ctx context.Context) ([]string, error) {
+	if o.offline {
+		return nil, nil
+	}
+	t := o.Tenures()
+	cm, err := t.lookup(ctx, o.profile)
+	if err != nil || cm == nil || cm.Data[tenureOwner] != OwnerKey(o.profile) {
+		return nil, err
+	}
+	return slices.DeleteFunc(heldUIDs(cm, o.profile.UID), func(u string) bool { return u == string(o.profile.UID) }), nil
 }
 
 // Tenure takes or confirms the Profile's tenure of its name for its owner

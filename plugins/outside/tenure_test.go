@@ -133,3 +133,28 @@ func TestTenureSeedWritesOnce(t *testing.T) {
 		t.Errorf("seeding took a name another owner held: %v", err)
 	}
 }
+
+// TestPredecessorsAreTheOwnersEarlierProfiles: a Profile learns the UIDs of
+// the earlier Profiles of its name that its owner held, and nothing of
+// another owner's.
+func TestPredecessorsAreTheOwnersEarlierProfiles(t *testing.T) {
+	ctx := t.Context()
+	c := outsideClient(t)
+	ten := outside.Tenures{Reader: c, Writer: c}
+	for _, p := range []*kubeflowv1.Profile{ownedProfile("team-x", "uid-1", alice), ownedProfile("team-x", "uid-2", alice), ownedProfile("team-x", "uid-3", alice)} {
+		if err := ten.Hold(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := ownedProfile("team-x", "uid-3", alice)
+	got, err := outside.New(c, "test", third, outside.Options{}).Predecessors(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"uid-1", "uid-2"}, got); diff != "" {
+		t.Errorf("alice's predecessors (-want +got):\n%s", diff)
+	}
+	if got, err := outside.New(c, "test", ownedProfile("team-x", "uid-4", mallory), outside.Options{}).Predecessors(ctx); err != nil || len(got) != 0 {
+		t.Errorf("mallory's predecessors = %v (%v), want none", got, err)
+	}
+}
