@@ -21,6 +21,9 @@ const (
 	ReasonWaiting = "Waiting"
 	// ReasonPaused is a plugin paused for the Profile (AnnotationPaused).
 	ReasonPaused = "Paused"
+	// ReasonIdentityNotAllowed is a Profile that names a cloud identity the
+	// host's allowances do not give it (the cloud identity plugins).
+	ReasonIdentityNotAllowed = "IdentityNotAllowed"
 )
 
 // TerminalError is input that cannot succeed until it changes: an invalid

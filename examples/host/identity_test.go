@@ -32,3 +32,23 @@ func TestRenderCloudIdentity(t *testing.T) {
 		}
 	}
 }
+
+// validate refuses a Profile that names a role the host's allowances do
+// not give it, with the message the plugin's condition would carry.
+func TestValidateRefusedIdentity(t *testing.T) {
+	code, out, stderr := runMain(t.Context(), "validate", "--config", "config/cloud-identity.yaml", "-f", "testdata/refused-identity.yaml")
+	if code != 1 {
+		t.Errorf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"profile grab-role: denied",
+		`AwsIamForServiceAccountReady would be False: IdentityNotAllowed: identity "arn:aws:iam::111122223333:role/kf-team-a" is not among the identities the host allows this Profile (allowedIdentities); nothing was granted`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout does not contain %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(stderr, "not checked") {
+		t.Errorf("stderr says the identity was not checked:\n%s", stderr)
+	}
+}

@@ -140,6 +140,18 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, cfg *Config, all
 			Name       string
 			Credential Credential
 		}{c.id, c.name, c.cred}
+		piece := keyPrefix + strings.Join([]string{c.id.Subscription, c.id.ResourceGroup, c.id.Name}, "/")
+		held := func(holder string) error {
+			return plugins.Terminalf(plugins.ReasonConflict,
+				"identity %s already serves Profile %s; an identity serves one Profile unless the host's allowance marks it shared", c.id.Name, holder)
+		}
+		if !allowance.Shared {
+			if err := serviceaccounts.HeldOffline(ctx, req, piece, held); err != nil {
+				res.Add(change)
+				errs = append(errs, err)
+				continue
+			}
+		}
 		// Recorded ahead: a credential put and never recorded would let the
 		// service account act as the identity after the Profile let it go.
 		_, err := req.Outside.EnsureAhead(ctx, System, c.key, desired, func(ctx context.Context) error {
@@ -156,14 +168,12 @@ func (p Plugin) grant(ctx context.Context, req plugins.Request, cfg *Config, all
 				}
 			}
 			if !allowance.Shared {
-				prefix := keyPrefix + strings.Join([]string{c.id.Subscription, c.id.ResourceGroup, c.id.Name}, "/") + "/"
-				holder, err := req.Outside.Claim(ctx, strings.TrimSuffix(prefix, "/"))
+				holder, err := req.Outside.Claim(ctx, piece)
 				if err != nil {
 					return err
 				}
 				if holder != "" {
-					return plugins.Terminalf(plugins.ReasonConflict,
-						"identity %s already serves Profile %s; an identity serves one Profile unless the host's allowance marks it shared", c.id.Name, holder)
+					return held(holder)
 				}
 			}
 			action, err := p.put(ctx, c, slices.Contains(made, c.key))

@@ -65,7 +65,12 @@
 // same), and the condition is False with reason Conflict, naming the entry
 // and the objects, and saying what to do: delete them to let the Profile
 // manage the contributor (profilekit writes its own within seconds, since
-// the host watches contributor bindings), or remove the entry. Bindings of
+// the host watches contributor bindings and policies), or remove the
+// entry. The condition names only what the API server still holds when
+// the pass ends: KFAM deletes a binding and then its policy, and a pass
+// that met the policy just before it went is retried, not left in
+// Conflict, so the contributor never keeps a binding without its mesh
+// access. Bindings of
 // other names, the owner's namespaceAdmin and anything else made by hand
 // are never touched and keep working.
 //

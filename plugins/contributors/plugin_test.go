@@ -222,3 +222,33 @@ func getPolicy(t *testing.T, ns, name string) (*securityv1.AuthorizationPolicy, 
 	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &ap)
 	return &ap, err
 }
+
+// A contributor added in the dashboard that the Profile now declares, taken
+// over in KFAM's delete order: its RoleBinding goes, the Profile's pass
+// writes ours and meets KFAM's policy, and the policy goes right after.
+// Nothing else changes, yet the contributor gets its mesh access back
+// within seconds: the policy's deletion is heard, and the condition does
+// not keep naming it.
+func TestTakeOverInKFAMsDeleteOrder(t *testing.T) {
+	start(t)
+	name := uniqueName("order")
+	testhost.NewProfile(t, env.Client, name, nil)
+	rb, ap := handMade(t, name, "alice@example.org", "edit")
+	declare(t, name, entry("User", "alice@example.org", "edit"))
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "RoleBinding and AuthorizationPolicy "+aliceEdit+" were made outside profilekit")
+
+	if err := env.Client.Delete(t.Context(), rb); err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, name, []string{aliceEdit}, nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "AuthorizationPolicy "+aliceEdit+" was made outside profilekit")
+	if err := env.Client.Delete(t.Context(), ap); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 5*time.Second, func() (bool, string) {
+		_, ps := owned(t, name)
+		_, ok := ps[aliceEdit]
+		return ok, "our AuthorizationPolicy " + aliceEdit + " is not there"
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "2 objects in sync")
+}

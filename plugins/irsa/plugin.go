@@ -142,6 +142,16 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 		Role string
 		Edit trustpolicy.Edit
 	}{cfg.AwsIAMRole, edit}
+	claims := !allowance.Shared && !edit.Wildcard
+	held := func(holder string) error {
+		return plugins.Terminalf(plugins.ReasonConflict,
+			"awsIamRole %q already serves Profile %s; a role serves one Profile unless the host's allowance marks it shared", cfg.AwsIAMRole, holder)
+	}
+	if claims {
+		if err := serviceaccounts.HeldOffline(ctx, req, keyPrefix+role, held); err != nil {
+			return change, err
+		}
+	}
 	// Recorded ahead: a statement made and never recorded would trust the
 	// Profile's service accounts after it stopped naming the role.
 	_, err := req.Outside.EnsureAhead(ctx, System, keyPrefix+role, desired, func(ctx context.Context) error {
@@ -157,14 +167,13 @@ func (p Plugin) trust(ctx context.Context, req plugins.Request, cfg *Config, rol
 				return err
 			}
 		}
-		if !allowance.Shared && !edit.Wildcard {
+		if claims {
 			holder, err := req.Outside.Claim(ctx, keyPrefix+role)
 			if err != nil {
 				return err
 			}
 			if holder != "" {
-				return plugins.Terminalf(plugins.ReasonConflict,
-					"awsIamRole %q already serves Profile %s; a role serves one Profile unless the host's allowance marks it shared", cfg.AwsIAMRole, holder)
+				return held(holder)
 			}
 		}
 		defer lockRole(role)()

@@ -96,7 +96,7 @@ const (
 // that grants it.
 func (o *Outside) Claim(ctx context.Context, piece string) (string, error) {
 	if o.offline {
-		return "", nil
+		return o.heldOffline(ctx, piece)
 	}
 	match := func(k string) bool { return ofPiece(piece, k) }
 	name := ClaimName(o.kind, piece)
@@ -186,6 +186,9 @@ func (o *Outside) holds(ctx context.Context, uid types.UID, match func(key strin
 func (o *Outside) liveReader() client.Reader {
 	if o.live != nil {
 		return o.live
+	}
+	if o.claims != nil {
+		return o.claims
 	}
 	return o.reader
 }

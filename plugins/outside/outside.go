@@ -40,6 +40,9 @@ type Outside struct {
 	opts    Options
 	now     func() time.Time
 	offline bool
+	// claims reads, offline, the claims and records of other Profiles
+	// (WithClaimsFrom).
+	claims client.Reader
 
 	mu      sync.Mutex
 	loaded  bool
@@ -50,6 +53,8 @@ type Outside struct {
 	dirty   bool
 	forgot  bool // keys were forgotten: Flush lets their claims go
 	skipped []string
+	// unchecked are what an offline pass could not check (NotChecked).
+	unchecked []string
 	// dangled are the grants ReportDangling reported in this pass.
 	dangled []string
 	// gate, when set, stands before and after every call (WithCallGate).
@@ -98,9 +103,14 @@ func New(c plugins.Cluster, kind string, p *kubeflowv1.Profile, opts Options, op
 }
 
 // NewOffline returns an Outside that calls nothing and writes nothing:
-// Ensure and Call remember what they skipped. Offline rendering uses it.
-func NewOffline(kind string, p *kubeflowv1.Profile) *Outside {
-	return &Outside{kind: kind, profile: p, offline: true, now: time.Now, loaded: true, entries: map[string]outsideEntry{}}
+// Ensure and Call remember what they skipped. Offline rendering uses it;
+// with WithClaimsFrom, Claim reads who holds a piece (see offline.go).
+func NewOffline(kind string, p *kubeflowv1.Profile, options ...Option) *Outside {
+	o := &Outside{kind: kind, profile: p, offline: true, now: time.Now, loaded: true, entries: map[string]outsideEntry{}}
+	for _, opt := range options {
+		opt(o)
+	}
+	return o
 }
 
 // Offline reports whether outside calls are skipped.

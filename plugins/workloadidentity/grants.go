@@ -10,6 +10,7 @@ import (
 	iam "google.golang.org/api/iam/v1"
 
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/internal/serviceaccounts"
 )
 
 // The outside-state keys of the plugin's record. An IAM policy has no room
@@ -82,6 +83,16 @@ func (p Plugin) grantMembers(ctx context.Context, req plugins.Request, gsa strin
 			errs = append(errs, err)
 			continue
 		}
+		held := func(holder string) error {
+			return plugins.Terminalf(plugins.ReasonConflict,
+				"gcpServiceAccount %q already serves Profile %s; an account serves one Profile unless the host's allowance marks it shared", gsa, holder)
+		}
+		if !shared {
+			if err := serviceaccounts.HeldOffline(ctx, req, grantPrefix+gsa, held); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		present := false
 		called, err := req.Outside.Ensure(ctx, System, gk, want, func(ctx context.Context) error {
 			if !shared {
@@ -90,8 +101,7 @@ func (p Plugin) grantMembers(ctx context.Context, req plugins.Request, gsa strin
 					return err
 				}
 				if holder != "" {
-					return plugins.Terminalf(plugins.ReasonConflict,
-						"gcpServiceAccount %q already serves Profile %s; an account serves one Profile unless the host's allowance marks it shared", gsa, holder)
+					return held(holder)
 				}
 			}
 			var intendErr error

@@ -215,6 +215,9 @@ func release(ctx context.Context, c client.Client, cfg *hostconfig.Config, rule 
 	changed := 0
 	for i := range list.Items {
 		p := &list.Items[i]
+		for _, w := range wayBackWarnings(p) {
+			fmt.Fprintf(out, "warning: profile %s: %s\n", p.Name, w)
+		}
 		plan := rule.plan(p)
 		if plan.empty() {
 			continue

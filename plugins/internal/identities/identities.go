@@ -25,7 +25,7 @@ import (
 
 // ReasonNotAllowed is the reason of a Profile that names an identity the
 // host's policy does not give it.
-const ReasonNotAllowed = "IdentityNotAllowed"
+const ReasonNotAllowed = plugins.ReasonIdentityNotAllowed
 
 // Allowance gives the Profiles it selects one identity each.
 type Allowance struct {

@@ -89,6 +89,7 @@ func (i Identity[C]) Apply(ctx context.Context, req plugins.Request) (plugins.Re
 			func(ctx context.Context) (plugins.Result, error) { return i.Sweep(ctx, req, cfg, nil, nil) },
 			ask.Keys...)
 	}
+	tagNotChecked(req, allowance, ask.Identity)
 	if err := req.Outside.CheckDangling(ctx); err != nil {
 		return plugins.Result{}, err
 	}

@@ -10,6 +10,12 @@
 // the message that plugin's condition would carry. Kinds the host does not run
 // are allowed, with a warning, since the upstream controller ignores them too.
 //
+// A Profile that names a cloud identity the host's allowances do not give
+// it (IdentityNotAllowed) is denied, and so is one that names an identity
+// another Profile holds (a Conflict; see WithClaims). What only the cloud
+// can answer (a tag an allowance asks of the identity) is allowed with a
+// warning that says it was not checked.
+//
 // A Profile whose name is held for another owner (see outside.Tenures: the
 // owner of an earlier, deleted Profile of the name) is denied on CREATE, and
 // on an UPDATE that changes spec.owner, with the message its plugins'
@@ -35,6 +41,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -61,6 +68,16 @@ type Option func(*Validator)
 // the Profile is stored, where Kubeflow's registration shows it.
 func WithTenures(t outside.Tenures) Option {
 	return func(v *Validator) { v.tenures = &t }
+}
+
+// WithClaims makes the Validator refuse a Profile that names a piece of
+// shared outside state (a cloud identity) another Profile holds: the
+// claims and records in namespace, the host's records namespace, are read
+// through r as the host reads them (outside.Outside.Claim), and never
+// written. The host refuses such a Profile's plugin whether or not the
+// webhook runs; the webhook says so before the Profile is stored.
+func WithClaims(r client.Reader, namespace string) Option {
+	return func(v *Validator) { v.renderer.WithClaims(r, namespace) }
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -123,6 +140,9 @@ func (v *Validator) Decide(ctx context.Context, old, p *kubeflowv1.Profile) (den
 	outcomes, _ := v.renderer.Check(ctx, p)
 	var before map[string]string
 	for _, o := range outcomes {
+		for _, u := range o.Unchecked {
+			warnings = append(warnings, fmt.Sprintf("%s: %s", o.Condition, u))
+		}
 		switch {
 		case o.Err == nil:
 			continue

@@ -76,6 +76,10 @@ type Renderer struct {
 	// cluster, when set, runs the plugins against a live cluster (see
 	// WithCluster).
 	cluster Cluster
+	// claims, when set, reads who holds a piece of shared outside state
+	// in the records' namespace claimsNamespace (see WithClaims).
+	claims          client.Reader
+	claimsNamespace string
 }
 
 // New returns a Renderer for the plugins in reg, configured by cfg. The
@@ -104,6 +108,9 @@ type Outcome struct {
 	// shows it was there, and that its Revoke ran (only against a cluster,
 	// see WithCluster).
 	Revoke bool
+	// Unchecked are the checks only an outside system can answer (a tag
+	// read from the cloud), which the host makes and rendering cannot.
+	Unchecked []string
 }
 
 // Message is what a Profile's author reads for a failed outcome: the
@@ -113,7 +120,10 @@ func (o Outcome) Message() string {
 }
 
 // Refused reports whether the outcome fails on the Profile's own input: a
-// terminal InvalidSpec or InvalidLabel error, which no retry can fix. Other
+// terminal InvalidSpec or InvalidLabel error, a cloud identity the host's
+// allowances refuse (IdentityNotAllowed), or a piece of shared outside
+// state that another Profile holds (a Conflict, which offline only a claim
+// read through WithClaims gives), none of which a retry can fix. Other
 // failures (a host misconfiguration, a plugin that cannot run offline) are
 // not the Profile's to fix.
 func (o Outcome) Refused() bool {
@@ -121,10 +131,19 @@ func (o Outcome) Refused() bool {
 		return false
 	}
 	switch plugins.ReasonOf(o.Err, "") {
-	case plugins.ReasonInvalidSpec, plugins.ReasonInvalidLabel:
+	case plugins.ReasonInvalidSpec, plugins.ReasonInvalidLabel, plugins.ReasonIdentityNotAllowed, plugins.ReasonConflict:
 		return true
 	}
 	return false
+}
+
+// WithClaims lets the plugins read, through r, who holds a piece of shared
+// outside state (a cloud identity): the claims and outside-state records in
+// namespace, the host's records namespace, read as the host reads them and
+// never written. Without it, rendering knows of no other Profile's claim.
+func (r *Renderer) WithClaims(c client.Reader, namespace string) *Renderer {
+	r.claims, r.claimsNamespace = c, namespace
+	return r
 }
 
 // WithObjects lets the plugins read objs, as if they were in the cluster.
@@ -192,13 +211,13 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: paused (%s), nothing would change", p.Name, kind, plugins.AnnotationPaused))
 			continue
 		}
-		objs, skipped, err := r.apply(ctx, def, sec, p)
+		objs, skipped, unchecked, err := r.apply(ctx, def, sec, p)
 		if r.cluster == nil && plugins.ReasonOf(err, "") == replicate.ReasonSourceNotFound {
 			// The cluster holds the sources; render has only what -f gave.
 			notes = append(notes, fmt.Sprintf("profile %s: plugin %s: %v; give the sources with -f to render their copies", p.Name, kind, err))
 			err = nil
 		}
-		outcomes = append(outcomes, Outcome{Kind: kind, Condition: def.Condition(), Objects: objs, Err: err})
+		outcomes = append(outcomes, Outcome{Kind: kind, Condition: def.Condition(), Objects: objs, Err: err, Unchecked: unchecked})
 		if err != nil {
 			continue
 		}
@@ -209,20 +228,20 @@ func (r *Renderer) Check(ctx context.Context, p *kubeflowv1.Profile) ([]Outcome,
 	return outcomes, notes
 }
 
-// apply runs one plugin offline and returns the objects it would write and
-// the outside calls it would make.
-func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, []string, error) {
+// apply runs one plugin offline and returns the objects it would write, the
+// outside calls it would make and what only those calls could check.
+func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostconfig.Plugin, p *kubeflowv1.Profile) ([]*unstructured.Unstructured, []string, []string, error) {
 	// Decode's errors already name the plugin's entry and the field.
 	cfg, err := def.Decode(sec.Defaults, p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	def, mapper, err := r.forHost(def, sec)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if r.cluster != nil {
-		return nil, nil, r.livePass(ctx, def, sec, p, cfg, false)
+		return nil, nil, nil, r.livePass(ctx, def, sec, p, cfg, false)
 	}
 	objs := []client.Object{p.DeepCopy()}
 	for _, o := range r.objects {
@@ -236,7 +255,11 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		WithStatusSubresource(&kubeflowv1.Profile{}).
 		Build()
 	rec := apply.NewRecorder(def.Kind(), p, def.Owns, append(apply.OptionsFor(def), apply.WithShardLabels(r.cfg.Shard()))...)
-	offline := outside.NewOffline(def.Kind(), p)
+	var claims []outside.Option
+	if r.claims != nil {
+		claims = append(claims, outside.WithClaimsFrom(r.claims, r.claimsNamespace))
+	}
+	offline := outside.NewOffline(def.Kind(), p, claims...)
 	_, err = def.Plugin.Apply(ctx, plugins.Request{
 		Profile:   p,
 		Config:    cfg,
@@ -245,10 +268,7 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		Outside:   offline,
 		Retention: sec.Retention,
 	})
-	if err != nil {
-		return rec.Recorded(), offline.Skipped(), err
-	}
-	return rec.Recorded(), offline.Skipped(), nil
+	return rec.Recorded(), offline.Skipped(), offline.Unchecked(), err
 }
 
 // Redact returns u with a Secret's values replaced by their sizes, so that

@@ -44,7 +44,8 @@ func webhookServer(restCfg *rest.Config, cfg *hostconfig.Config, s *runtime.Sche
 // the self-signed certificate's keeper when there is one.
 func addWebhook(mgr manager.Manager, cfg *hostconfig.Config, reg *plugins.Registry, s *runtime.Scheme, ss *admission.SelfSigned) error {
 	tenures := outside.Tenures{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: cfg.RecordsNamespace()}
-	mgr.GetWebhookServer().Register(cfg.Webhook.Path, admission.New(cfg, reg, s, admission.WithTenures(tenures)).Webhook())
+	mgr.GetWebhookServer().Register(cfg.Webhook.Path, admission.New(cfg, reg, s, admission.WithTenures(tenures),
+		admission.WithClaims(mgr.GetAPIReader(), cfg.RecordsNamespace())).Webhook())
 	if ss != nil {
 		if err := mgr.Add(ss); err != nil {
 			return fmt.Errorf("webhook: %w", err)
