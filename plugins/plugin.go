@@ -187,6 +187,13 @@ type Definition struct {
 	// reads an owned kind it does not list here still works, at the cost of
 	// a second cache of the kind.
 	Reads []schema.GroupVersionKind
+	// Exclusive lists the kinds among Owns whose objects the plugin writes
+	// whole and that nothing holds on to but by name (a PodDefault, a copy,
+	// a Secret the plugin fills): a field that another manager set on one
+	// of its objects is taken away with the object, which is deleted (ours,
+	// by UID) and made again exactly as desired. For every other kind a
+	// repair puts back what the plugin owns and leaves fields others own.
+	Exclusive []schema.GroupVersionKind
 	// OutsideState is true when the plugin keeps state outside the Profile's
 	// namespace (another namespace, a database, a cloud). Such a plugin gets a
 	// finalizer on the Profile so that Revoke runs before the Profile is gone.

@@ -138,16 +138,25 @@ func compactWatched(in any) (any, error) {
 	return in, nil
 }
 
+// othersOwnFields stands, in a cached object, for the managed-fields entries
+// of managers other than profilekit's that own fields of its body or
+// metadata.
+var othersOwnFields = metav1.ManagedFieldsEntry{Manager: "others", Operation: metav1.ManagedFieldsOperationUpdate,
+	FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:others":{}}`)}}
+
 // keepOwnManagedFields drops every managed-fields entry but profilekit's
-// plugins' from obj, and the time of those it keeps. It writes a new list:
+// plugins' from obj (with othersOwnFields in place of the others', when they
+// own fields), and the time of those it keeps. It writes a new list:
 // the one obj holds may be shared with cached objects (a watch-list sync
 // transforms each object twice, the second time after compact shared its
 // parts), and readers may be copying those at any time.
 func keepOwnManagedFields(obj metav1.Object) {
 	entries := obj.GetManagedFields()
 	var ours []metav1.ManagedFieldsEntry
+	others := false
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Manager, plugins.FieldManagerPrefix) {
+			others = others || e.Subresource == "" && e.FieldsV1 != nil && len(e.FieldsV1.Raw) > len("{}")
 			continue
 		}
 		// Nothing reads when a manager last wrote, nor the keys of list
@@ -159,7 +168,12 @@ func keepOwnManagedFields(obj metav1.Object) {
 		}
 		ours = append(ours, e)
 	}
-	if len(ours) == 0 && len(entries) > 0 {
+	switch {
+	case others:
+		// Some other manager owns fields of the object: one shared entry
+		// says so, for the kinds a plugin keeps whole (apply.WithExclusive).
+		ours = append(ours, othersOwnFields)
+	case len(ours) == 0 && len(entries) > 0:
 		// An empty list would read as "no managed fields": keep one entry
 		// that says none of them is ours.
 		ours = []metav1.ManagedFieldsEntry{{Manager: "others"}}

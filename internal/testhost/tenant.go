@@ -21,6 +21,11 @@ var TenantRules = []rbacv1.PolicyRule{{
 	APIGroups: []string{""},
 	Resources: []string{"configmaps", "secrets", "persistentvolumeclaims", "serviceaccounts", "pods", "services", "events"},
 	Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"},
+}, {
+	// kubeflow-poddefaults-edit, which Kubeflow aggregates into kubeflow-edit.
+	APIGroups: []string{"kubeflow.org"},
+	Resources: []string{"poddefaults"},
+	Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"},
 }}
 
 // Tenant returns a client that acts as a user who holds exactly

@@ -62,6 +62,8 @@ type Applier struct {
 
 	// metadata are the owned kinds read as metadata only (WithMetadataOnly).
 	metadata []schema.GroupVersionKind
+	// exclusive are the owned kinds kept exactly as desired (WithExclusive).
+	exclusive []schema.GroupVersionKind
 
 	// kept are objects the plugin owns that Sync leaves in place although
 	// they are not desired (see Keep).

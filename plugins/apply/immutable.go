@@ -77,19 +77,32 @@ func (a *Applier) replace(ctx context.Context, live, u *unstructured.Unstructure
 			"%s %s/%s cannot take the change in place (%v); it is not replaced automatically: delete it to have it made again",
 			k.gvk.Kind, k.namespace, k.name, cause)
 	}
+	return a.recreate(ctx, live, u, change, "to change an immutable field")
+}
+
+// renew replaces live, our object of an exclusive kind on which another
+// field manager set fields, with u: nothing of the other manager's stays.
+func (a *Applier) renew(ctx context.Context, live, u *unstructured.Unstructured, change plugins.Change) (plugins.Change, error) {
+	return a.recreate(ctx, live, u, change, "to take away fields another manager set")
+}
+
+// recreate deletes live while it is still live and ours (deleteOurs) and
+// creates u in its place; why ends the messages.
+func (a *Applier) recreate(ctx context.Context, live, u *unstructured.Unstructured, change plugins.Change, why string) (plugins.Change, error) {
+	k := keyOf(u)
 	deleted, err := a.deleteOurs(ctx, k.gvk, live)
 	if err != nil {
-		return change, fmt.Errorf("delete %s %s/%s to change an immutable field: %w", k.gvk.Kind, k.namespace, k.name, err)
+		return change, fmt.Errorf("delete %s %s/%s %s: %w", k.gvk.Kind, k.namespace, k.name, why, err)
 	}
 	if !deleted {
 		change.Action = plugins.Skipped
 		return change, fmt.Errorf("%s %s/%s changed hands while it was being replaced; left untouched, will look again", k.gvk.Kind, k.namespace, k.name)
 	}
 	if err := a.create(ctx, u); err != nil {
-		return change, fmt.Errorf("create %s %s/%s again after deleting it to change an immutable field: %w", k.gvk.Kind, k.namespace, k.name, err)
+		return change, fmt.Errorf("create %s %s/%s again after deleting it %s: %w", k.gvk.Kind, k.namespace, k.name, why, err)
 	}
 	change.Action = plugins.Configured
-	log.FromContext(ctx).Info("replaced to change an immutable field", "kind", k.gvk.Kind,
+	log.FromContext(ctx).Info("replaced "+why, "kind", k.gvk.Kind,
 		"object", types.NamespacedName{Namespace: k.namespace, Name: k.name})
 	return change, nil
 }

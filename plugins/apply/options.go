@@ -90,5 +90,16 @@ func OptionsFor(d plugins.Definition) []Option {
 	if d.Upstream {
 		opts = append(opts, WithUpstreamObjects())
 	}
+	if len(d.Exclusive) > 0 {
+		opts = append(opts, WithExclusive(d.Exclusive...))
+	}
 	return opts
+}
+
+// WithExclusive names the kinds whose objects the Applier keeps exactly as
+// desired (see plugins.Definition.Exclusive): one of its objects that
+// another field manager set fields on is deleted, ours by UID, and made
+// again.
+func WithExclusive(kinds ...schema.GroupVersionKind) Option {
+	return func(a *Applier) { a.exclusive = append(a.exclusive, kinds...) }
 }

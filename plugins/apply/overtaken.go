@@ -56,6 +56,18 @@ func ownFields(entries []metav1.ManagedFieldsEntry, manager string) (set map[str
 	return nil, len(entries) > 0
 }
 
+// foreign reports whether a manager other than ours owns fields of an
+// object's body or metadata (its status aside, which a subresource's
+// managers write).
+func foreign(entries []metav1.ManagedFieldsEntry, manager string) bool {
+	for _, e := range entries {
+		if e.Manager != manager && e.Subresource == "" && e.FieldsV1 != nil && len(e.FieldsV1.Raw) > len("{}") {
+			return true
+		}
+	}
+	return false
+}
+
 func isOurs(e metav1.ManagedFieldsEntry, manager string) bool {
 	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }

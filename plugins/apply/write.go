@@ -105,6 +105,9 @@ func (a *Applier) update(ctx context.Context, u *unstructured.Unstructured, live
 				return change, err
 			}
 		}
+		if owned && slices.Contains(a.exclusive, k.gvk) && foreign(live.managedFields, plugins.FieldManagerFor(a.kind)) {
+			return a.renew(ctx, live.Unstructured, u, change)
+		}
 		if a.inSync(live, u) {
 			change.Action = plugins.Unchanged
 			return change, nil

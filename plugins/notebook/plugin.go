@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -16,7 +17,12 @@ type Plugin = plugins.Builder[Config]
 // The PodDefault CRD must be installed before a host starts it, because the
 // host watches PodDefaults.
 func Definition() plugins.Definition {
-	return plugins.BuilderDefinition(Kind, NewConfig, objects, GroupVersionKind)
+	d := plugins.BuilderDefinition(Kind, NewConfig, objects, GroupVersionKind)
+	// A PodDefault is read by the admission webhook when a pod is made,
+	// and by nothing else: one that a tenant made again with fields of its
+	// own is replaced whole.
+	d.Exclusive = []schema.GroupVersionKind{GroupVersionKind}
+	return d
 }
 
 // objects is the Profile's PodDefaults.

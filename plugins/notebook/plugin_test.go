@@ -296,3 +296,41 @@ func updateProfile(t *testing.T, name string, change func(*kubeflowv1.Profile)) 
 	t.Helper()
 	testhost.UpdateProfile(t, env.Client, name, change)
 }
+
+// TestRemadePodDefaultComesBackWhole: a tenant with Kubeflow's namespace
+// rights deletes our PodDefault and makes it again with our labels and an
+// environment variable of its own, which would reach every notebook that
+// selects it. The plugin makes it again exactly as desired: the tenant's
+// field is gone, not only ours put back.
+func TestRemadePodDefaultComesBackWhole(t *testing.T) {
+	startHost(t, "statcan.yaml")
+	name := uniqueName("remade")
+	p := testhost.NewProfile(t, env.Client, name, nil, listed())
+	want := wantSpec(t, "statcan.yaml", p, "protected-b")
+	old := waitPodDefault(t, name, "protected-b", specIs(t, want))
+	tenant := testhost.Tenant(t, env, name)
+	if err := tenant.Delete(t.Context(), old); err != nil {
+		t.Fatalf("the tenant deletes our PodDefault: %v", err)
+	}
+	forged := &unstructured.Unstructured{Object: map[string]any{"spec": old.DeepCopy().Object["spec"]}}
+	forged.SetGroupVersionKind(notebook.GroupVersionKind)
+	forged.SetNamespace(name)
+	forged.SetName("protected-b")
+	forged.SetLabels(old.GetLabels())
+	if err := unstructured.SetNestedSlice(forged.Object, []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://tenant.example"}}, "spec", "env"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tenant.Create(t.Context(), forged); err != nil {
+		t.Fatalf("the tenant makes it again: %v", err)
+	}
+	got := waitPodDefault(t, name, "protected-b", specIs(t, want))
+	if got.GetUID() == forged.GetUID() {
+		t.Errorf("the tenant's PodDefault (uid %s) was kept and edited, want it replaced", forged.GetUID())
+	}
+	for _, mf := range got.GetManagedFields() {
+		if mf.Manager != plugins.FieldManagerFor(notebook.Kind) {
+			t.Errorf("manager %q still holds fields of the repaired PodDefault", mf.Manager)
+		}
+	}
+	t.Logf("the tenant's PodDefault %s replaced by %s, spec as desired", forged.GetUID(), got.GetUID())
+}

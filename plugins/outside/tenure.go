@@ -144,9 +144,6 @@ func (t Tenures) judge(cm *corev1.ConfigMap, p *kubeflowv1.Profile) error {
 // Check's error when another owner holds it. A pass that finds its owner's
 // record in the cache sends no request.
 func (t Tenures) Hold(ctx context.Context, p *kubeflowv1.Profile) error {
-	if p.Spec.Owner.Name == "" {
-		return plugins.Terminalf(plugins.ReasonInvalidSpec, "spec.owner: the Profile has no owner, and a name is held for its owner")
-	}
 	cm, err := t.lookup(ctx, p)
 	if err != nil {
 		return err
@@ -232,7 +229,7 @@ func (t Tenures) Seed(ctx context.Context, profiles []kubeflowv1.Profile) (int, 
 	var errs []error
 	for i := range profiles {
 		p := &profiles[i]
-		if held[TenureName(p.Name)] || p.Spec.Owner.Name == "" {
+		if held[TenureName(p.Name)] {
 			continue
 		}
 		err := t.create(ctx, p)

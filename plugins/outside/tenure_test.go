@@ -123,8 +123,8 @@ func TestTenureSeedWritesOnce(t *testing.T) {
 	profiles := []kubeflowv1.Profile{*ownedProfile("a", "u1", alice), *ownedProfile("b", "u2", mallory), *ownedProfile("held", "u3", alice),
 		*ownedProfile("ownerless", "u4", rbacv1.Subject{})}
 	n, err := ten.Seed(ctx, profiles)
-	if err != nil || n != 2 {
-		t.Fatalf("first seed wrote %d (%v), want 2", n, err)
+	if err != nil || n != 3 {
+		t.Fatalf("first seed wrote %d (%v), want 3", n, err)
 	}
 	if n, err := ten.Seed(ctx, profiles); err != nil || n != 0 {
 		t.Errorf("second seed wrote %d (%v), want 0", n, err)
