@@ -119,7 +119,8 @@
 // with [Request.LiveReader]; [Request.WatchedReader]; [Objects]' Annotate, Unannotate, Mark and Unmark
 // with [Foreign], [Marks] and [ForeignMissingError]; [Outside]'s methods
 // other than Ensure, Call, Forget and Recorded; [ConditionReady],
-// [ReasonPluginsReady] and [ReasonPending]; the bounds of messages
+// [ReasonPluginsReady] and [ReasonPending]; [Definition]'s Exclusive;
+// [ReasonIdentityNotAllowed]; the bounds of messages
 // ([MaxMessageBytes], [MaxMessageProblems], [MaxProblemBytes]). The wording of
 // error and condition messages is not API at all: match on reasons
 // ([ReasonOf], the reason that leads a condition's message), never on the text

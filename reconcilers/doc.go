@@ -81,5 +81,9 @@
 // [WithPrecedence] and [DefaultPrecedenceWait], [FirstPass] with
 // [NewFirstPass] and [WithFirstPass], staged rollouts ([WithStaged] with
 // [Settings] and [Staged]), and the fork
-// support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions].
+// support: [Fork] with [NewFork], [WatchOwned] and [ForkCacheOptions]; the
+// finalizer hand-over's back-off ([HandOverBackoff], [MaxHandOverBackoff],
+// [AnnotationHandedOver], [AnnotationFinalizerReturns],
+// [ConditionFinalizerHandOver], [ReasonFinalizerReturned]); names' tenure
+// ([ReasonTenureKept]); [WithRetired].
 package reconcilers

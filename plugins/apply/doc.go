@@ -8,7 +8,8 @@
 // holds all of that, applies the rest server-side under the plugin's field
 // manager, and deletes by label the plugin's objects that are no longer
 // desired. An object of a desired name that is not the plugin's is never
-// written. A host builds one Applier per pass:
+// written. An object of a kind the plugin keeps whole (WithExclusive) on
+// which another manager set fields is deleted, ours by UID, and made again. A host builds one Applier per pass:
 //
 //	objects := apply.New(c, def.Kind(), profile, def.Owns,
 //		append(apply.OptionsFor(def), apply.WithLiveReader(apiReader))...)
@@ -28,5 +29,5 @@
 // [NewMetadataList] and [FieldNames]; [Fields]; [NewObject] and [NewList];
 // [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Replaceable]
 // and [ReasonImmutableField]; [WithShardLabels] with [ShardKey],
-// [ShardLabelPrefix] and [ObjectShard].
+// [ShardLabelPrefix] and [ObjectShard]; [WithExclusive].
 package apply

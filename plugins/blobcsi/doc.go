@@ -72,11 +72,15 @@
 // (no volume is written for it) and never deleted, unless the instance sets
 // adoptContainers, the explicit opt-in that stamps the proof on it and
 // takes it over. Containers made by versions that wrote no proof are
-// recognised by their outside-state record in the Profile's namespace (key
-// container/<instance>): the next pass stamps the proof on them and records
-// them anew. Revoke with retention Delete deletes a container only when it
-// carries the Profile's proof (or that earlier record), and only if it was
-// not modified since the proof was read.
+// recognised by a key of their instance that the host itself recorded as
+// made (Outside.Made; a record moved from the Profile's namespace, where
+// the tenant could write it, is no proof): the next pass stamps the proof
+// on them and records them anew. A container whose proof names an earlier
+// Profile of the name that the Profile's owner held (Outside.Predecessors)
+// is the Profile's too: the owner coming back mounts it again. Revoke with
+// retention Delete deletes a container only when it carries the Profile's
+// proof (or that earlier key), and only if it was not modified since the
+// proof was read.
 //
 // Removal (a grant withdrawn, an instance no longer chosen, the plugin
 // revoked) deletes the claim, then the PersistentVolume once the claim is

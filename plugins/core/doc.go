@@ -156,7 +156,7 @@
 // contract, not ours to change), the namespace labels file's format, and the
 // condition CoreReady. Experimental, and free to change in a minor release:
 // [Config.HandedOverFinalizer] with [UpstreamFinalizer] and
-// [UpstreamPluginKinds];
+// [UpstreamPluginKinds]; [OwnerSubject];
 // [Build] and the builders of single objects ([Namespace], [OwnerBinding],
 // [ServiceAccount], [AccountBinding], [Policy], [AccessSpec], [Quota]),
 // [ParseLabels], [ReadLabelsFile], [DefaultLabels] and [NamespaceLabels],

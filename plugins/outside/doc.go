@@ -11,7 +11,11 @@
 // result; a failure is an [Error], retried with backoff, whose reason names
 // the system. EnsureAhead records a grant of access before it is made, so
 // that a grant made and never recorded (the host stopped in between) is
-// still removed once the Profile stops naming it. A host builds one Outside
+// still removed once the Profile stops naming it. A name's Tenures keep
+// what is kept under a Profile's name for the owner who held it, after the
+// Profile is gone: hosts hold the name (Outside.Tenure) before every pass
+// of a plugin with outside state, and a Profile of the name with another
+// owner gets a Conflict and nothing. A host builds one Outside
 // per pass and writes it when the pass ends:
 //
 //	record := outside.New(c, def.Kind(), profile, outside.Options{Namespace: hostNamespace},
@@ -37,5 +41,8 @@
 // [Outside.ReportDangling], [Outside.Dangled] and [Outside.CheckDangling]
 // with [DanglingName], [RoleDanglingTrust] and [ReasonDanglingTrust]; [Lazy]
 // with [NewLazy]; [Ledger] with [RoleLedger], [ReasonLedger] and
-// [ConfigMapRef]; [CallGate] with [WithCallGate].
+// [ConfigMapRef]; [CallGate] with [WithCallGate]; the tenure of names:
+// [Tenures] with [TenureName], [RoleTenure], [OwnerKey], [TenureError],
+// [MaxTenureUIDs] and [FieldManagerTenure], [Outside.Tenure],
+// [Outside.Tenures] and [Outside.Predecessors]; [WithClaimsFrom].
 package outside
