@@ -139,14 +139,16 @@ type Database struct {
 	LCCollate string `json:"lcCollate,omitempty"`
 	LCCtype   string `json:"lcCtype,omitempty"`
 	Template  string `json:"template,omitempty"`
-	// RotateLostPassword makes the plugin set a new password when the
-	// Secret with a role's password is gone. Without it a lost Secret is
-	// reported and the role left alone.
+	// RotateLostPassword is accepted and changes nothing: the host keeps
+	// every role's password and writes a lost Secret again with it.
+	//
+	// Deprecated: the Secret in the Profile's namespace is output only.
 	RotateLostPassword bool `json:"rotateLostPassword,omitempty"`
 	// Adopt lets the plugin take over a role and database with the names
-	// a Profile wants that it did not make: it gives the role the password
-	// of the Profile's Secret, makes it the database's owner and marks
-	// both as the Profile's (see Proof). Never a role with SUPERUSER,
+	// a Profile wants that it did not make, such as a role the first
+	// release made (no comment): it gives the role a new password (kept by
+	// the host), makes it the database's owner and marks both as the
+	// Profile's (see Proof). Host only, as every field of Instances. Never a role with SUPERUSER,
 	// CREATEROLE, BYPASSRLS or REPLICATION, nor one that is a member of
 	// other roles. Without it such names are a Conflict and left untouched.
 	Adopt bool `json:"adopt,omitempty"`

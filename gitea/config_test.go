@@ -4,7 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/gitea"
+	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apps"
 )
 
@@ -80,5 +85,22 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() = %q, want %q", got, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestProfileCannotSetAdopt: adoption takes over a role and database the
+// plugin did not make; only the host may turn it on. A Profile's spec that
+// names instances (and so database.adopt) is refused.
+func TestProfileCannotSetAdopt(t *testing.T) {
+	p := &kubeflowv1.Profile{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{{
+			TypeMeta: metav1.TypeMeta{Kind: gitea.Kind},
+			Spec:     &runtime.RawExtension{Raw: []byte(`{"instances": [{"name": "unclassified", "database": {"adopt": true}}]}`)},
+		}}},
+	}
+	_, err := gitea.Definition().Decode(nil, p)
+	if err == nil || !plugins.IsTerminal(err) || !strings.Contains(err.Error(), `field "instances" is set by the host only`) {
+		t.Errorf("a Profile's spec that sets database.adopt: %v, want a terminal refusal of instances", err)
 	}
 }

@@ -23,28 +23,48 @@
 //     role's password, adopts, or drops only what carries that proof. A
 //     database without a comment owned by a role with the proof that cannot
 //     create databases itself is the plugin's too (a pass stopped between
-//     CREATE DATABASE and COMMENT), and is finished. A role without any
-//     comment, as the first release made them, is proven when the password
-//     in the Profile's Secret logs in as it, and then marked, with its
-//     database. Anything else under the wanted names (another Profile's,
-//     another program's, a SUPERUSER) is a Conflict on GiteaReady naming
-//     it, and nothing is written or dropped, unless the instance sets
-//     database.adopt, which takes over such a role and database (never one
+//     CREATE DATABASE and COMMENT), and is finished. Nothing else is proof:
+//     never a login with a password read from the Profile's namespace,
+//     which its tenant can write. A role without any comment, as the first
+//     release made them, is therefore a Conflict on GiteaReady that names
+//     database.adopt, like anything else under the wanted names (another
+//     Profile's, another program's, a SUPERUSER), and nothing is written or
+//     dropped, unless the instance sets database.adopt (the host's alone: a
+//     Profile's spec cannot set instances), which takes over such a role
+//     and database (never one
 //     with SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION, nor a member of
 //     other roles, nor what carries profilekit's proof for another
-//     Profile), gives the role the Secret's password and marks both. A
+//     Profile), gives the role a new password and marks both. A
 //     Profile deleted and created again under the same name is another
 //     Profile: what the first left (retention Retain) is a Conflict for the
 //     second, adoption or not, until an administrator comments it with the
 //     second's proof or removes the first's comment (and adoption is on).
 //     The Conflict's message never quotes another Profile's proof;
 //   - the Secret gitea-<instance>-db in the Profile's namespace, with PGHOST,
-//     PGPORT, PGDATABASE, PGUSER, PGPASSWORD and PGSSLMODE. The password is
-//     generated once, written to the Secret before the role, and sent to
-//     the server only as a SCRAM-SHA-256 verifier. It is never rotated
-//     silently: when a role of ours exists and its Secret is gone the
-//     condition says so (reason PasswordLost), and a new password is set
-//     only when the host's rotateLostPassword allows it;
+//     PGPORT, PGDATABASE, PGUSER, PGPASSWORD and PGSSLMODE. It is output
+//     only: the host keeps the password itself ([HeldSecretName]: a Secret
+//     named by the instance and the Profile's UID, in the namespace of the
+//     instance's adminDSN Secret, which no tenant may write; it carries the
+//     plugin's labels with profilekit.dev/role: outside-state, so that it is
+//     never pruned, and an owner reference to the Profile, so that the
+//     garbage collector removes it with the Profile). Every pass writes the
+//     Secret from it by server-side apply: a tenant's edit or deletion is
+//     put back within seconds (the host watches the Secret), never read,
+//     and sends no SQL. The password is generated once, kept by the host
+//     before the role is made, and sent to the server only as a
+//     SCRAM-SHA-256 verifier. Whenever the database's desired state is made
+//     true (a change, a reverify), the host's password is tried on the role
+//     and set when it does not log in, so that GiteaReady is never True
+//     while the Secret's password fails;
+//   - upgrading from a version that kept the password in the Secret alone:
+//     while the host keeps no password for a role that carries the
+//     Profile's proof (or one of its owner's earlier Profiles'), the
+//     Secret's password is read once, and kept as the host's when it logs
+//     in as the role: a value, never a proof. Otherwise the role gets a new
+//     password. The same holds when the password the host keeps is lost,
+//     and for the owner of a name coming back with a new Profile (the
+//     password the host kept went with the earlier Profile): her role is
+//     given a new one. rotateLostPassword no longer changes anything;
 //   - the Gitea Application through the apps plugin's builder: the host's
 //     chart and values, with the plugin's values over them (the database,
 //     the password from the Secret by reference, ROOT_URL = rootURL +
@@ -95,9 +115,10 @@
 // policy and ServiceEntry, and wait for Argo CD to remove what the
 // Application deployed before the Profile's finalizer goes. The database,
 // the role and the Secret with its password stay (retention Retain; a
-// deleted Profile's Secret goes with its namespace); with retention Delete
+// deleted Profile's Secret goes with its namespace, and the password the
+// host kept with the Profile); with retention Delete
 // the role's connections are terminated and database and role dropped, if
-// both are the plugin's: anything else under their names is a Conflict,
+// both are the plugin's, and the host lets go of the password: anything else under their names is a Conflict,
 // nothing is dropped, and the finalizer stays until an administrator
 // resolves it. A deletion that waits on an unreachable server keeps the
 // finalizer and says so on GiteaReady (PostgreSQLError).
@@ -146,7 +167,9 @@
 // [KeyHost], [KeyPort], [KeyDatabase], [KeyUser], [KeyPassword],
 // [KeySSLMode]), the Application's name ([AppName]), the database and role
 // names [Name] gives, which existing databases are found by, the comment
-// [Proof] gives, which proves them the plugin's, [ReasonPasswordLost] and the
+// [Proof] gives, which proves them the plugin's, the name of the Secret
+// the host keeps a password in ([HeldSecretName]), [ReasonPasswordLost]
+// (deprecated, no longer reported) and the
 // system name PostgreSQL ([SystemPostgreSQL]), and the condition GiteaReady.
 // Experimental, and free to change in a minor release: [Plugin]'s methods
 // beyond the [Plugin] interface, [Owns], [Connector], [Server],

@@ -58,7 +58,7 @@ func TestCraftedNamesCannotInjectSQL(t *testing.T) {
 			spec := gitea.DatabaseSpec{Role: name, Database: name, Encoding: "UTF8", LCCollate: "C", LCCtype: "C", Template: "template0",
 				Profile: "p", Proof: name + "'); DROP ROLE postgres; --"}
 			pw, _ := gitea.NewPassword()
-			if _, err := srv.Ensure(t.Context(), spec, pw, false); err != nil {
+			if _, err := srv.Ensure(t.Context(), spec, pw); err != nil {
 				t.Fatalf("%q: %v", name, err)
 			}
 			if !roleExists(t, name) || !databaseExists(t, name) {
@@ -70,7 +70,7 @@ func TestCraftedNamesCannotInjectSQL(t *testing.T) {
 			if _, comment, _ := catalogRole(t, name); comment != spec.Proof {
 				t.Errorf("%q: role comment %q, want the proof whole", name, comment)
 			}
-			if _, err := srv.Drop(t.Context(), spec, pw); err != nil {
+			if _, err := srv.Drop(t.Context(), spec); err != nil {
 				t.Fatal(err)
 			}
 			if roleExists(t, name) {

@@ -203,15 +203,18 @@ func TestRestartAtTheWorstMoment(t *testing.T) {
 	}
 }
 
-func TestFirstReleaseDatabaseIsMarkedWhenItsSecretLogsIn(t *testing.T) {
+// TestFirstReleaseDatabaseIsNotTakenOnALogin: a role and database as the
+// first release made them (no comment), and the Secret it wrote in the
+// Profile's namespace, which the tenant can write. Whether its password
+// logs in or not, that proves nothing: a Conflict that names the host's
+// adoption, nothing touched, not even by a deletion with retention Delete.
+func TestFirstReleaseDatabaseIsNotTakenOnALogin(t *testing.T) {
 	for _, tc := range []struct {
-		reason   string
-		wrong    bool
-		conflict string
+		reason string
+		wrong  bool
 	}{
-		{reason: "the Secret's password logs in: role and database are marked"},
-		{reason: "the Secret's password does not log in: nothing is touched, not even by a deletion with retention Delete", wrong: true,
-			conflict: "the password in the Profile's Secret does not log in as it"},
+		{reason: "the Secret's password logs in: still a Conflict"},
+		{reason: "the Secret's password does not log in: nothing is touched, not even by a deletion with retention Delete", wrong: true},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			ret := plugins.RetentionRetain
@@ -240,31 +243,19 @@ func TestFirstReleaseDatabaseIsMarkedWhenItsSecretLogsIn(t *testing.T) {
 			}
 			before, _, _ := catalogRole(t, role)
 			setLabel(t, name, "true")
-			proof := profileProof(t, name)
-			want := proof
+			want := ""
+			const conflict = "database.adopt"
+			c := expectCondition(t, name, plugins.ConditionFalse, conflict)
+			if !strings.HasPrefix(c.Message, plugins.ReasonConflict) {
+				t.Errorf("message %q, want reason %s", c.Message, plugins.ReasonConflict)
+			}
 			if tc.wrong {
-				want = ""
-				c := expectCondition(t, name, plugins.ConditionFalse, tc.conflict)
-				if !strings.HasPrefix(c.Message, plugins.ReasonConflict) {
-					t.Errorf("message %q, want reason %s", c.Message, plugins.ReasonConflict)
-				}
 				if err := env.Client.Delete(t.Context(), p); err != nil {
 					t.Fatal(err)
 				}
-				// Revoke finds the same conflict: the Profile waits, saying so.
-				expectCondition(t, name, plugins.ConditionFalse, tc.conflict)
-				t.Cleanup(func() {
-					testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Finalizers = nil })
-				})
-			} else {
-				// The condition was True already while the instance was off:
-				// wait for the marks themselves.
-				testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-					_, r, _ := catalogRole(t, role)
-					_, d, _ := catalogDatabase(t, role)
-					return r == proof && d == proof, fmt.Sprintf("comments: role %q, database %q", r, d)
-				})
-				expectCondition(t, name, plugins.ConditionTrue, "")
+				// The host never held a password for it nor made it: Revoke
+				// drops nothing, and the Profile goes.
+				testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
 			}
 			after, roleComment, _ := catalogRole(t, role)
 			_, dbComment, hasDB := catalogDatabase(t, role)

@@ -65,20 +65,10 @@ type Catalog struct {
 	Database *DatabaseState
 }
 
-// claim is what a pass knows besides the catalog.
-type claim struct {
-	// password is whether a password is known: the one in the Profile's
-	// Secret, or a new one about to be written there.
-	password bool
-	// setPassword asks to give an existing role that password.
-	setPassword bool
-	// loginChecked and loggedIn say whether the known password was tried
-	// on an unmarked role, and whether it logged in.
-	loginChecked, loggedIn bool
-}
-
 // ensurePlan is what Ensure writes, derived from the catalog alone.
 type ensurePlan struct {
+	// checkLogin asks Ensure to try the host's password on a role of the
+	// plugin's, and to set it when it does not log in.
 	checkLogin     bool
 	createRole     bool
 	alterPassword  bool
@@ -88,35 +78,34 @@ type ensurePlan struct {
 	markDatabase   bool
 }
 
-// roleVerdict says whether the role is the plugin's for spec's Profile:
-// it carries the proof, or it carries no comment at all and the password in
-// the Profile's Secret logs in as it (what the first release made, before
-// proofs). needLogin asks for that login first. A role that is not ours
+// adoptHint is what a Conflict over a role without any comment says: what
+// the first release made looks like that, and only the host can take it.
+const adoptHint = "it has no profilekit comment, as the first release made its roles; a login proves nothing, since the password may come from the tenant's namespace: the host's database.adopt takes it over"
+
+// roleVerdict says whether the role is the plugin's for spec's Profile: it
+// carries the proof (the Profile's, or one of its owner's earlier Profiles
+// of the name). Nothing else is proof: not a password that logs in as it,
+// which may come from a Secret the tenant wrote. A role that is not ours
 // gives the reason.
-func roleVerdict(r *RoleState, spec DatabaseSpec, c claim) (ours, needLogin bool, why string) {
+func roleVerdict(r *RoleState, spec DatabaseSpec) (ours bool, why string) {
 	switch {
 	case spec.proves(r.Comment):
-		return true, false, ""
+		return true, ""
 	case len(r.Privileged) > 0:
-		return false, false, "it holds " + strings.Join(r.Privileged, ", ")
+		return false, "it holds " + strings.Join(r.Privileged, ", ")
 	case someonesProof(r.Comment):
-		return false, false, otherProof
+		return false, otherProof
 	case r.Comment != "":
-		return false, false, fmt.Sprintf("its comment is %q", r.Comment)
-	case !c.password || c.setPassword:
-		return false, false, "it has no profilekit comment, and no password of the Profile's Secret to prove it with"
-	case !c.loginChecked:
-		return false, true, ""
-	case c.loggedIn:
-		return true, false, ""
+		return false, fmt.Sprintf("its comment is %q", r.Comment)
 	}
-	return false, false, "it has no profilekit comment, and the password in the Profile's Secret does not log in as it"
+	return false, adoptHint
 }
 
 // databaseOurs reports whether a database is the plugin's: it carries the
 // proof, or it carries no comment and belongs to a role of ours that cannot
 // create databases itself, so that only an administrator made it: the
-// plugin, stopped between CREATE DATABASE and COMMENT, or the first release.
+// plugin, stopped between CREATE DATABASE and COMMENT, or the first release
+// (whose role is ours only once adopted).
 func databaseOurs(d *DatabaseState, r *RoleState, roleOurs bool, spec DatabaseSpec) bool {
 	return spec.proves(d.Comment) ||
 		d.Comment == "" && roleOurs && d.Owner == spec.Role && r != nil && !r.CreateDB
@@ -126,7 +115,11 @@ func databaseOurs(d *DatabaseState, r *RoleState, roleOurs bool, spec DatabaseSp
 // name that is not the plugin's is a Conflict, unless spec.Adopt allows
 // taking it over (never a role with the rights of RoleState.Privileged, nor
 // one that is a member of other roles); a Conflict writes nothing at all.
-func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
+//
+// A role of ours that exists gets checkLogin: Ensure tries the host's
+// password and sets it when it does not log in, so that the database
+// Secret never holds a password that fails while the condition says True.
+func planEnsure(cat Catalog, spec DatabaseSpec) (ensurePlan, error) {
 	var p ensurePlan
 	var errs []error
 	roleOurs := false
@@ -134,15 +127,11 @@ func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
 	case nil:
 		p.createRole, roleOurs = true, true
 	default:
-		ours, needLogin, why := roleVerdict(r, spec, c)
+		ours, why := roleVerdict(r, spec)
 		switch {
-		case needLogin:
-			return ensurePlan{checkLogin: true}, nil
-		case ours && c.setPassword && len(r.Privileged) > 0:
-			errs = append(errs, plugins.Terminalf(plugins.ReasonConflict, "role %s holds %s; its password is not changed", spec.Role, strings.Join(r.Privileged, ", ")))
 		case ours:
 			roleOurs = true
-			p.alterPassword = c.setPassword
+			p.checkLogin = true
 			p.markRole = r.Comment != spec.Proof
 		case spec.Adopt && len(r.Privileged) == 0 && r.MemberOf == 0 && !someonesProof(r.Comment):
 			roleOurs = true
@@ -173,26 +162,19 @@ func planEnsure(cat Catalog, spec DatabaseSpec, c claim) (ensurePlan, error) {
 
 // dropPlan is what Drop removes.
 type dropPlan struct {
-	checkLogin bool
-	database   bool
-	role       bool
+	database bool
+	role     bool
 }
-
-func (p ensurePlan) needsLogin() bool { return p.checkLogin }
-func (p dropPlan) needsLogin() bool   { return p.checkLogin }
 
 // planDrop decides what Drop removes: only what is the plugin's for spec's
 // Profile. Anything else under the wanted names is a Conflict, and then
 // nothing is dropped.
-func planDrop(cat Catalog, spec DatabaseSpec, c claim) (dropPlan, error) {
+func planDrop(cat Catalog, spec DatabaseSpec) (dropPlan, error) {
 	var p dropPlan
 	var errs []error
 	roleOurs := false
 	if r := cat.Role; r != nil {
-		ours, needLogin, why := roleVerdict(r, spec, c)
-		if needLogin {
-			return dropPlan{checkLogin: true}, nil
-		}
+		ours, why := roleVerdict(r, spec)
 		if !ours {
 			errs = append(errs, conflict("role", spec.Role, spec.Profile, why))
 		}

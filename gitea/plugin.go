@@ -26,8 +26,11 @@ import (
 // SystemPostgreSQL names PostgreSQL among outside systems.
 const SystemPostgreSQL = "PostgreSQL"
 
-// ReasonPasswordLost is the condition reason when a role exists but the
-// Secret with its password is gone.
+// ReasonPasswordLost was the condition reason when a role existed but the
+// Secret with its password was gone.
+//
+// Deprecated: the host keeps every role's password and writes the Secret
+// from it (see HeldSecretName); a lost Secret is written again.
 const ReasonPasswordLost = "PasswordLost"
 
 // OfflinePassword stands for a password in offline rendering, which never
@@ -60,8 +63,8 @@ func (p Plugin) Definition() plugins.Definition {
 		Plugin:    p,
 		NewConfig: func() any { return NewConfig() },
 		Owns:      Owns,
-		// The database Secret holds the password that the role was made
-		// with; Applications as apps reads them.
+		// The host reads the passwords it keeps whole; Applications as
+		// apps reads them.
 		Reads: append([]schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret")}, apps.Reads...),
 		// Databases and Applications live outside the Profile's namespace.
 		OutsideState: true,
@@ -72,17 +75,17 @@ func (p Plugin) Definition() plugins.Definition {
 func (Plugin) Kind() string { return Kind }
 
 type work struct {
-	in          Instance
-	server      Server
-	password    string
-	setPassword bool
+	in       Instance
+	server   Server
+	password string
 }
 
-// Apply provisions the instances the Profile wants. Secrets are written
-// before the role they hold the password of, and a role whose Secret is
-// lost is reported, not given a new password, unless the host allows it.
-// An instance the Profile no longer wants loses its app; its database and
-// Secret stay unless retention is Delete.
+// Apply provisions the instances the Profile wants. Each role's password
+// is the host's (see heldPassword): the database Secret in the Profile's
+// namespace is written from it every pass, so that a tenant's edit is put
+// back, and never read, but to carry an existing install's password over
+// once (firstPassword). An instance the Profile no longer wants loses its
+// app; its database and Secret stay unless retention is Delete.
 func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, o, err := begin(req)
 	if err != nil {
@@ -117,13 +120,13 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	var errs []error
 	for _, in := range cfg.instances() {
 		spec := in.target(req.Profile, earlier)
-		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
+		pw, err := heldPassword(ctx, req, in)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if !wanted[AppName(in.Name)] {
-			kept, err := p.letGo(ctx, req, o, in, spec, pw, hasSecret, recorded[stateKey(in)], &res)
+			kept, err := p.letGo(ctx, req, o, in, spec, pw, recorded[stateKey(in)], &res)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -139,20 +142,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 				continue
 			}
 		}
-		if !hasSecret {
-			if o.Offline() {
-				w.password = OfflinePassword
-			} else {
-				setPassword, err := w.lostSecret(ctx, o, spec, ns)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
-					continue
-				}
-				if w.password, err = NewPassword(); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				w.setPassword = setPassword
+		if pw == "" {
+			if w.password, err = w.first(ctx, req, o, spec); err != nil {
+				errs = append(errs, fmt.Errorf("instance %s: %w", in.Name, err))
+				continue
 			}
 		}
 		objs = append(objs, in.secret(ns, w.password))
@@ -186,7 +179,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			Password string       `json:"passwordSHA256"`
 		}{w.in.Database.Host, spec, digest(w.password)}
 		_, err := o.Ensure(ctx, SystemPostgreSQL, stateKey(w.in), desired, func(ctx context.Context) error {
-			ch, err := w.server.Ensure(ctx, spec, w.password, w.setPassword)
+			ch, err := w.server.Ensure(ctx, spec, w.password)
 			res.Changes = append(res.Changes, ch...)
 			return err
 		})
@@ -197,60 +190,62 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	return res, errors.Join(append(errs, invalid...)...)
 }
 
-// lostSecret decides, for an instance whose Secret is gone (or was never
-// written), whether the role gets a new password: none exists yet, or it
-// is ours and rotateLostPassword allows it, or adoption takes it over.
-// A role of ours without rotation is PasswordLost; anything under the
-// wanted names that is not ours is a Conflict. It writes nothing.
-func (w work) lostSecret(ctx context.Context, o plugins.Outside, spec DatabaseSpec, ns string) (bool, error) {
-	var cat Catalog
-	if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-		var err error
-		cat, err = w.server.Inspect(ctx, spec)
-		return err
-	}); err != nil {
-		return false, err
+// first returns the password the host is to keep for w's role, which it
+// keeps none of yet, and keeps it (see firstPassword). Offline it decides
+// and writes nothing.
+func (w work) first(ctx context.Context, req plugins.Request, o plugins.Outside, spec DatabaseSpec) (string, error) {
+	if o.Offline() {
+		return OfflinePassword, nil
 	}
-	if cat.Role == nil {
-		_, err := planEnsure(cat, spec, claim{password: true})
-		return false, err
+	tenants, err := tenantPassword(ctx, req.Client, req.Profile, SecretName(w.in.Name))
+	if err != nil {
+		return "", err
 	}
-	if spec.proves(cat.Role.Comment) && !w.in.Database.RotateLostPassword {
-		return false, plugins.Terminalf(ReasonPasswordLost,
-			"role %s exists but Secret %s/%s with its password is gone; restore the Secret, or set rotateLostPassword to give the role a new password",
-			spec.Role, ns, SecretName(w.in.Name))
+	pw, err := w.firstPassword(ctx, o, spec, tenants)
+	if err != nil {
+		return "", err
 	}
-	_, err := planEnsure(cat, spec, claim{password: true, setPassword: true})
-	return true, err
+	return holdPassword(ctx, req, w.in, pw)
 }
 
 // letGo lets go of instance in, which the Profile no longer runs: its
 // database, role and Secret stay, unless retention is Delete; then its
-// connections are terminated, database and role dropped, and the record
-// forgets them. It returns the Secret to keep, if any. An instance with
-// neither a Secret nor a record was never made for the Profile.
-func (p Plugin) letGo(ctx context.Context, req plugins.Request, o plugins.Outside, in Instance, spec DatabaseSpec, pw string, hasSecret, recorded bool, res *plugins.Result) (runtime.ApplyConfiguration, error) {
+// connections are terminated, database and role dropped, the record
+// forgets them and the host lets go of the password. It returns the
+// Secret to keep, if any. An instance of which the host keeps neither a
+// password nor a record was never made for the Profile.
+func (p Plugin) letGo(ctx context.Context, req plugins.Request, o plugins.Outside, in Instance, spec DatabaseSpec, pw string, recorded bool, res *plugins.Result) (runtime.ApplyConfiguration, error) {
+	ns := plugins.Namespace(req.Profile)
 	switch {
-	case !hasSecret && !recorded:
-		return nil, nil
-	case req.Retention != plugins.RetentionDelete && !hasSecret:
+	case req.Retention != plugins.RetentionDelete && pw == "":
+		// An earlier version's Secret, of a password the host does not
+		// keep: left as it is, never read.
+		req.Objects.Keep(corev1.SchemeGroupVersion.WithKind("Secret"), ns, SecretName(in.Name))
 		return nil, nil
 	case req.Retention != plugins.RetentionDelete:
 		// The database stays, and so does its password.
-		return in.secret(plugins.Namespace(req.Profile), pw), nil
+		return in.secret(ns, pw), nil
+	case pw == "" && !recorded:
+		return nil, nil
 	}
 	srv, err := p.server(ctx, req.Client, in, o.Offline())
 	if err != nil {
 		return nil, err
 	}
 	if err := o.Call(ctx, SystemPostgreSQL, func(ctx context.Context) error {
-		ch, err := srv.Drop(ctx, spec, pw)
+		ch, err := srv.Drop(ctx, spec)
 		res.Changes = append(res.Changes, ch...)
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("instance %s: %w", in.Name, err)
 	}
-	return nil, o.Forget(ctx, stateKey(in))
+	if err := o.Forget(ctx, stateKey(in)); err != nil {
+		return nil, err
+	}
+	if o.Offline() {
+		return nil, nil
+	}
+	return nil, dropHeld(ctx, req, in)
 }
 
 // begin returns a pass's config and outside-state record.
@@ -285,22 +280,24 @@ func digest(s string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// ownSecret reads the password from our Secret in the Profile's namespace.
-// A Secret of that name that is not ours is a conflict.
-func ownSecret(ctx context.Context, r client.Reader, p *kubeflowv1.Profile, name string) (string, bool, error) {
+// tenantPassword reads the password from our database Secret in the
+// Profile's namespace, which its tenant can write: only firstPassword
+// reads it, as a value to keep, never as a proof, and only while the host
+// keeps no password for the role. A Secret of that name that is not ours
+// is a conflict.
+func tenantPassword(ctx context.Context, r client.Reader, p *kubeflowv1.Profile, name string) (string, error) {
 	var s corev1.Secret
 	err := r.Get(ctx, client.ObjectKey{Namespace: plugins.Namespace(p), Name: name}, &s)
 	if apierrors.IsNotFound(err) {
-		return "", false, nil
+		return "", nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("read Secret %s/%s: %w", plugins.Namespace(p), name, err)
+		return "", fmt.Errorf("read Secret %s/%s: %w", plugins.Namespace(p), name, err)
 	}
 	if !plugins.IsOwnedBy(s.Labels, Kind, p.Name) {
-		return "", false, plugins.Terminalf(plugins.ReasonConflict, "Secret %s/%s exists and is not managed by plugin %s for profile %s; left untouched", s.Namespace, name, Kind, p.Name)
+		return "", plugins.Terminalf(plugins.ReasonConflict, "Secret %s/%s exists and is not managed by plugin %s for profile %s; left untouched", s.Namespace, name, Kind, p.Name)
 	}
-	pw := string(s.Data[KeyPassword])
-	return pw, pw != "", nil
+	return string(s.Data[KeyPassword]), nil
 }
 
 // server returns the administrator's view of the instance's database

@@ -14,7 +14,9 @@ import (
 // until Argo CD has removed what the Applications deployed. Databases,
 // roles and their Secrets stay, unless retention is Delete: then the
 // connections are terminated and database and role dropped first. A Profile
-// being deleted loses its Secrets with its namespace.
+// being deleted loses its Secrets with its namespace, and the passwords
+// the host kept for it with it (the garbage collector follows their owner
+// reference).
 func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	cfg, o, err := begin(req)
 	if err != nil {
@@ -32,12 +34,12 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	var keep []runtime.ApplyConfiguration
 	var errs []error
 	for _, in := range cfg.instances() {
-		pw, hasSecret, err := ownSecret(ctx, req.Client, req.Profile, SecretName(in.Name))
+		pw, err := heldPassword(ctx, req, in)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		kept, err := p.letGo(ctx, req, o, in, in.target(req.Profile, earlier), pw, hasSecret, recorded[stateKey(in)], &res)
+		kept, err := p.letGo(ctx, req, o, in, in.target(req.Profile, earlier), pw, recorded[stateKey(in)], &res)
 		if err != nil {
 			errs = append(errs, err)
 		}

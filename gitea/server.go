@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -90,21 +91,32 @@ func deref(s *string) string {
 	return *s
 }
 
-// Ensure makes the role (with password, when it is new or setPassword is
-// true) and the database owned by it exist, both carrying spec.Proof, and
-// reports what it changed. A role without any comment is proven the
-// plugin's when password logs in as it. Anything else under spec's names
-// is a Conflict and nothing is written (see planEnsure).
-func (s Server) Ensure(ctx context.Context, spec DatabaseSpec, password string, setPassword bool) ([]plugins.Change, error) {
+// Ensure makes the role and the database owned by it exist, both carrying
+// spec.Proof, with password as the role's password: a role of the
+// plugin's on which password does not log in is given it (never one with
+// the rights of RoleState.Privileged), and an adopted one always. It
+// reports what it changed. Anything else under spec's names is a Conflict
+// and nothing is written (see planEnsure).
+func (s Server) Ensure(ctx context.Context, spec DatabaseSpec, password string) ([]plugins.Change, error) {
 	var changes []plugins.Change
 	err := s.with(ctx, func(conn *pgx.Conn) error {
 		cat, err := inspect(ctx, conn, spec)
 		if err != nil {
 			return err
 		}
-		p, err := plan(ctx, s, cat, spec, claim{password: password != "", setPassword: setPassword}, password, planEnsure)
+		p, err := planEnsure(cat, spec)
 		if err != nil {
 			return err
+		}
+		if p.checkLogin {
+			in, err := s.Connector.LogsIn(ctx, spec.Role, password, loginDatabase(cat, spec))
+			if err != nil {
+				return err
+			}
+			if !in && len(cat.Role.Privileged) > 0 {
+				return plugins.Terminalf(plugins.ReasonConflict, "role %s holds %s; its password is not changed", spec.Role, strings.Join(cat.Role.Privileged, ", "))
+			}
+			p.alterPassword = !in
 		}
 		changes, err = s.write(ctx, conn, spec, p, password)
 		return err
@@ -203,18 +215,17 @@ func inTx(ctx context.Context, conn *pgx.Conn, stmts ...string) error {
 }
 
 // Drop terminates the connections to the database, then drops it and the
-// role, when they carry spec.Proof (or, without any comment, are proven
-// the plugin's as Ensure proves them, with password). What is already gone
-// is done. Anything else under spec's names is a Conflict, and then nothing
-// is dropped.
-func (s Server) Drop(ctx context.Context, spec DatabaseSpec, password string) ([]plugins.Change, error) {
+// role, when they carry the plugin's proof for spec's Profile (see
+// planDrop). What is already gone is done. Anything else under spec's
+// names is a Conflict, and then nothing is dropped.
+func (s Server) Drop(ctx context.Context, spec DatabaseSpec) ([]plugins.Change, error) {
 	var changes []plugins.Change
 	err := s.with(ctx, func(conn *pgx.Conn) error {
 		cat, err := inspect(ctx, conn, spec)
 		if err != nil {
 			return err
 		}
-		p, err := plan(ctx, s, cat, spec, claim{password: password != ""}, password, planDrop)
+		p, err := planDrop(cat, spec)
 		if err != nil {
 			return err
 		}
@@ -236,20 +247,4 @@ func (s Server) Drop(ctx context.Context, spec DatabaseSpec, password string) ([
 		return nil
 	})
 	return changes, err
-}
-
-// plan decides with decide, and, when the decision needs to know whether
-// the Profile's password logs in as the role (a role without any comment),
-// tries that login and decides again.
-func plan[P interface{ needsLogin() bool }](ctx context.Context, s Server, cat Catalog, spec DatabaseSpec, c claim, password string,
-	decide func(Catalog, DatabaseSpec, claim) (P, error)) (P, error) {
-	p, err := decide(cat, spec, c)
-	if err != nil || !p.needsLogin() {
-		return p, err
-	}
-	if c.loggedIn, err = s.Connector.LogsIn(ctx, spec.Role, password, loginDatabase(cat, spec)); err != nil {
-		return p, err
-	}
-	c.loginChecked = true
-	return decide(cat, spec, c)
 }

@@ -27,12 +27,16 @@ import (
 // are left exactly as they were (no comment, no password, no drop), also
 // once mallory's tenant has written the database Secret with our labels
 // and alice's old password, and also when mallory's Profile is deleted by a
-// host with retention Delete. Alice coming back finds her data untouched,
-// and is served a database of the first release (her Secret logs in as
-// it), and one her earlier Profile made (its proof names that Profile's
-// UID, which her tenure of the name proves hers). After an administrator releases the name,
-// mallory's Profile is served: a Conflict of its own, since role and
-// database carry the proof of one of alice's Profiles.
+// host with retention Delete. Alice coming back finds her data untouched.
+// A database her earlier Profile made is served (its proof names that
+// Profile's UID, which her tenure of the name proves hers). One of the
+// first release carries no proof at all: a password that logs in as it
+// proves nothing (it may come from a Secret the tenant wrote), so alice's
+// Profile is a Conflict that names the host's adoption, and nothing is
+// altered; only the host's database.adopt takes it over. After an
+// administrator releases the name, mallory's Profile is served: a Conflict
+// of its own, since role and database carry the proof of one of alice's
+// Profiles, or none.
 func TestDatabaseDoesNotChangeHands(t *testing.T) {
 	for _, tc := range []struct {
 		reason string
@@ -150,13 +154,13 @@ func databaseDoesNotChangeHands(t *testing.T, firstRelease bool) {
 		start(st, opts{})
 		alice := profileOf(testhost.Alice, "true")
 		if firstRelease {
-			// The Secret in her namespace logs in as the role: marked for
-			// her Profile, and served.
-			cond := expectCondition(st, name, plugins.ConditionTrue, "")
+			// No proof names her: the Secret in her namespace (which
+			// mallory's tenant wrote, with alice's old password) logs in as
+			// the role, and that proves nothing. A Conflict that names the
+			// host's adoption, and nothing altered.
+			cond := expectCondition(st, name, plugins.ConditionFalse, "database.adopt")
 			st.Logf("alice back: %s=%s %s", condType, cond.Status, cond.Message)
-			if err := login(st, db, string(mustSecret(st, name).Data[gitea.KeyPassword]), db); err != nil {
-				st.Errorf("alice's Secret does not open her database: %v", err)
-			}
+			unchanged(st, db, was, read(st), alice)
 		} else {
 			// The proof names her earlier Profile's UID, which her tenure
 			// of the name proves hers: served, and stamped for her
@@ -173,8 +177,12 @@ func databaseDoesNotChangeHands(t *testing.T, firstRelease bool) {
 		testhost.ReleaseName(st, env.Client, name)
 		mallory := profileOf(testhost.Mallory, "true")
 		// Served: the role and database carry the proof of one of
-		// alice's Profiles, which is no proof for mallory's.
-		cond := expectCondition(st, name, plugins.ConditionFalse, "proof for another Profile")
+		// alice's Profiles, which is no proof for mallory's, or none.
+		want := "proof for another Profile"
+		if firstRelease {
+			want = "database.adopt"
+		}
+		cond := expectCondition(st, name, plugins.ConditionFalse, want)
 		st.Logf("mallory after the release: %s=%s %s", condType, cond.Status, cond.Message)
 		unchanged(st, db, before, read(st), mallory)
 	})
