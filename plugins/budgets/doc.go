@@ -6,13 +6,36 @@
 //
 // For every budget and every member (a Profile its profileSelector
 // matches), one ResourceQuota profilekit-budget-<budget> in the member's
-// namespace, whose spec.hard is the member's share. The shares of a budget
-// never sum to more than the budget, resource by resource, at any moment:
-// the API server's quota admission, which is atomic per namespace, then
-// refuses any pod that would take the team over. A Profile under two
+// namespace, whose spec.hard is the member's share. A Profile under two
 // budgets has two quotas, and a pod must fit both: what it requests of a
 // resource two budgets limit counts against each.
 //
+// # What is promised
+//
+// The shares of a budget never sum to more than the budget, resource by
+// resource, at any moment: a share counts as the larger of its quota's
+// spec.hard and status.hard (the share the API server enforces until the
+// quota controller copies a lowered one), and every write the balancer
+// makes, in whatever order and across restarts, keeps that sum within
+// hard. The one exception is the budget itself being lowered in the host
+// configuration below the shares: the balancer then only lowers, down to
+// the new budget, as soon as each member's quota is quiet.
+//
+// Pods are bounded by the shares through the API server's quota
+// admission, which is atomic per namespace, with one known race
+// (kubernetes/kubernetes#123434, see the gaps): it can admit a pod past a
+// member's quota. Such use beyond a share is never made good by raising
+// the share past the budget: it is covered only from what the shares leave
+// free, and what is not covered stays over-use, which blocks that member's
+// new pods until its use drops. It is on the member's condition ("over its
+// share: requests.cpu used 2100m of 2000m; N over-admissions by the API
+// server seen") and in the metrics profilekit_budget_overuse and
+// profilekit_budget_overadmitted_total. Measured by TestBurstLoad (5
+// members of a 4-CPU budget, 40 writers, bursts of over 50 pods/s tried,
+// pods of 100m-500m living 100-600 ms, a member leaving and rejoining, the
+// balancer restarted, every quota and pod sampled every 100 ms), 3 minutes
+// on a 2-core machine: the shares never summed past the budget; see the
+// gaps for how far and how long pods went past it.
 // # Why host configuration and not a CRD
 //
 // Who may spend what is the platform's decision, not a tenant's: budgets
@@ -31,7 +54,10 @@
 // of its share (spec.hard), the share the API server enforces (status.hard,
 // which kube-controller-manager's quota controller copies from spec.hard)
 // and its use (status.used), all read from the API server; so a host that
-// restarts in the middle of a move keeps the rule. Then:
+// restarts in the middle of a move keeps the rule. A raise must fit two
+// bounds, checked against a fresh list of the quotas: the shares stay
+// within the budget, and the raise gives no headroom beyond what members
+// hold less the budget (another member's over-use is not free). Then:
 //
 //   - shares follow use: a share is never lowered below use, and a member
 //     whose headroom (held less use) is under its budget's grant asks for a
@@ -53,17 +79,24 @@
 //
 // A member joins with a share of 0 (its quota is created only if missing)
 // and gets what is free; a member that leaves loses its quota, and its share
-// goes back to the pool. A budget lowered below what members use evicts
-// nothing: every share becomes its member's use, new pods are refused
-// until use drops, and the members' condition is False with reason
-// OverBudget. A member with a refused workload that gets nothing is Waiting
+// goes back to the pool. Members that hold more than the budget (a budget
+// lowered below use, a member that joined with pods, an over-admission)
+// evict nothing: quiet shares above use are lowered to use, use beyond a
+// share is covered only from what the shares leave free, and, if the shares
+// themselves sum past the budget, quiet shares are cut, the largest first,
+// until they fit, below use if need be. New pods are refused until use
+// drops, and the members' condition is False with reason OverBudget. A
+// member over its own share in a budget that is not over is Waiting ("use
+// in budget ... to drop under this member's share"). A member with a refused workload that gets nothing is Waiting
 // ("waiting for headroom in budget ...") with its share and use. Apply only
 // reads and reports; it writes nothing that could race the balancer.
 //
-// Metrics: profilekit_budget_hard, _shares, _used and _headroom (by budget
-// and resource), _members and _blocked_members (by budget),
-// profilekit_budget_writes_total (by budget, operation and result) and
-// profilekit_budget_rebalances_total.
+// Metrics: profilekit_budget_hard, _shares, _used, _headroom and _overuse
+// (by budget and resource), _members, _blocked_members and
+// _overused_members (by budget), profilekit_budget_writes_total (by
+// budget, operation and result), profilekit_budget_rebalances_total and
+// profilekit_budget_overadmitted_total (by budget and resource: use the
+// balancer saw grow past a share the API server enforced).
 //
 // # Gaps
 //
@@ -73,15 +106,22 @@
 //     the recount can miss a pod admitted a moment before). The balancer
 //     never changes a busy quota, so its own changes do not set that off,
 //     but a recount for another reason (a pod deleted, the periodic resync)
-//     still can; the team can then be over by that pod until use drops. A
-//     tenant can reach it on purpose, creating pods the moment others are
-//     deleted: the load test's adversary got one pod of 100m past a budget
-//     of 6 CPUs this way, with the shares never above the budget. The load
-//     test checks the balancer's promise (the quotas never allow more than
-//     the budget) at every sample and reports pods past the budget while
-//     the quotas allow no more apart; before it did, its ordinary workloads
-//     once stood at 6300m under the load of a full test run, with nothing
-//     recorded to tell which it was.
+//     still can. The shares stay within the budget (see above); the pods
+//     can go past the member's share, and past the budget when nothing
+//     free covers them, until use drops. A tenant can reach it on purpose,
+//     creating pods the moment others are deleted. Measured, 3 minutes of
+//     TestBurstLoad on 2 cores: the API server admitted 1.3 CPU past
+//     members' enforced shares in all (profilekit_budget_overadmitted_total),
+//     at most 200m at once (profilekit_budget_overuse); the shares summed to
+//     at most 2500m of 4000m, so free shares covered it, and the pods
+//     summed to at most 2700m, never past the budget. Pods past the budget
+//     are bounded by the over-use the balancer could not cover, which lasts
+//     until that member's use drops.
+//   - Busy quotas are not raised: a member in a burst of pods gets more
+//     only once its use has stood still for the quiet period (1 s). Under
+//     TestBurstLoad a refused pod waited for its writer's next admitted
+//     pod 918 ms at the median and 3.1 s at p99, and 42% of the budget was
+//     not granted to anyone on average (61% unused).
 //   - A namespace is bound by its quota only once the quota controller has
 //     filled in the quota's status: between the quota's creation and then
 //     (usually milliseconds), and before the quota exists at all, pods in a
