@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ import (
 // outside state, whose namespace does not exist yet, makes the namespace
 // and moves the record an earlier version kept in a Profile's namespace
 // into it, keyed by the Profile's UID, as intended and not made; the copy
-// in the Profile's namespace is gone.
+// in the Profile's namespace is gone. It holds the names of the Profiles
+// that exist for their owners, and a second start writes none again.
 func TestHostMovesEarlierRecordsAtStart(t *testing.T) {
 	ctx := t.Context()
 	hostNS := "host-" + rand.String(5)
@@ -54,7 +56,7 @@ plugins:
 		t.Fatal(err)
 	}
 
-	startHost(t, "records", env.Config, cfg, reg, false)
+	first := startHost(t, "records", env.Config, cfg, reg, false)
 	var record corev1.ConfigMap
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordName(workloadidentity.Kind, p.UID)}, &record)
@@ -70,4 +72,33 @@ plugins:
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordsMigratedName}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("no mark that the move is done: %v", err)
 	}
+
+	t.Run("the names of existing Profiles are held once", func(t *testing.T) {
+		// The Profile lists no plugin: its name is held by the host's
+		// start, not by a pass.
+		tenure := client.ObjectKey{Namespace: hostNS, Name: outside.TenureName(name)}
+		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+			err := env.Client.Get(ctx, tenure, &corev1.ConfigMap{})
+			return err == nil, fmt.Sprintf("the tenure of %s: %v", name, err)
+		})
+		if err := first.stop(); err != nil {
+			t.Fatal(err)
+		}
+		second := startHost(t, "records-again", env.Config, cfg, reg, false)
+		if !second.cache.WaitForCacheSync(ctx) {
+			t.Fatal("the second host's cache did not sync")
+		}
+		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+			listed := slices.Contains(second.log.all(), "GET /api/v1/namespaces/"+hostNS+"/configmaps")
+			return listed, fmt.Sprintf("the second host has not listed the tenures: %q", second.log.all())
+		})
+		for _, w := range second.log.writes() {
+			if strings.Contains(w, "/configmaps") {
+				t.Errorf("the second start wrote %s; the names were held already", w)
+			}
+		}
+		if err := (outside.Tenures{Reader: env.Client, Namespace: hostNS}).Check(ctx, p); err != nil {
+			t.Errorf("the Profile's own name is refused to it: %v", err)
+		}
+	})
 }
