@@ -108,6 +108,9 @@ func Run(t *testing.T, mgr manager.Manager) {
 	}
 }
 
+// DefaultOwner owns the Profiles NewProfile makes.
+const DefaultOwner = "owner@example.org"
+
 // NewProfile creates a namespace and a Profile named name (made unique per
 // test by the caller), with the given plugins and labels. Both are deleted
 // when the test ends.
@@ -121,7 +124,7 @@ func NewProfile(t *testing.T, c client.Client, name string, labels map[string]st
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: kubeflowv1.ProfileSpec{
-			Owner:   rbacUser("owner@example.org"),
+			Owner:   rbacUser(DefaultOwner),
 			Plugins: ps,
 		},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -288,7 +289,11 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if err := env.Client.Get(t.Context(), key, &dangling); err != nil || !strings.Contains(dangling.Data["grants"], runner) {
 		t.Fatalf("dangling-trust record: %v, %v; want it to name %s", dangling.Data, err, runner)
 	}
-	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{entry(spec)}}}
+	// The owner's next Profile of the name: another owner's would not
+	// even run the plugin (the name is held for the owner).
+	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{
+		Owner:   rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: testhost.DefaultOwner},
+		Plugins: []kubeflowv1.Plugin{entry(spec)}}}
 	if err := env.Client.Create(t.Context(), next); err != nil {
 		t.Fatal(err)
 	}

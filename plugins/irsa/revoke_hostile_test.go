@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,7 +123,10 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 	}
 	t.Logf("dangling trust recorded: %v", dangling.Data)
 
+	// The owner's next Profile of the name: another owner's would not
+	// even run the plugin (the name is held for the owner).
 	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{
+		Owner:   rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: testhost.DefaultOwner},
 		Plugins: []kubeflowv1.Plugin{entry(`{"awsIamRole":"` + roleARN + `"}`)}}}
 	if err := env.Client.Create(t.Context(), next); err != nil {
 		t.Fatal(err)

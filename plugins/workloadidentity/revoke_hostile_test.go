@@ -96,10 +96,10 @@ func TestDanglingTrustHoldsTheNextProfileOfTheName(t *testing.T) {
 		t.Fatalf("the grant someone else made was removed: %s", membersOf(acct.bindings()))
 	}
 
-	// The next Profile of the name (its namespace and service account are
+	// The owner's next Profile of the name (its namespace and service account are
 	// still there: nothing here deletes namespaces).
 	next := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeflowv1.ProfileSpec{
-		Owner:   rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "someone-else@example.org"},
+		Owner:   rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: testhost.DefaultOwner},
 		Plugins: []kubeflowv1.Plugin{entry(`{"gcpServiceAccount":"` + gsa + `"}`)}}}
 	if err := env.Client.Create(t.Context(), next); err != nil {
 		t.Fatal(err)
