@@ -66,6 +66,9 @@ func (p Plugin) Definition() plugins.Definition {
 		// The host reads the passwords it keeps whole; Applications as
 		// apps reads them.
 		Reads: append([]schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret")}, apps.Reads...),
+		// The database Secret is output, whole: one a tenant added fields
+		// to is made again from the password the host keeps.
+		Exclusive: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret")},
 		// Databases and Applications live outside the Profile's namespace.
 		OutsideState: true,
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/core"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // The condition and the Event reason with which the host says that another
@@ -144,6 +146,11 @@ func (s *upstreamStandIn) stop() {
 // writes over the window stay within a small bound. Once the stand-in
 // stops, the host hands the finalizer over again by itself and the
 // condition goes.
+// fightWindow is how long TestMoveOverBesideUpstream watches both
+// controllers: make test's sample is 20 s; -moveover.window=60s is the
+// idle minute the move-over's bound is stated for.
+var fightWindow = flag.Duration("moveover.window", 20*time.Second, "TestMoveOverBesideUpstream: how long both controllers run idle side by side")
+
 func TestMoveOverBesideUpstream(t *testing.T) {
 	cp, err := testenv.Start(testenv.Options{Istio: true})
 	if err != nil {
@@ -153,18 +160,21 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 	c := cp.Client
 	ctx := t.Context()
 
-	const (
-		n      = 3
-		window = 20 * time.Second
-		// maxProfileWrites bounds the host's writes to each Profile over
-		// the window: its status (CoreReady and Ready), the hand-over, the
-		// FinalizerHandOver condition, and one more hand-over in case the
-		// first back-off ends inside the window.
-		maxProfileWrites = 4
-		// maxReadds bounds the stand-in's re-adds of its finalizer to
-		// each Profile: one per hand-over.
-		maxReadds = 2
-	)
+	const n = 3
+	window := *fightWindow
+	// handOvers is how many hand-overs the back-off allows in the window
+	// (at 0, then a back-off later, doubling each time), and one more in
+	// case one falls due at its end.
+	handOvers := 1
+	for at, b := time.Duration(0), reconcilers.HandOverBackoff; at+b < window; at, b = at+b, 2*b {
+		handOvers++
+	}
+	handOvers++
+	// maxProfileWrites bounds the host's writes to each Profile over the
+	// window: its status (CoreReady and Ready), the FinalizerHandOver
+	// condition, and the hand-overs; maxReadds the stand-in's re-adds of its
+	// finalizer to each Profile: one per hand-over.
+	maxProfileWrites, maxReadds := 2+handOvers, handOvers
 	run := rand.String(5)
 	var names []string
 	before := map[string][]client.Object{}
@@ -206,7 +216,7 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 			t.Errorf("%s: the host wrote its objects %d times in %s, want at most %d (one adoption each)", name, got, window, want)
 		}
 	}
-	if readds > maxReadds*n {
+	if readds > int64(maxReadds*n) {
 		t.Errorf("the stand-in put its finalizer back %d times in %s, want at most %d", readds, window, maxReadds*n)
 	}
 	for _, name := range names {

@@ -24,7 +24,9 @@ func TestTenureListAndRelease(t *testing.T) {
 	const cfg, records = "testdata/diff/quota.yaml", "default" // the configuration's leaderElection.namespace
 	kubeconfig := writeKubeconfig(t)
 	name := "tenure-cli-" + rand.String(5)
-	user := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n} }
+	user := func(n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n}
+	}
 	tenures := outside.Tenures{Reader: env.Client, Writer: env.Client, Namespace: records}
 	if err := tenures.Hold(ctx, &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-of-the-deleted-profile"},
 		Spec: kubeflowv1.ProfileSpec{Owner: user("alice@example.org")}}); err != nil {

@@ -38,6 +38,9 @@ func Definition() plugins.Definition {
 		Plugin:    Plugin{},
 		NewConfig: func() any { return NewConfig() },
 		Owns:      []schema.GroupVersionKind{configMaps, secrets},
+		// A copy is output, whole: one that someone added fields to is
+		// made again from its source.
+		Exclusive: []schema.GroupVersionKind{configMaps, secrets},
 		Watches: []plugins.Watch{
 			{Object: &corev1.Secret{}, Scopes: scopesOf(KindSecret), Carries: carries},
 			{Object: &corev1.ConfigMap{}, Scopes: scopesOf(KindConfigMap), Carries: carries},
