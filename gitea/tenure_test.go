@@ -3,6 +3,7 @@ package gitea_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,8 +146,11 @@ func databaseDoesNotChangeHands(t *testing.T, firstRelease bool) {
 		unchanged(st, db, was, read(st), &mallory)
 		remove(st, &mallory)
 		unchanged(st, db, was, read(st), &mallory)
-		if _, writes := sql.counts(); len(writes) > 0 {
-			st.Errorf("the host sent writes to PostgreSQL for mallory's Profile: %q", writes)
+		// The host serves every Profile of the package's tests: only
+		// writes that name this test's role or database count.
+		_, writes := sql.counts()
+		if ours := slices.DeleteFunc(writes, func(w string) bool { return !strings.Contains(w, db) }); len(ours) > 0 {
+			st.Errorf("the host sent writes to PostgreSQL for mallory's Profile: %q", ours)
 		}
 	})
 
