@@ -151,9 +151,10 @@ GOLANGCI_LINT_VERSION := 2.15.0
 GOLANGCI_LINT         := $(LOCALBIN)/golangci-lint-v$(GOLANGCI_LINT_VERSION)
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml over the module and hack/image.
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml over the module, hack/image and hack/apicheck.
 	$(GOLANGCI_LINT) run ./...
 	cd hack/image && $(GOLANGCI_LINT) run -c ../../.golangci.yml ./...
+	cd hack/apicheck && $(GOLANGCI_LINT) run -c ../../.golangci.yml ./...
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(LOCALBIN)

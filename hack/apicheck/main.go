@@ -163,11 +163,11 @@ func run(baseline string, write bool, out io.Writer) error {
 	return nil
 }
 
-// incompatible returns the incompatible changes from old to new that speak
+// incompatible returns the incompatible changes from before to after that speak
 // of stable names.
-func incompatible(p stablePackage, old, new *types.Package) []string {
+func incompatible(p stablePackage, before, after *types.Package) []string {
 	var msgs []string
-	for _, c := range apidiff.Changes(old, new).Changes {
+	for _, c := range apidiff.Changes(before, after).Changes {
 		if !c.Compatible && p.counts(c.Message) {
 			msgs = append(msgs, c.Message)
 		}
