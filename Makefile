@@ -40,7 +40,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server verify-generated verify-mocks lint ## Build the test assets, check generated files and lint, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server verify-generated verify-mocks apicheck lint ## Build the test assets, check generated files, the stable API and lint, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
 	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
@@ -151,9 +151,10 @@ GOLANGCI_LINT_VERSION := 2.15.0
 GOLANGCI_LINT         := $(LOCALBIN)/golangci-lint-v$(GOLANGCI_LINT_VERSION)
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml over the module and hack/image.
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml over the module, hack/image and hack/apicheck.
 	$(GOLANGCI_LINT) run ./...
 	cd hack/image && $(GOLANGCI_LINT) run -c ../../.golangci.yml ./...
+	cd hack/apicheck && $(GOLANGCI_LINT) run -c ../../.golangci.yml ./...
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(LOCALBIN)
@@ -285,6 +286,25 @@ bench-scale: envtest-assets ## Run the bench unthrottled at each of SCALE_PROFIL
 		rm -f bench-scale-$$n.log; \
 	done; \
 	go run ./examples/host/bench scale $$results
+
+# apicheck compares the exported API of the stable packages (those whose
+# doc.go has a Stability section; only the names it calls stable count) with
+# the baseline in hack/apicheck/baseline, through golang.org/x/exp/apidiff
+# pinned by the hack/apicheck module. See CONTRIBUTING.md, "Stability".
+APICHECK          := $(LOCALBIN)/apicheck
+APICHECK_BASELINE := hack/apicheck/baseline
+
+$(APICHECK): hack/apicheck/go.mod hack/apicheck/go.sum hack/apicheck/main.go
+	@mkdir -p $(LOCALBIN)
+	cd hack/apicheck && go build -o $@ .
+
+.PHONY: apicheck
+apicheck: $(APICHECK) ## Fail on an incompatible change to a stable name against the committed API baseline.
+	$(APICHECK) -baseline $(APICHECK_BASELINE)
+
+.PHONY: apibaseline
+apibaseline: $(APICHECK) ## Rewrite the API baseline from the code (a break also needs a CHANGELOG "Breaking changes" line).
+	$(APICHECK) -baseline $(APICHECK_BASELINE) -w
 
 $(MOCKGEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)

@@ -6,7 +6,8 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
-// Condition statuses, and the Profile-level condition.
+// Condition statuses, and the Profile-level condition with the reasons it
+// has that are not a plugin's.
 const (
 	ConditionTrue    = "True"
 	ConditionFalse   = "False"
@@ -15,6 +16,12 @@ const (
 	// up the plugins' conditions, the one `kubectl wait
 	// --for=condition=Ready` and health checks read.
 	ConditionReady = "Ready"
+	// ReasonPluginsReady is Ready True: every plugin serving the Profile
+	// reports True for its current generation.
+	ReasonPluginsReady = "PluginsReady"
+	// ReasonPending is Ready False while a plugin has not reported yet, or
+	// not for the Profile's current generation.
+	ReasonPending = "Pending"
 )
 
 // ConditionTypeFor returns the condition type of a plugin kind: the kind with
@@ -45,13 +52,3 @@ func FindCondition(conds []kubeflowv1.ProfileCondition, t string) *kubeflowv1.Pr
 	}
 	return nil
 }
-
-// Reasons of the Ready condition that are not a plugin's.
-const (
-	// ReasonPluginsReady is Ready True: every plugin serving the Profile
-	// reports True for its current generation.
-	ReasonPluginsReady = "PluginsReady"
-	// ReasonPending is Ready False while a plugin has not reported yet, or
-	// not for the Profile's current generation.
-	ReasonPending = "Pending"
-)

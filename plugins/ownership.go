@@ -12,7 +12,8 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
-// The labels and names that mark what profilekit owns.
+// The labels and names that mark what profilekit owns, and the
+// annotations an operator sets on a Profile.
 const (
 	// LabelManagedBy is set to ManagedByValue on every object we write.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
@@ -37,6 +38,22 @@ const (
 	LabelRole = "profilekit.dev/role"
 	// RoleOutsideState is the LabelRole value of an outside-state record.
 	RoleOutsideState = "outside-state"
+
+	// AnnotationPaused stops the plugins' writes for the Profile, as
+	// during an incident: "true" pauses every plugin, a comma-separated
+	// list of plugin kinds pauses those. A paused plugin writes nothing for
+	// the Profile and shows Paused on its condition, but revocation is
+	// never paused: a Profile being deleted, or that no longer enables the
+	// plugin, is revoked, so that nothing outlives it. Pausing is an
+	// operator's tool: a paused Profile also keeps what a policy narrowed
+	// since would take back (a cloud identity no longer allowed): the
+	// deployment's admission policy (examples/deploy/base/pause-policy.yaml)
+	// lets only operators set, change or remove it.
+	AnnotationPaused = "profilekit.dev/paused"
+	// AnnotationReverify, set to a new value, makes every plugin with
+	// outside state verify it now: the next Ensure of each piece calls the
+	// outside system even though the record says nothing changed.
+	AnnotationReverify = "profilekit.dev/reverify"
 )
 
 // FieldManagerFor returns the server-side apply field manager of a plugin kind.

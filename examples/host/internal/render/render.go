@@ -9,30 +9,20 @@
 package render
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoac "k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	kubeflowv1beta1 "github.com/profilekit/profilekit/api/kubeflow/v1beta1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apply"
@@ -269,172 +259,4 @@ func (r *Renderer) apply(ctx context.Context, def plugins.Definition, sec hostco
 		Retention: sec.Retention,
 	})
 	return rec.Recorded(), offline.Skipped(), offline.Unchecked(), err
-}
-
-// Redact returns u with a Secret's values replaced by their sizes, so that
-// no value is ever printed; other objects are returned as they are.
-func Redact(u *unstructured.Unstructured) *unstructured.Unstructured {
-	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
-		return u
-	}
-	out := u.DeepCopy()
-	for _, field := range []string{"data", "stringData"} {
-		m, ok, _ := unstructured.NestedStringMap(out.Object, field)
-		if !ok {
-			continue
-		}
-		for k, v := range m {
-			n := len(v)
-			if field == "data" {
-				if b, err := base64.StdEncoding.DecodeString(v); err == nil {
-					n = len(b)
-				}
-			}
-			m[k] = fmt.Sprintf("(redacted, %d bytes)", n)
-		}
-		_ = unstructured.SetNestedStringMap(out.Object, m, field)
-	}
-	return out
-}
-
-// ReadProfiles reads the Profiles in a stream of YAML or JSON documents; name
-// names the stream in errors. Both served versions, kubeflow.org/v1 and
-// kubeflow.org/v1beta1, are read (they have the same fields) and returned as
-// v1. Unknown fields are errors, as the API server's strict field validation
-// would make them.
-func ReadProfiles(in io.Reader, name string) ([]*kubeflowv1.Profile, error) {
-	ps, objs, err := ReadInput(in, name)
-	if err == nil && len(objs) > 0 {
-		err = fmt.Errorf("%s: %s %s: want only Profiles", name, objs[0].GetObjectKind().GroupVersionKind().Kind, objs[0].GetName())
-	}
-	return ps, err
-}
-
-// ReadInput reads Profiles as ReadProfiles does, and v1 Secrets and
-// ConfigMaps, which stand for cluster objects that plugins read (the
-// replicate plugin's sources).
-func ReadInput(in io.Reader, name string) ([]*kubeflowv1.Profile, []client.Object, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
-	var out []*kubeflowv1.Profile
-	var objs []client.Object
-	for i := 1; ; i++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err == nil && tm.APIVersion == "v1" && (tm.Kind == "Secret" || tm.Kind == "ConfigMap") {
-			var obj client.Object = &corev1.Secret{}
-			if tm.Kind == "ConfigMap" {
-				obj = &corev1.ConfigMap{}
-			}
-			if err := decodeStrict(doc, obj); err != nil {
-				return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-			}
-			if s, ok := obj.(*corev1.Secret); ok {
-				// The API server folds stringData into data.
-				for k, v := range s.StringData {
-					if s.Data == nil {
-						s.Data = map[string][]byte{}
-					}
-					s.Data[k] = []byte(v)
-				}
-				s.StringData = nil
-			}
-			objs = append(objs, obj)
-			continue
-		}
-		var p kubeflowv1.Profile
-		if err := decodeStrict(doc, &p); err != nil {
-			return nil, nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		if !IsProfile(p.APIVersion, p.Kind) {
-			return nil, nil, fmt.Errorf("%s: document %d: want apiVersion %s or %s, kind Profile, got %q, %q", name, i, kubeflowv1.GroupVersion, kubeflowv1beta1.GroupVersion, p.APIVersion, p.Kind)
-		}
-		p.APIVersion = kubeflowv1.GroupVersion.String()
-		if p.Name == "" {
-			return nil, nil, fmt.Errorf("%s: document %d: Profile has no metadata.name", name, i)
-		}
-		out = append(out, &p)
-	}
-	return out, objs, nil
-}
-
-// IsProfile reports whether apiVersion and kind name a Profile in a version
-// the API server serves.
-func IsProfile(apiVersion, kind string) bool {
-	return kind == "Profile" && (apiVersion == kubeflowv1.GroupVersion.String() || apiVersion == kubeflowv1beta1.GroupVersion.String())
-}
-
-// decodeStrict decodes a YAML document, failing on unknown and duplicate
-// fields with their paths (spec.ownr), as the API server's strict field
-// validation would.
-func decodeStrict(doc []byte, v any) error {
-	js, err := yaml.YAMLToJSONStrict(doc)
-	if err != nil {
-		return err
-	}
-	strict, err := sigsjson.UnmarshalStrict(js, v)
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
-}
-
-func stripComments(doc []byte) []byte {
-	var b bytes.Buffer
-	for line := range bytes.Lines(doc) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			b.Write(line)
-		}
-	}
-	return b.Bytes()
-}
-
-// withoutEmptyUIDs returns u, or a copy of it whose owner references leave
-// out the uid they do not have offline (the Profile has none before it is
-// created), rather than print an empty one.
-func withoutEmptyUIDs(u *unstructured.Unstructured) *unstructured.Unstructured {
-	refs, found, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
-	if !found {
-		return u
-	}
-	changed := false
-	for _, r := range refs {
-		if m, ok := r.(map[string]any); ok && m["uid"] == "" {
-			delete(m, "uid")
-			changed = true
-		}
-	}
-	if !changed {
-		return u
-	}
-	out := u.DeepCopy()
-	_ = unstructured.SetNestedSlice(out.Object, refs, "metadata", "ownerReferences")
-	return out
-}
-
-// WriteYAML writes the objects as YAML documents, each after a comment that
-// names its Profile and plugin.
-func WriteYAML(w io.Writer, objs []Object) error {
-	var b bytes.Buffer
-	for i, o := range objs {
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		data, err := yaml.Marshal(withoutEmptyUIDs(o.Object).Object)
-		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", o.Object.GetKind(), o.Object.GetName(), err)
-		}
-		fmt.Fprintf(&b, "# profile: %s, plugin: %s\n", o.Profile, o.Plugin)
-		b.Write(data)
-	}
-	_, err := w.Write(b.Bytes())
-	return err
 }
