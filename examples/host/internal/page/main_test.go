@@ -164,4 +164,6 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func metav1ObjectKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+func metav1ObjectKey(ns, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: ns, Name: name}
+}

@@ -78,7 +78,7 @@ type Quota struct {
 
 // Limit is what the LimitRange gives a container of one resource.
 type Limit struct {
-	LimitRange, Type, Resource       string
+	LimitRange, Type, Resource        string
 	DefaultRequest, Default, Min, Max string
 }
 
