@@ -28,8 +28,8 @@ const (
 // PodDefaults, for the users who may list pods in it (see package page).
 //
 // The identity headers are trusted as the gateway sets them: deploy the
-// page only behind the AuthorizationPolicy that lets the ingress gateway
-// alone reach it (examples/deploy/components/page).
+// page only behind an AuthorizationPolicy that lets the ingress gateway
+// alone reach it (see the host README).
 type Page struct {
 	// Enabled turns the page on. Default false.
 	Enabled bool `json:"enabled,omitempty"`

@@ -29,8 +29,8 @@
 // The user is the user-id header's value with the host's prefix stripped,
 // and the groups header's values when one is configured: the headers the
 // Kubeflow gateway sets. They are trusted only because the page is
-// reachable through the gateway alone (the AuthorizationPolicy in
-// examples/deploy/components/page). A namespace is shown only when a
+// reachable through the gateway alone: an Istio AuthorizationPolicy that
+// admits only the ingress gateway (see the host README). A namespace is shown only when a
 // SubjectAccessReview says the user, with those groups, may list pods in
 // it, as Kubeflow's own web apps ask; kubeflow-view, -edit and -admin all
 // allow it. A namespace the user may not see answers exactly as one that
