@@ -5,7 +5,8 @@
 # source, OPA from source, Azurite from npm, the Argo CD CRDs from the Argo CD
 # module, the PostgreSQL server package when it is missing, controller-gen and
 # mockgen, Helm and the Prometheus Operator CRDs for the chart tests,
-# Prometheus and promtool from Debian's package for the monitoring tests, and
+# Prometheus and promtool from Debian's package for the monitoring tests,
+# Debian's chromium for the tenant page's browser test when it is missing, and
 # golangci-lint; it checks that the generated files are current and that
 # the code passes the linters, then runs every test with the race detector.
 
@@ -40,7 +41,7 @@ build: ## Compile every package.
 	go build ./...
 
 .PHONY: test
-test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server verify-generated verify-mocks apicheck lint ## Build the test assets, check generated files, the stable API and lint, run every test with the race detector.
+test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server chromium verify-generated verify-mocks apicheck lint ## Build the test assets, check generated files, the stable API and lint, run every test with the race detector.
 	go vet ./...
 	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
 	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
@@ -187,6 +188,16 @@ postgres-server: ## Install the PostgreSQL server package the tests start privat
 		echo "installing postgresql-$(PG_VERSION)"; \
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-$(PG_VERSION); \
+	fi
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium, which the tenant page's browser test drives headless, when it is missing.
+	@if command -v chromium >/dev/null; then \
+		echo "chromium present"; \
+	else \
+		echo "installing chromium"; \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
 	fi
 
 .PHONY: test-servers

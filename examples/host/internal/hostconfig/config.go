@@ -54,6 +54,8 @@ type Config struct {
 	Plugins map[string]Plugin `json:"plugins,omitempty"`
 	// Webhook configures the validating admission webhook for Profiles.
 	Webhook Webhook `json:"webhook,omitempty"`
+	// Page configures the read-only tenant page.
+	Page Page `json:"page,omitempty"`
 	// Rollout, when set, brings a change of the plugin sections to the
 	// Profiles in batches (see package rollout); unset, to all at once.
 	Rollout *Rollout `json:"rollout,omitempty"`

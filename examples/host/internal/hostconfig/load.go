@@ -64,6 +64,7 @@ type rawConfig struct {
 	LeaderElection LeaderElection             `json:"leaderElection,omitempty"`
 	Plugins        map[string]json.RawMessage `json:"plugins,omitempty"`
 	Webhook        Webhook                    `json:"webhook,omitempty"`
+	Page           Page                       `json:"page,omitempty"`
 	Rollout        json.RawMessage            `json:"rollout,omitempty"`
 }
 
@@ -166,10 +167,12 @@ func (p *parser) parse(data []byte, reg *plugins.Registry) *Config {
 		LeaderElection: raw.LeaderElection,
 		Plugins:        map[string]Plugin{},
 		Webhook:        raw.Webhook,
+		Page:           raw.Page,
 	}
 	p.host(&raw, cfg)
 	cfg.Rollout = p.rollout(raw.Rollout)
 	p.webhook(&cfg.Webhook)
+	p.page(&cfg.Page)
 	for _, kind := range slices.Sorted(maps.Keys(raw.Plugins)) {
 		if sec, ok := p.plugin(kind, raw.Plugins[kind], reg); ok {
 			cfg.Plugins[kind] = sec

@@ -27,6 +27,7 @@ import (
 	"github.com/profilekit/profilekit/api/kubeflow"
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/page"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/volumes"
 	"github.com/profilekit/profilekit/reconcilers"
@@ -129,8 +130,13 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 			return nil, fmt.Errorf("add the outside-state records: %w", err)
 		}
 	}
-	// A kind one plugin reads whole is cached whole for every plugin.
-	whole := reconcilers.WithCachedWhole(reconcilers.WholeKinds(defs...)...)
+	// A kind one plugin (or the page) reads whole is cached whole for
+	// every plugin.
+	wholeKinds := reconcilers.WholeKinds(defs...)
+	if cfg.Page.Enabled {
+		wholeKinds = append(wholeKinds, page.WholeKinds...)
+	}
+	whole := reconcilers.WithCachedWhole(wholeKinds...)
 	for _, def := range defs {
 		kind := def.Kind()
 		if err := served(mgr.GetRESTMapper(), def, s); err != nil {
@@ -156,6 +162,11 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	}
 	if cfg.Webhook.Enabled {
 		if err := addWebhook(mgr, cfg, reg, s, selfSigned); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Page.Enabled {
+		if err := addPage(mgr, cfg, wholeKinds); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,114 @@
+package page_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testenv"
+)
+
+// TestInDashboard opens a stand-in dashboard that shows the page in an
+// iframe and speaks library.js's protocol, in headless Chromium; switching
+// the dashboard's namespace switches the page's. It saves a screenshot of
+// the page to docs/page-tenant.png.
+func TestInDashboard(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed: run make chromium (make test does), or apt-get install chromium")
+	}
+	viewClusterRole(t)
+	h := host(t)
+	first := tenant(t, "first", "alice@example.org",
+		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: waiting for contributors"},
+		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied"},
+		kubeflowv1.ProfileCondition{Type: "LimitrangeReady", Status: "True", Message: "Applied"},
+		kubeflowv1.ProfileCondition{Type: "ContributorsReady", Status: "False", Message: "InvalidSpec: entry 1 (User bob): role admin is not allowed on this cluster; use edit or view"},
+		kubeflowv1.ProfileCondition{Type: "IrsaReady", Status: "False", Message: "Conflict: role arn:aws:iam::123456789012:role/first is claimed by another Profile"})
+	bind(t, first, "core", "User", "alice@example.org", "admin")
+	second := tenant(t, "second", "bob@example.org")
+	bind(t, second, "contributors", "User", "alice@example.org", "edit")
+	eventually(t, h, "/", "alice@example.org", "", `value="`+second+`"`)
+	figures(t, first, "One NVIDIA GPU for training")
+	bind(t, first, "contributors", "User", "carol@example.org", "view")
+
+	// The gateway: one origin for the dashboard and the page, the user's
+	// header on every request to the page.
+	mux := http.NewServeMux()
+	for _, f := range []string{"dashboard.js", "dashboard_lib.bundle.js"} {
+		mux.HandleFunc("/"+f, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/javascript")
+			http.ServeFile(w, r, filepath.Join("testdata", f))
+		})
+	}
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, filepath.Join("testdata", "dashboard.html"))
+	})
+	mux.Handle("/profilekit/", http.StripPrefix("/profilekit", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("kubeflow-userid", "accounts.example.org:alice@example.org")
+		h.ServeHTTP(w, r)
+	})))
+	gw := httptest.NewServer(mux)
+	defer gw.Close()
+
+	alloc, cancel := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000))...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	shown := `(() => { const d = document.getElementById("app").contentDocument; const h = d && d.getElementById("namespace"); return h ? h.textContent : ""; })()`
+	waitShown := func(want string) {
+		t.Helper()
+		var got string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			var err error
+			if got, err = chromedp.Run(ctx, chromedp.Evaluate[string](shown)); err != nil {
+				t.Fatalf("read the iframe: %v", err)
+			}
+			if got == want {
+				return
+			}
+		}
+		t.Fatalf("the page in the dashboard shows %q, want %q", got, want)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.URL+"/?namespaces="+first+","+second)); err != nil {
+		t.Fatalf("open the dashboard: %v", err)
+	}
+	waitShown(first)
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("selector"), second)); err != nil {
+		t.Fatalf("select %s: %v", second, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("selector").dispatchEvent(new Event("change"))`)); err != nil {
+		t.Fatalf("select %s: %v", second, err)
+	}
+	waitShown(second)
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.getElementById("app").contentDocument.getElementById("picker")).display === "none"`))
+	must(t, err)
+	if !hidden {
+		t.Error("the page shows its own namespace picker inside the dashboard")
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.URL+"/profilekit/?ns="+first), chromedp.WaitVisible(chromedp.ID("quota"))); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	out := filepath.Join(testenv.RepoRoot(), "docs", "page-tenant.png")
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the tenant page: %s (%d bytes)", out, len(png))
+}
