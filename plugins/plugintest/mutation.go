@@ -60,7 +60,8 @@ func mutantsFrom(names string) ([]Mutant, error) {
 }
 
 // Mutation runs the scenario newScenario makes under each mutant, with the
-// patterns in turn, and stops a mutant's plans at its first failure. It
+// patterns in turn, and stops a mutant's plans at its first failure, or
+// after the first pattern when the plugin never called what it changes. It
 // logs one line per mutant, "mutant <kind> <mutant>: <score>".
 func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario, mutants []Mutant, patterns ...Pattern) []Score {
 	t.Helper()
@@ -78,6 +79,9 @@ func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario,
 			sc := newScenario(t)
 			plans := s.run(func() Plans { return p.run(hm, s, sc) })
 			score.Plans += plans.Run
+			if !run.reached.Load() {
+				break // the plugin never calls what the mutant changes
+			}
 		}
 		score.Reached = run.reached.Load()
 		if first := s.first(); first != "" {
