@@ -16,7 +16,23 @@
 //     as one, so that the host never sees a step;
 //   - outside failures ([Harness.FailEveryOutsideCall],
 //     [Harness.LoseEveryOutsideAnswer]): call k is refused before it is
-//     made, or made and its answer lost.
+//     made, or made and its answer lost;
+//   - the world moving on ([Harness.CrashThenMoveOn]): the host stops
+//     after write k, and the Profile takes the next step, or is deleted,
+//     before it starts again.
+//
+// At every write and outside call, whatever the step before and the step
+// after hold alike (an object of the plugin's, a grant, a key Observe
+// reports such as a Pod Security label) must be present (protection never
+// drops), and an outside call that gives a grant must find the record
+// that names it already written on the API server (record before grant).
+//
+// The harness scores itself: with [MutantEnv] set (make mutation), each
+// scenario's plans run under contract-level mutants ([Mutants]: prune
+// everything then write again, record after the call, skip the sweep, call
+// twice, guards that read the cache, claims never read), which decorate
+// req.Objects and req.Outside without editing the plugin; a mutant is
+// killed when a plan fails.
 //
 // After every plan the plugin must hold what the unperturbed run holds
 // (liveness: its objects, and the outside state [Scenario.Observe]

@@ -26,23 +26,43 @@ type watcher struct {
 	// data are the identities of the user data the step keeps, by name as
 	// the run sees it.
 	data map[string]string
+	// kept are the grants, and protected what the plugin holds (objects
+	// and what Observe reports, in the generic form), that the step before
+	// and the step after hold alike: present at every moment.
+	kept      map[string]bool
+	protected map[string]string
 
 	mu       sync.Mutex
 	findings []string
+	// last are the grants at the last check.
+	last map[string]bool
 }
 
 // newWatch watches r through step s of base, from step from (none when
 // negative).
 func (r *run) newWatch(ctx context.Context, base *baseline, from, s int) (*watcher, error) {
-	w := &watcher{r: r, grants: map[string]bool{}, data: map[string]string{}}
+	w := &watcher{r: r, grants: map[string]bool{}, data: map[string]string{}, kept: map[string]bool{}, protected: map[string]string{}}
 	for g := range base.grants[s] {
 		w.grants[g] = true
 	}
 	if from >= 0 {
 		for g := range base.grants[from] {
 			w.grants[g] = true
+			if base.grants[s][g] {
+				w.kept[g] = true
+			}
+		}
+		for k, v := range base.states[from] {
+			if base.states[s][k] == v {
+				w.protected[k] = v
+			}
 		}
 	}
+	last, err := r.grants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.last = last
 	if r.sc.Data == nil {
 		return w, nil
 	}
@@ -58,8 +78,9 @@ func (r *run) newWatch(ctx context.Context, base *baseline, from, s int) (*watch
 	return w, nil
 }
 
-// check looks once; a violation is kept for the plan to report.
-func (w *watcher) check(ctx context.Context) {
+// check looks once, after a write or an outside call (call); a violation
+// is kept for the plan to report.
+func (w *watcher) check(ctx context.Context, call bool) {
 	var found []string
 	grants, err := w.r.grants(ctx)
 	if err != nil {
@@ -70,6 +91,19 @@ func (w *watcher) check(ctx context.Context) {
 			found = append(found, "grant: "+g+" was given, which neither the step before nor this one gives")
 		}
 	}
+	for g := range w.kept {
+		if !grants[g] {
+			found = append(found, "protection: grant "+g+", which the step before and this one give, was taken away")
+		}
+	}
+	w.mu.Lock()
+	before := w.last
+	w.last = grants
+	w.mu.Unlock()
+	if call && err == nil {
+		found = append(found, w.checkCall(ctx, before, grants)...)
+	}
+	found = append(found, w.checkProtected(ctx)...)
 	if w.r.sc.Data != nil && len(w.data) > 0 {
 		data, err := w.r.sc.Data(ctx, w.r.profile.Name)
 		if err != nil {
@@ -94,6 +128,27 @@ func (w *watcher) check(ctx context.Context) {
 			w.findings = append(w.findings, f)
 		}
 	}
+}
+
+// checkProtected finds what the step before and this one hold alike
+// and that is missing now: an object, or a key Observe reports (a label
+// that admission reads, say).
+func (w *watcher) checkProtected(ctx context.Context) []string {
+	if len(w.protected) == 0 {
+		return nil
+	}
+	state, err := w.r.state(ctx)
+	if err != nil {
+		return []string{"state: " + err.Error()}
+	}
+	var found []string
+	for k := range w.protected {
+		if _, ok := state[k]; !ok {
+			found = append(found, "protection: "+k+", which the step before and this one hold alike, was gone")
+		}
+	}
+	slices.Sort(found)
+	return found
 }
 
 // grants returns every grant the plugin gives for the Profile, in the

@@ -11,29 +11,35 @@ type Pattern struct {
 }
 
 // The patterns: the host stopping, a stale view, an unobserved event (and
-// two steps seen as one), an outside call refused, an outside answer lost.
+// two steps seen as one), an outside call refused, an outside answer lost,
+// and the host stopping while the Profile moves on.
 var (
 	Crash      = Pattern{Name: "crash", run: Harness.CrashAfterEveryWrite}
 	Stale      = Pattern{Name: "stale", run: Harness.StaleAtEveryWrite}
 	Unobserved = Pattern{Name: "unobserved", run: Harness.UnobservedAtEveryWrite}
 	Refused    = Pattern{Name: "refused", run: Harness.FailEveryOutsideCall}
 	Lost       = Pattern{Name: "lost", run: Harness.LoseEveryOutsideAnswer}
+	MovedOn    = Pattern{Name: "crash-moved-on", run: Harness.CrashThenMoveOn}
 )
 
 // ClusterPatterns perturb what a pass writes to and reads from the API
 // server: every plugin's. EveryPattern adds its calls to outside systems.
 var (
-	ClusterPatterns = []Pattern{Crash, Stale, Unobserved}
-	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Refused, Lost}
+	ClusterPatterns = []Pattern{Crash, Stale, Unobserved, MovedOn}
+	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Refused, Lost, MovedOn}
 )
 
 // Survives runs the scenario newScenario makes (once per pattern, so that
 // each may have its own outside servers) under each pattern, in a subtest
 // of t named for it, and logs how many plans ran, failed and were left
 // out. A pattern that has nothing to perturb fails: the scenario does not
-// exercise it.
+// exercise it. With MutantEnv set, it scores the harness instead (see
+// Mutation).
 func (h Harness) Survives(t *testing.T, newScenario func(t *testing.T) Scenario, patterns ...Pattern) {
 	t.Helper()
+	if h.mutationMode(t, newScenario, patterns) {
+		return
+	}
 	for _, p := range patterns {
 		t.Run(p.Name, func(t *testing.T) {
 			sc := newScenario(t)

@@ -233,6 +233,16 @@ func (p *Plans) try(plan string, run func() bool) {
 	}
 }
 
+// try runs a plan as Plans.try does, unless the harness is told to stop
+// (a mutant's plans, once one failed).
+func (h Harness) try(p *Plans, plan string, run func() bool) {
+	if h.stop != nil && h.stop() {
+		p.Skipped++
+		return
+	}
+	p.try(plan, run)
+}
+
 // eachWrite runs one plan per step and write of base that at takes.
 func (h Harness) eachWrite(t T, sc Scenario, base *baseline, plans *Plans, pattern string, at func(Write) bool, perturb perturber) {
 	t.Helper()
@@ -244,15 +254,19 @@ func (h Harness) eachWrite(t T, sc Scenario, base *baseline, plans *Plans, patte
 			}
 		}
 		for i, k := range ks {
-			if testing.Short() && i > 0 && i < len(ks)-1 {
+			if short(i, len(ks)) {
 				plans.Skipped++
 				continue // the first and the last of each step
 			}
 			plan := fmt.Sprintf("%s %s step %d (%s) write %d of %d: %s", sc.Def.Kind(), pattern, s, step.Name, k, len(base.writes[s]), base.writes[s][k])
-			plans.try(plan, func() bool { return h.plan(t, sc, base, point{s: s, from: s - 1, k: k, plan: plan}, perturb) })
+			h.try(plans, plan, func() bool { return h.plan(t, sc, base, point{s: s, from: s - 1, k: k, plan: plan}, perturb) })
 		}
 	}
 }
+
+// short reports whether -short leaves out the i-th of n plans of a step:
+// it runs the first and the last.
+func short(i, n int) bool { return testing.Short() && i > 0 && i < n-1 }
 
 // point is where a plan perturbs: step s, after the steps up to from ran
 // to quiet (from is s-1, or less when the steps between were never seen),
@@ -260,6 +274,9 @@ func (h Harness) eachWrite(t T, sc Scenario, base *baseline, plans *Plans, patte
 type point struct {
 	s, from, k int
 	plan       string
+	// then, when set, is where the Profile goes after the perturbation
+	// and before the host starts again (see CrashThenMoveOn).
+	then *moveOn
 }
 
 // plan runs one plan and checks its invariants; it reports whether they
@@ -300,6 +317,12 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 		fail(t, plan, "%v", err)
 		return false
 	}
+	if at.then != nil {
+		if err := r.set(ctx, at.then.step(sc)); err != nil {
+			t.Fatal(err)
+		}
+		r.watch.moveOn(base, at.then.next)
+	}
 	passes, err := r.quiet(ctx)
 	if err != nil {
 		fail(t, plan, "after the perturbation: %v", err)
@@ -310,11 +333,18 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 		fail(t, plan, "safety: %s", f)
 		ok = false
 	}
+	end := s
+	if at.then != nil {
+		if at.then.next < 0 {
+			return r.deleted(ctx, t, plan) && ok
+		}
+		end = at.then.next
+	}
 	state, err := r.state(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := base.states[s]
+	want := base.states[end]
 	if at.from < s-1 {
 		// A step never seen made nothing, so what the run that saw it
 		// keeps from it (retained data, a namespace left in place) may
@@ -329,9 +359,9 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 	// Safety: every write names an object the plugin held when the step
 	// began, or that the step before or the step after holds; nothing
 	// else is touched.
-	allowed := names(held, base.states[s])
+	allowed := names(held, base.states[s], base.states[end])
 	if at.from >= 0 {
-		allowed = names(held, base.states[at.from], base.states[s])
+		allowed = names(held, base.states[at.from], base.states[s], base.states[end])
 	}
 	for _, k := range sc.Touches {
 		allowed[k] = true

@@ -124,4 +124,9 @@ type Harness struct {
 	// RecordsNamespace holds the outside-state records; it is made when
 	// missing.
 	RecordsNamespace string
+
+	// mutant, when set, changes every pass (see Mutation); stop, when
+	// set, says that the plans left may be skipped.
+	mutant *mutantRun
+	stop   func() bool
 }

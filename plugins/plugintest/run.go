@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,10 @@ type run struct {
 	// scenario's baseline read, which a snapshot holds.
 	reads reads
 	views []read
+
+	// callKey is the record key of the outside call under way.
+	mu      sync.Mutex
+	callKey string
 }
 
 // newRun makes a namespace and a Profile named for one run.
@@ -150,7 +155,7 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 		return nil // a host runs nothing: owner references hand the objects to the garbage collector
 	}
 	if r.watch != nil {
-		rec.after = func() { r.watch.check(ctx) }
+		rec.after = func(call bool) { r.watch.check(ctx, call) }
 	}
 	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads, note: r.noteRead}
 	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
@@ -163,6 +168,10 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 		Retention: cmp.Or(r.sc.Retention, plugins.RetentionRetain),
 		Live:      r.h.Client,
 	}
+	if r.h.mutant != nil {
+		r.h.mutant.apply(&req, def, c)
+	}
+	req.Outside = observed{Outside: req.Outside, r: r}
 	var res plugins.Result
 	var err error
 	switch {

@@ -35,14 +35,22 @@ var errCrashed = errors.New("plugintest: the host stopped before this write")
 type recorder struct {
 	mu     sync.Mutex
 	writes []Write
-	// after, when set, runs after each write and outside call is done.
-	after func()
+	// after, when set, runs after each write and outside call is done,
+	// told which of the two it was.
+	after func(call bool)
 }
 
-// done runs after once a write or call has been made.
+// done runs after once a write has been made.
 func (r *recorder) done() {
 	if r.after != nil {
-		r.after()
+		r.after(false)
+	}
+}
+
+// doneCall runs after once an outside call has been made.
+func (r *recorder) doneCall() {
+	if r.after != nil {
+		r.after(true)
 	}
 }
 
@@ -80,7 +88,7 @@ func (r *recorder) outside(allow int, before func(i int), fail func(i int, made 
 			return nil
 		},
 		After: func(system string, err error) error {
-			r.done()
+			r.doneCall()
 			if fail != nil && err == nil {
 				return fail(index, true)
 			}

@@ -44,7 +44,7 @@ func (h Harness) UnobservedAtEveryWrite(t T, sc Scenario) Plans {
 	})
 	for s := 1; s < len(sc.Steps); s++ {
 		plan := fmt.Sprintf("%s %s step %d (%s) seen only with step %d (%s)", sc.Def.Kind(), pattern, s-1, sc.Steps[s-1].Name, s, sc.Steps[s].Name)
-		plans.try(plan, func() bool {
+		h.try(&plans, plan, func() bool {
 			return h.plan(t, sc, base, point{s: s, from: s - 2, plan: plan}, func(context.Context, *run, int, *recorder) error { return nil })
 		})
 	}

@@ -1,0 +1,184 @@
+package plugintest
+
+// This file scores the harness: a scenario's plans run under each
+// contract-level mutant, and a mutant is killed when any plan fails.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// MutantEnv, set in the environment, makes Survives score the harness
+// instead: it runs the scenario's plans under each mutant it names
+// (comma-separated Mutant names, or "all"), reports each as killed,
+// survived or not reached, and fails when one survived.
+const MutantEnv = "PLUGINTEST_MUTANT"
+
+// Score is what one mutant's run found.
+type Score struct {
+	// Mutant is the mutant's name.
+	Mutant string
+	// Reached is false when the plugin never called what the mutant
+	// changes: nothing to kill.
+	Reached bool
+	// Killed is true when a plan failed; By is its first finding.
+	Killed bool
+	By     string
+	// Plans are the plans run until the first failure.
+	Plans int
+}
+
+func (s Score) String() string {
+	switch {
+	case s.Killed:
+		return fmt.Sprintf("killed after %d plans: %s", s.Plans, s.By)
+	case !s.Reached:
+		return fmt.Sprintf("not reached (%d plans)", s.Plans)
+	}
+	return fmt.Sprintf("survived %d plans", s.Plans)
+}
+
+// mutantsFrom returns the mutants that names (MutantEnv's form) picks.
+func mutantsFrom(names string) ([]Mutant, error) {
+	if names == "all" {
+		return Mutants(), nil
+	}
+	var out []Mutant
+	for _, n := range strings.Split(names, ",") {
+		i := slices.IndexFunc(Mutants(), func(m Mutant) bool { return m.Name == strings.TrimSpace(n) })
+		if i < 0 {
+			return nil, fmt.Errorf("%s=%q: no mutant %q", MutantEnv, names, n)
+		}
+		out = append(out, Mutants()[i])
+	}
+	return out, nil
+}
+
+// Mutation runs the scenario newScenario makes under each mutant, with the
+// patterns in turn, and stops a mutant's plans at its first failure, or
+// after the first pattern when the plugin never called what it changes. It
+// logs one line per mutant, "mutant <kind> <mutant>: <score>".
+func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario, mutants []Mutant, patterns ...Pattern) []Score {
+	t.Helper()
+	var scores []Score
+	for _, m := range mutants {
+		run := &mutantRun{Mutant: m}
+		score := Score{Mutant: m.Name}
+		s := &catcher{t: t}
+		hm := h
+		hm.mutant, hm.stop = run, s.failed
+		for _, p := range patterns {
+			if s.failed() {
+				break
+			}
+			sc := newScenario(t)
+			plans := s.run(func() Plans { return p.run(hm, s, sc) })
+			score.Plans += plans.Run
+			if !run.reached.Load() {
+				break // the plugin never calls what the mutant changes
+			}
+		}
+		score.Reached = run.reached.Load()
+		if first := s.first(); first != "" {
+			score.Killed, score.By = true, first
+		}
+		scores = append(scores, score)
+		t.Logf("mutant %s %s: %s", newScenario(t).Def.Kind(), m.Name, score)
+	}
+	return scores
+}
+
+// mutationMode scores the harness when MutantEnv asks for it, and reports
+// whether it did.
+func (h Harness) mutationMode(t *testing.T, newScenario func(t *testing.T) Scenario, patterns []Pattern) bool {
+	names := os.Getenv(MutantEnv)
+	if names == "" {
+		return false
+	}
+	mutants, err := mutantsFrom(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range h.Mutation(t, newScenario, mutants, patterns...) {
+		if s.Reached && !s.Killed {
+			t.Errorf("mutant %s survived every plan: the harness would not notice that %s", s.Mutant, mutantDoes(s.Mutant))
+		}
+	}
+	return true
+}
+
+func mutantDoes(name string) string {
+	for _, m := range Mutants() {
+		if m.Name == name {
+			return m.Does
+		}
+	}
+	return name
+}
+
+// catcher is a T that keeps the findings of a mutant's plans instead of
+// failing the test; Fatal ends the mutant's run.
+type catcher struct {
+	t        *testing.T
+	mu       sync.Mutex
+	findings []string
+}
+
+var _ T = (*catcher)(nil)
+
+// errFatal ends a mutant's run at a Fatal.
+type errFatal struct{}
+
+func (c *catcher) Helper()                  {}
+func (c *catcher) Name() string             { return c.t.Name() }
+func (c *catcher) Context() context.Context { return c.t.Context() }
+
+func (c *catcher) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.findings = append(c.findings, fmt.Sprintf(format, args...))
+}
+
+func (c *catcher) Fatalf(format string, args ...any) {
+	c.Errorf(format, args...)
+	panic(errFatal{})
+}
+
+func (c *catcher) Fatal(args ...any) {
+	c.Errorf("%s", fmt.Sprint(args...))
+	panic(errFatal{})
+}
+
+// run runs a pattern, and ends it at a Fatal.
+func (c *catcher) run(f func() Plans) (p Plans) {
+	defer func() {
+		if v := recover(); v != nil {
+			if _, ok := v.(errFatal); !ok {
+				panic(v)
+			}
+		}
+	}()
+	return f()
+}
+
+func (c *catcher) failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.findings) > 0
+}
+
+// first is the first finding, its first line.
+func (c *catcher) first() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.findings) == 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(c.findings[0], "\n")
+	return line
+}
