@@ -70,5 +70,8 @@
 // [Harness.FailEveryOutsideCall] and [Harness.LoseEveryOutsideAnswer];
 // [Pattern] with [Crash], [Stale], [Unobserved], [Refused], [Lost],
 // [ClusterPatterns] and [EveryPattern]; [Scenario], [Step], [Plans],
-// [Write], [T] and [PlanEnv].
+// [Write], [T] and [PlanEnv]; the moved-on plans ([MovedOn]); the
+// contract-level mutants ([Mutant], [Mutants], [MutantEnv], [Score] and
+// the operators [PruneThenWrite], [RecordAfter], [SkipSweep], [CallTwice],
+// [StaleGuard], [DropClaim]).
 package plugintest
