@@ -309,9 +309,6 @@ func TestRemadePodDefaultComesBackWhole(t *testing.T) {
 	want := wantSpec(t, "statcan.yaml", p, "protected-b")
 	old := waitPodDefault(t, name, "protected-b", specIs(t, want))
 	tenant := testhost.Tenant(t, env, name)
-	if err := tenant.Delete(t.Context(), old); err != nil {
-		t.Fatalf("the tenant deletes our PodDefault: %v", err)
-	}
 	forged := &unstructured.Unstructured{Object: map[string]any{"spec": old.DeepCopy().Object["spec"]}}
 	forged.SetGroupVersionKind(notebook.GroupVersionKind)
 	forged.SetNamespace(name)
@@ -320,9 +317,22 @@ func TestRemadePodDefaultComesBackWhole(t *testing.T) {
 	if err := unstructured.SetNestedSlice(forged.Object, []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://tenant.example"}}, "spec", "env"); err != nil {
 		t.Fatal(err)
 	}
-	if err := tenant.Create(t.Context(), forged); err != nil {
-		t.Fatalf("the tenant makes it again: %v", err)
-	}
+	// The host makes its PodDefault again as soon as it is gone: the
+	// tenant deletes it and makes its own until it is first.
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		live, err := getPodDefault(name, "protected-b")
+		if err == nil {
+			err = tenant.Delete(t.Context(), live)
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return false, fmt.Sprintf("the tenant deletes our PodDefault: %v", err)
+		}
+		made := forged.DeepCopy()
+		if err = tenant.Create(t.Context(), made); err == nil {
+			forged = made
+		}
+		return err == nil, fmt.Sprintf("the tenant makes it again: %v", err)
+	})
 	got := waitPodDefault(t, name, "protected-b", specIs(t, want))
 	if got.GetUID() == forged.GetUID() {
 		t.Errorf("the tenant's PodDefault (uid %s) was kept and edited, want it replaced", forged.GetUID())
