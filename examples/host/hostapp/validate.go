@@ -5,12 +5,15 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 func newValidateCommand(app App) *cobra.Command {
-	var config string
+	var config, kubeconfig string
 	var files []string
 	cmd := &cobra.Command{
 		Use:   "validate --config host.yaml -f profile.yaml",
@@ -23,16 +26,31 @@ Both kubeflow.org/v1 and kubeflow.org/v1beta1 Profiles are read.
 
 It prints one line per Profile on stdout (admitted or denied, with the
 reasons), warnings on stderr, and exits 1 when any Profile is denied, so that
-a CI pipeline can check Profiles before they are committed.`,
+a CI pipeline can check Profiles before they are committed.
+
+With --kubeconfig it also reads, and never writes, what the webhook reads
+in the host's records namespace: a Profile naming a cloud identity another
+Profile holds is denied, and so is one whose name is held for another
+owner. Without it, those two checks are left to the webhook and the host.`,
 		Example: `  profilekit validate --config host.yaml -f profiles/team-a.yaml
-  cat profiles/*.yaml | profilekit validate --config host.yaml -f -`,
+  cat profiles/*.yaml | profilekit validate --config host.yaml -f -
+  profilekit validate --config host.yaml -f team-x.yaml --kubeconfig ~/.kube/prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := readOffline(cmd, app, config, files)
 			if err != nil {
 				return err
 			}
-			v := admission.New(in.cfg, in.reg, in.scheme)
+			var opts []admission.Option
+			if kubeconfig != "" {
+				c, err := readOnlyClient(kubeconfig, in.scheme)
+				if err != nil {
+					return err
+				}
+				ns := in.cfg.RecordsNamespace()
+				opts = append(opts, admission.WithClaims(c, ns), admission.WithTenures(outside.Tenures{Reader: c, Namespace: ns}))
+			}
+			v := admission.New(in.cfg, in.reg, in.scheme, opts...)
 			denied := 0
 			var out strings.Builder
 			for _, p := range in.profiles {
@@ -61,5 +79,20 @@ a CI pipeline can check Profiles before they are committed.`,
 	}
 	cmd.Flags().StringVar(&config, "config", "", "host configuration file (required)")
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or folder of Profile YAML documents, or - for stdin; repeatable")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster whose claims and name tenures to read (read only); empty checks offline alone")
 	return cmd
+}
+
+// readOnlyClient returns a client of the cluster kubeconfig names, for
+// reads.
+func readOnlyClient(kubeconfig string, s *runtime.Scheme) (client.Reader, error) {
+	restCfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
 }

@@ -117,26 +117,26 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
-	refusal, unchecked := v.heldElsewhere(ctx, old, p)
-	if refusal != "" {
-		return admission.Denied(refusal)
-	}
-	if old != nil && sameInputs(old, p) {
-		return admission.Allowed("plugin specs and labels unchanged").WithWarnings(unchecked...)
+	if old != nil && sameInputs(old, p) && outside.OwnerKey(old) == outside.OwnerKey(p) {
+		return admission.Allowed("plugin specs, labels and owner unchanged")
 	}
 	denied, warnings := v.Decide(ctx, old, p)
-	warnings = append(warnings, unchecked...)
 	if len(denied) > 0 {
 		return admission.Denied(strings.Join(denied, "\n")).WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
 }
 
-// Decide returns why p is refused (one line per refusing plugin, the
-// condition's type and message; none when it is admitted) and the warnings
+// Decide returns why p is refused (the name's tenure held for another
+// owner, or one line per refusing plugin, the condition's type and message;
+// none when it is admitted) and the warnings
 // for its author. old is the Profile before an UPDATE, nil for a CREATE: a
 // refusal that old drew already does not count against the UPDATE.
 func (v *Validator) Decide(ctx context.Context, old, p *kubeflowv1.Profile) (denied, warnings []string) {
+	refusal, warnings := v.heldElsewhere(ctx, old, p)
+	if refusal != "" {
+		return []string{refusal}, warnings
+	}
 	outcomes, _ := v.renderer.Check(ctx, p)
 	var before map[string]string
 	for _, o := range outcomes {
