@@ -87,7 +87,9 @@ plugins:
       oidcProvider: arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC123
       allowedIdentities: [{identity: "arn:aws:iam::111122223333:role/`+role+`"}]
 `)
-	owner := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n} }
+	owner := func(n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n}
+	}
 	entry := kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: irsa.Kind}, Spec: &runtime.RawExtension{Raw: []byte(`{"awsIamRole":"arn:aws:iam::111122223333:role/` + role + `"}`)}}
 	holder := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "holder-" + records}, Spec: kubeflowv1.ProfileSpec{Owner: owner("alice@example.org"), Plugins: []kubeflowv1.Plugin{entry}}}
 	if err := env.Client.Create(ctx, holder); err != nil {
