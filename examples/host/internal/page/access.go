@@ -50,10 +50,10 @@ type answer struct {
 	until   time.Time
 }
 
-// NewAccess returns an Access that asks api, and keeps at most max answers
+// NewAccess returns an Access that asks api, and keeps at most limit answers
 // for ttl each.
-func NewAccess(api Creator, ttl time.Duration, max int) *Access {
-	return &Access{api: api, ttl: ttl, max: max, now: time.Now, seen: map[string]answer{}}
+func NewAccess(api Creator, ttl time.Duration, limit int) *Access {
+	return &Access{api: api, ttl: ttl, max: limit, now: time.Now, seen: map[string]answer{}}
 }
 
 // MaySee reports whether u may see namespace ns.
