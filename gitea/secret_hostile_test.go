@@ -73,7 +73,7 @@ func TestTenantSecretEditIsPutBack(t *testing.T) {
 	if err := login(t, db, string(mustSecret(t, name).Data[gitea.KeyPassword]), db); err != nil {
 		t.Errorf("the Secret's password does not open the database: %v", err)
 	}
-	if c := currentCondition(t, name); c.Status != plugins.ConditionTrue {
+	if c := testhost.CurrentCondition(t, env.Client, name, condType); c.Status != plugins.ConditionTrue {
 		t.Errorf("%s=%s %s", condType, c.Status, c.Message)
 	}
 }

@@ -106,7 +106,7 @@ func databaseDoesNotChangeHands(t *testing.T, firstRelease bool) {
 				_, has := secret(st, name)
 				return comment == proof && has, fmt.Sprintf("role comment %q, Secret %v", comment, has)
 			})
-			if cond := currentCondition(st, name); cond.Status != plugins.ConditionTrue {
+			if cond := testhost.CurrentCondition(st, env.Client, name, condType); cond.Status != plugins.ConditionTrue {
 				st.Fatalf("alice's Profile: %s=%s %s", condType, cond.Status, cond.Message)
 			}
 			password = string(mustSecret(st, name).Data[gitea.KeyPassword])
@@ -206,25 +206,6 @@ func unchanged(t *testing.T, db string, want, got kept, mallory *kubeflowv1.Prof
 	if uid := string(mallory.UID); uid != "" && (strings.Contains(got.roleComment, uid) || strings.Contains(got.dbComment, uid)) {
 		t.Errorf("%s carries the proof of mallory's Profile: role %q, database %q", db, got.roleComment, got.dbComment)
 	}
-}
-
-// currentCondition waits until the plugin's condition describes the
-// Profile's generation, whatever it says, and returns it.
-func currentCondition(t *testing.T, name string) kubeflowv1.ProfileCondition {
-	t.Helper()
-	var got kubeflowv1.ProfileCondition
-	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-			return false, err.Error()
-		}
-		if c := plugins.FindCondition(p.Status.Conditions, condType); c != nil && c.ObservedGeneration == p.Generation {
-			got = *c
-			return true, ""
-		}
-		return false, "no " + condType + " condition of the Profile's generation yet"
-	})
-	return got
 }
 
 // putTeamData makes a table with a row in database db, as the superuser.

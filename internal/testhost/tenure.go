@@ -149,3 +149,22 @@ func (h HandOver) Run(t *testing.T) {
 		granted(st, true, "mallory's Profile after the release")
 	})
 }
+
+// CurrentCondition waits until the Profile's condition of type ct describes
+// the Profile's generation, whatever it says, and returns it.
+func CurrentCondition(t *testing.T, c client.Client, name, ct string) kubeflowv1.ProfileCondition {
+	t.Helper()
+	var got kubeflowv1.ProfileCondition
+	Eventually(t, 20*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		if cond := plugins.FindCondition(p.Status.Conditions, ct); cond != nil && cond.ObservedGeneration == p.Generation {
+			got = *cond
+			return true, ""
+		}
+		return false, "no " + ct + " condition of the Profile's generation yet"
+	})
+	return got
+}

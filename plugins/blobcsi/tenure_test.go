@@ -119,7 +119,7 @@ func TestSharedGrantDoesNotChangeHands(t *testing.T) {
 		testhost.ReleaseName(st, env.Client, name)
 		profileOf(testhost.Mallory)
 		waitMounts(st, name, "census")
-		cond = condition(st, name)
+		cond = testhost.CurrentCondition(st, env.Client, name, condType)
 		st.Logf("mallory after the release: mounts %v; %s=%s %s", mounts(st, name), condType, cond.Status, cond.Message)
 	})
 }
@@ -194,23 +194,4 @@ func tenantClaimsGone(t *testing.T, ns string) error {
 		return len(claims(t, ns)) == 0, "claims left: " + fmtMounts(liveClaims(t, ns))
 	})
 	return nil
-}
-
-// condition waits for the plugin's condition on the Profile, whatever it
-// says, and returns it.
-func condition(t *testing.T, name string) kubeflowv1.ProfileCondition {
-	t.Helper()
-	var got kubeflowv1.ProfileCondition
-	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-			return false, err.Error()
-		}
-		if c := plugins.FindCondition(p.Status.Conditions, condType); c != nil && c.ObservedGeneration == p.Generation {
-			got = *c
-			return true, ""
-		}
-		return false, "no " + condType + " condition yet"
-	})
-	return got
 }
