@@ -74,6 +74,9 @@ func giteaScenario(t *testing.T, retention plugins.Retention) plugintest.Scenari
 			{Name: "add again", Spec: map[string]any{"enable": []string{"unclassified"}}},
 			{Name: "delete the Profile", Delete: true},
 		},
+		// The passwords the host keeps, beside the adminDSN Secret, out of
+		// the Profile's state (their role is outside state).
+		Touches: []string{"Secret " + hostNS + "/gitea-unclassified-db-<uid>", "Secret " + hostNS + "/gitea-protected-b-db-<uid>"},
 		Normalize: func(u *unstructured.Unstructured) {
 			// A password is made for each run: Observe shows it logs in.
 			if u.GetKind() == "Secret" {

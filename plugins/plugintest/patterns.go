@@ -25,8 +25,8 @@ var (
 // ClusterPatterns perturb what a pass writes to and reads from the API
 // server: every plugin's. EveryPattern adds its calls to outside systems.
 var (
-	ClusterPatterns = []Pattern{Crash, Stale, Unobserved, MovedOn}
-	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Refused, Lost, MovedOn}
+	ClusterPatterns = []Pattern{Crash, Stale, Unobserved}
+	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Refused, Lost}
 )
 
 // Survives runs the scenario newScenario makes (once per pattern, so that
