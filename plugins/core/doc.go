@@ -79,7 +79,12 @@
 // (WorkloadIdentity, AwsIamForServiceAccount) loses it only once a plugin
 // of this host serves that kind and holds its own finalizer on the
 // Profile; one that lists a kind no plugin of the host serves keeps it, for
-// the upstream controller's cleanup.
+// the upstream controller's cleanup. A finalizer another controller puts
+// back after the hand-over (the upstream controller still running) is left
+// in place for a back-off (reconcilers.HandOverBackoff, doubling up to
+// reconcilers.MaxHandOverBackoff) and reported once on the Profile
+// (FinalizerHandOver, and an Event naming the other field manager); the
+// host hands it over again by itself once the other controller is gone.
 //
 // A Profile needs nothing more than upstream's fields:
 //
