@@ -75,17 +75,13 @@ again changes nothing.`,
 			if err != nil {
 				return err
 			}
-			restCfg, err := restConfig(f.kubeconfig)
-			if err != nil {
-				return err
-			}
 			s, err := server.NewScheme()
 			if err != nil {
 				return err
 			}
-			c, err := client.New(restCfg, client.Options{Scheme: s})
+			c, err := clusterClient(f.kubeconfig, s)
 			if err != nil {
-				return fmt.Errorf("client: %w", err)
+				return err
 			}
 			if !f.force {
 				if err := hostStopped(cmd.Context(), c, cfg, f.config); err != nil {

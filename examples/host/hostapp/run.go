@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -154,6 +155,20 @@ func prepareRollout(ctx context.Context, restCfg *rest.Config, cfg *hostconfig.C
 		return nil, fmt.Errorf("rollout: %w", err)
 	}
 	return rollout.Prepare(ctx, c, cfg, reg)
+}
+
+// clusterClient returns an uncached client of the cluster kubeconfig names
+// (see restConfig), with the host's scheme s.
+func clusterClient(kubeconfig string, s *runtime.Scheme) (client.Client, error) {
+	restCfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
 }
 
 // restConfig returns the client configuration for kubeconfig, or the usual

@@ -85,19 +85,12 @@ func tenureClient(app App, f *tenureFlags) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	restCfg, err := restConfig(f.kubeconfig)
-	if err != nil {
-		return nil, "", err
-	}
 	s, err := server.NewScheme()
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: s})
-	if err != nil {
-		return nil, "", fmt.Errorf("client: %w", err)
-	}
-	return c, cfg.RecordsNamespace(), nil
+	c, err := clusterClient(f.kubeconfig, s)
+	return c, cfg.RecordsNamespace(), err
 }
 
 // listTenures prints each held name, since when, and whether a Profile of

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/examples/host/internal/admission"
 	"github.com/profilekit/profilekit/plugins/outside"
@@ -43,7 +41,7 @@ owner. Without it, those two checks are left to the webhook and the host.`,
 			}
 			var opts []admission.Option
 			if kubeconfig != "" {
-				c, err := readOnlyClient(kubeconfig, in.scheme)
+				c, err := clusterClient(kubeconfig, in.scheme)
 				if err != nil {
 					return err
 				}
@@ -81,18 +79,4 @@ owner. Without it, those two checks are left to the webhook and the host.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or folder of Profile YAML documents, or - for stdin; repeatable")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster whose claims and name tenures to read (read only); empty checks offline alone")
 	return cmd
-}
-
-// readOnlyClient returns a client of the cluster kubeconfig names, for
-// reads.
-func readOnlyClient(kubeconfig string, s *runtime.Scheme) (client.Reader, error) {
-	restCfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: s})
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
-	}
-	return c, nil
 }
