@@ -2,6 +2,7 @@ package page_test
 
 import (
 	"context"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,10 @@ import (
 // iframe and speaks library.js's protocol, in headless Chromium; switching
 // the dashboard's namespace switches the page's. It saves a screenshot of
 // the page to docs/page-tenant.png.
+// screenshot writes the tenant page's screenshot into docs/, for the
+// README; without it the picture goes to a temporary folder.
+var screenshot = flag.Bool("page.screenshot", false, "TestInDashboard: write the screenshot to docs/page-tenant.png")
+
 func TestInDashboard(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -29,10 +34,10 @@ func TestInDashboard(t *testing.T) {
 	h := host(t)
 	first := tenant(t, "first", "alice@example.org",
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: waiting for contributors"},
-		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied"},
-		kubeflowv1.ProfileCondition{Type: "LimitrangeReady", Status: "True", Message: "Applied"},
+		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 objects in sync"},
+		kubeflowv1.ProfileCondition{Type: "LimitRangeReady", Status: "True", Message: "Applied: 1 objects in sync"},
 		kubeflowv1.ProfileCondition{Type: "ContributorsReady", Status: "False", Message: "InvalidSpec: entry 1 (User bob): role admin is not allowed on this cluster; use edit or view"},
-		kubeflowv1.ProfileCondition{Type: "IrsaReady", Status: "False", Message: "Conflict: role arn:aws:iam::123456789012:role/first is claimed by another Profile"})
+		kubeflowv1.ProfileCondition{Type: "AwsIamForServiceAccountReady", Status: "False", Message: `IdentityNotAllowed: identity "arn:aws:iam::123456789012:role/shared-data" is not among the identities the host allows this Profile (allowedIdentities); nothing was granted`})
 	bind(t, first, "core", "User", "alice@example.org", "admin")
 	second := tenant(t, "second", "bob@example.org")
 	bind(t, second, "contributors", "User", "alice@example.org", "edit")
@@ -106,7 +111,10 @@ func TestInDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	out := filepath.Join(testenv.RepoRoot(), "docs", "page-tenant.png")
+	out := filepath.Join(t.TempDir(), "page-tenant.png")
+	if *screenshot {
+		out = filepath.Join(testenv.RepoRoot(), "docs", "page-tenant.png")
+	}
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

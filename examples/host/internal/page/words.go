@@ -18,6 +18,10 @@ const (
 type Plugin struct {
 	// Kind is the plugin's kind (quotas for QuotasReady).
 	Kind string
+	// Title says what the plugin gives the namespace in a user's words
+	// ("Resource quota"), the kind itself for a plugin this page does not
+	// know.
+	Title string
 	// Type and Status are the condition's.
 	Type, Status string
 	// State is Ready, Not ready or Unknown.
@@ -40,6 +44,10 @@ func explain(c kubeflowv1.ProfileCondition) Plugin {
 	if k := strings.TrimSuffix(c.Type, "Ready"); k != "" {
 		p.Kind = strings.ToLower(k[:1]) + k[1:]
 	}
+	p.Title = titles[c.Type]
+	if p.Title == "" {
+		p.Title = p.Kind
+	}
 	if reason, rest, ok := strings.Cut(c.Message, ": "); ok && isReason(reason) {
 		p.Reason, p.Message = reason, rest
 	} else if isReason(c.Message) {
@@ -55,6 +63,31 @@ func explain(c kubeflowv1.ProfileCondition) Plugin {
 		p.State = "Unknown"
 	}
 	return p
+}
+
+// titles are the built-in plugins' conditions in a user's words.
+var titles = map[string]string{
+	"CoreReady":                    "Namespace and owner's access",
+	"QuotasReady":                  "Resource quota",
+	"LimitRangeReady":              "Container defaults",
+	"NetworkReady":                 "Network policies",
+	"RbacReady":                    "Roles",
+	"ContributorsReady":            "Contributors",
+	"AuthpolicyReady":              "Access through the mesh",
+	"NamespacemetaReady":           "Namespace labels",
+	"NotebookReady":                "Notebook configurations",
+	"VolumesReady":                 "Personal volumes",
+	"BlobcsiReady":                 "Blob storage",
+	"BudgetsReady":                 "Team budget",
+	"AwsIamForServiceAccountReady": "AWS identity",
+	"WorkloadIdentityReady":        "Google Cloud identity",
+	"AzureWorkloadIdentityReady":   "Azure identity",
+	"GiteaReady":                   "Gitea",
+	"AppsReady":                    "Apps",
+	"ReplicateReady":               "Shared settings",
+	"EgressReady":                  "Reach outside the cluster",
+	"ExposeReady":                  "Published services",
+	"TemplatesReady":               "Platform objects",
 }
 
 // fixer returns who can fix a False condition of reason.
