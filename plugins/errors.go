@@ -24,6 +24,10 @@ const (
 	// ReasonIdentityNotAllowed is a Profile that names a cloud identity the
 	// host's allowances do not give it (the cloud identity plugins).
 	ReasonIdentityNotAllowed = "IdentityNotAllowed"
+	// ReasonContested is an object of the plugin that another writer keeps
+	// changing back: the host leaves it as that writer made it for a while
+	// (see LaterError).
+	ReasonContested = "Contested"
 )
 
 // TerminalError is input that cannot succeed until it changes: an invalid

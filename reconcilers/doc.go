@@ -85,5 +85,8 @@
 // finalizer hand-over's back-off ([HandOverBackoff], [MaxHandOverBackoff],
 // [AnnotationHandedOver], [AnnotationFinalizerReturns],
 // [ConditionFinalizerHandOver], [ReasonFinalizerReturned]); names' tenure
-// ([ReasonTenureKept]); [WithRetired].
+// ([ReasonTenureKept]); [WithRetired]; the repairs' back-off
+// ([RepairsBeforeBackoff], [RepairWindow], [RepairBackoff],
+// [MaxRepairBackoff]) and its metrics profilekit_repair_holds_total and
+// profilekit_contested_objects.
 package reconcilers

@@ -28,8 +28,11 @@ import (
 
 // Reconciler runs one plugin for every Profile it applies to.
 type Reconciler struct {
-	def        plugins.Definition
-	own        *ownWrites
+	def plugins.Definition
+	own *ownWrites
+	// repairs bounds how often an object another writer keeps changing
+	// is put back.
+	repairs    *repairs
 	client     client.Client
 	apiReader  client.Reader
 	scheme     *runtime.Scheme
@@ -91,6 +94,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	r := &Reconciler{
 		def:         def,
 		own:         newOwnWrites(),
+		repairs:     newRepairs(def.Kind()),
 		records:     outside.NewRecords(),
 		client:      mgr.GetClient(),
 		apiReader:   mgr.GetAPIReader(),
@@ -223,7 +227,7 @@ func (r *Reconciler) tenures() *outside.Tenures {
 
 func (r *Reconciler) applierOptions() []apply.Option {
 	return append(applierOptions(r.def), apply.WithLiveReader(r.apiReader), apply.WithScheme(r.scheme),
-		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...), apply.WithShardLabels(r.shard))
+		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...), apply.WithShardLabels(r.shard), apply.WithRepairGate(r.repairs))
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
@@ -305,8 +309,16 @@ func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err erro
 	if changed {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Apply", "%s: %s", r.def.Kind(), plugins.BoundMessage(err.Error()))
 	}
-	if !plugins.IsTerminal(err) || serr != nil {
+	if serr != nil {
 		return reconcile.Result{}, errors.Join(err, serr)
+	}
+	if after, ok := plugins.RetryAfter(err); ok {
+		// Left alone for a while (an object another controller writes
+		// too): passed again then, not retried with backoff.
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+	if !plugins.IsTerminal(err) {
+		return reconcile.Result{}, err
 	}
 	// Not retried until the Profile changes or the next resync;
 	// controller-runtime logs and counts it.

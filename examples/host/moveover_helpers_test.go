@@ -111,18 +111,11 @@ func (h *moveoverHost) writes() []string {
 // makes for it, the way it makes them: its finalizer on the Profile, the
 // namespace with the owner annotation and the mesh label, the objects with
 // upstream's names and values, each with the Profile as controller, written
-// by upstream's field manager. It returns the objects. withAPIGroup says
-// whether the Profile's owner names its apiGroup; kubectl-made Profiles and
-// KFAM's (self-serve, the dashboard's registration) do not, and the API
-// server stores the owner's RoleBinding subject with it all the same.
-func createUpstreamProfile(t *testing.T, c client.Client, name, run string, withAPIGroup bool) []client.Object {
+// by upstream's field manager. It returns the objects.
+func createUpstreamProfile(t *testing.T, c client.Client, name, run string, subject rbacv1.Subject) []client.Object {
 	t.Helper()
 	ctx := t.Context()
-	owner := name + "@example.org"
-	subject := rbacv1.Subject{Kind: rbacv1.UserKind, Name: owner}
-	if withAPIGroup {
-		subject.APIGroup = rbacv1.GroupName
-	}
+	owner := subject.Name
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"moveover.profilekit.dev/run": run}, Finalizers: []string{core.UpstreamFinalizer}},
 		Spec: kubeflowv1.ProfileSpec{
@@ -152,21 +145,7 @@ func createUpstreamProfile(t *testing.T, c client.Client, name, run string, with
 		}},
 		&securityv1beta1.AuthorizationPolicy{
 			ObjectMeta: meta(core.AuthorizationPolicy, admin),
-			Spec: securityapi.AuthorizationPolicy{
-				Action: securityapi.AuthorizationPolicy_ALLOW,
-				Rules: []*securityapi.Rule{
-					{
-						When: []*securityapi.Condition{{Key: "request.headers[kubeflow-userid]", Values: []string{owner}}},
-						From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{core.DefaultIngressPrincipal, core.DefaultPipelinesUIPrincipal}}}},
-					},
-					{When: []*securityapi.Condition{{Key: "source.namespace", Values: []string{name}}}},
-					{To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Paths: []string{"/healthz", "/metrics", "/wait-for-drain"}}}}},
-					{
-						From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{core.DefaultNotebookPrincipal}}}},
-						To:   []*securityapi.Rule_To{{Operation: &securityapi.Operation{Methods: []string{"GET"}, Paths: []string{"*/api/kernels"}}}},
-					},
-				},
-			},
+			Spec:       securityapi.AuthorizationPolicy{Action: securityapi.AuthorizationPolicy_ALLOW, Rules: upstreamRules(name, owner)},
 		},
 		&corev1.ServiceAccount{ObjectMeta: meta(core.EditorAccount, nil)},
 		saBinding(core.EditorAccount, core.ClusterRoleEdit),
@@ -185,6 +164,36 @@ func createUpstreamProfile(t *testing.T, c client.Client, name, run string, with
 		}
 	}
 	return objs
+}
+
+// userOwner returns the User owner of the Profile name; withAPIGroup says
+// whether it names its apiGroup: kubectl-made Profiles and KFAM's
+// (self-serve, the dashboard's registration) do not, and the API server
+// stores the owner's RoleBinding subject with it all the same.
+func userOwner(name string, withAPIGroup bool) rbacv1.Subject {
+	subject := rbacv1.Subject{Kind: rbacv1.UserKind, Name: name + "@example.org"}
+	if withAPIGroup {
+		subject.APIGroup = rbacv1.GroupName
+	}
+	return subject
+}
+
+// upstreamRules returns the rules of the AuthorizationPolicy the upstream
+// controller writes into namespace for owner, whatever the owner's kind:
+// the owner's name matched against the user-id header.
+func upstreamRules(namespace, owner string) []*securityapi.Rule {
+	return []*securityapi.Rule{
+		{
+			When: []*securityapi.Condition{{Key: "request.headers[kubeflow-userid]", Values: []string{owner}}},
+			From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{core.DefaultIngressPrincipal, core.DefaultPipelinesUIPrincipal}}}},
+		},
+		{When: []*securityapi.Condition{{Key: "source.namespace", Values: []string{namespace}}}},
+		{To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Paths: []string{"/healthz", "/metrics", "/wait-for-drain"}}}}},
+		{
+			From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{core.DefaultNotebookPrincipal}}}},
+			To:   []*securityapi.Rule_To{{Operation: &securityapi.Operation{Methods: []string{"GET"}, Paths: []string{"*/api/kernels"}}}},
+		},
+	}
 }
 
 // requestsByProfile counts writes per Profile: those to its namespace and

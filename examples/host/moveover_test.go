@@ -47,7 +47,7 @@ func TestMoveOverFromUpstream(t *testing.T) {
 		name := fmt.Sprintf("mo-%s-%02d", run, i)
 		names = append(names, name)
 		// Every other owner in kubectl's and KFAM's shape: no apiGroup.
-		before[name] = createUpstreamProfile(t, c, name, run, i%2 == 0)
+		before[name] = createUpstreamProfile(t, c, name, run, userOwner(name, i%2 == 0))
 	}
 	profile := func(name string) *kubeflowv1.Profile {
 		t.Helper()

@@ -69,6 +69,10 @@ type Applier struct {
 	// they are not desired (see Keep).
 	kept map[objectKey]bool
 
+	// repairs, when set, bounds how often an object someone else changed
+	// is put back (WithRepairGate).
+	repairs RepairGate
+
 	// observer, when set, is told of every create and apply (see
 	// WithWriteObserver).
 	observer *serialObserver

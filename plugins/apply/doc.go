@@ -29,5 +29,6 @@
 // [NewMetadataList] and [FieldNames]; [Fields]; [NewObject] and [NewList];
 // [WriteObserver] with [WithWriteObserver] and [WriteRecall]; [Replaceable]
 // and [ReasonImmutableField]; [WithShardLabels] with [ShardKey],
-// [ShardLabelPrefix] and [ObjectShard]; [WithExclusive].
+// [ShardLabelPrefix] and [ObjectShard]; [WithExclusive]; [RepairGate] with
+// [RepairHold] and [WithRepairGate].
 package apply

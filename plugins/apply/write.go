@@ -105,12 +105,19 @@ func (a *Applier) update(ctx context.Context, u *unstructured.Unstructured, live
 				return change, err
 			}
 		}
-		if owned && slices.Contains(a.exclusive, k.gvk) && foreign(live.managedFields, plugins.FieldManagerFor(a.kind)) {
-			return a.renew(ctx, live.Unstructured, u, change)
-		}
-		if a.inSync(live, u) {
+		renew := owned && slices.Contains(a.exclusive, k.gvk) && foreign(live.managedFields, plugins.FieldManagerFor(a.kind))
+		if !renew && a.inSync(live, u) {
 			change.Action = plugins.Unchanged
 			return change, nil
+		}
+		if attempt == 0 {
+			if err := a.mayRepair(ctx, live, u); err != nil {
+				change.Action = plugins.Skipped
+				return change, err
+			}
+		}
+		if renew {
+			return a.renew(ctx, live.Unstructured, u, change)
 		}
 		err := a.send(ctx, atVersion(u, live.GetResourceVersion()))
 		if apierrors.IsConflict(err) && attempt == 0 && a.live != nil {

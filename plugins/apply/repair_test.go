@@ -1,0 +1,101 @@
+package apply_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/internal/testhost"
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/apply"
+)
+
+// gateOnce lets the first repair through and holds back every other.
+type gateOnce struct{ asked []string }
+
+func (g *gateOnce) Repair(obj client.Object) (apply.RepairHold, bool) {
+	g.asked = append(g.asked, obj.GetName())
+	if len(g.asked) == 1 {
+		return apply.RepairHold{}, true
+	}
+	return apply.RepairHold{Repairs: 1, For: time.Minute, Left: 40 * time.Second}, false
+}
+
+// An object another writer changed is put back only when the gate lets it:
+// held back, it is left as the other writer made it, and the error says
+// who and when the Profile is passed again. A change the plugin wants is
+// no repair, and the gate is not asked.
+func TestRepairGate(t *testing.T) {
+	const ns = "repairs"
+	e := startCreateEnv(t, ns)
+	ctx := t.Context()
+	gate := &gateOnce{}
+	applier := func() *apply.Applier {
+		return apply.New(e.client, "settings", e.profile, e.owns, apply.WithScheme(e.env.Scheme),
+			apply.WithLiveReader(e.env.Client), apply.WithRepairGate(gate))
+	}
+	want := func(mode string) *corev1ac.ConfigMapApplyConfiguration {
+		return corev1ac.ConfigMap("settings", ns).WithData(map[string]string{"mode": mode})
+	}
+	// cached waits until the cache holds the ConfigMap with mode.
+	cached := func(mode string) {
+		t.Helper()
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			var cm corev1.ConfigMap
+			err := e.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)
+			return err == nil && cm.Data["mode"] == mode, fmt.Sprintf("cached: %v, %v", cm.Data, err)
+		})
+	}
+	// undo is the other controller's write.
+	undo := func() {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		cm.Namespace, cm.Name = ns, "settings"
+		if err := e.env.Client.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(`{"data":{"mode":"theirs"}}`)), client.FieldOwner("other-controller")); err != nil {
+			t.Fatal(err)
+		}
+		cached("theirs")
+	}
+	sync := func() (plugins.Result, error) {
+		t.Helper()
+		e.counter.Reset()
+		return applier().Apply(ctx, want("ours"))
+	}
+
+	if _, err := sync(); err != nil {
+		t.Fatal(err)
+	}
+	cached("ours")
+	undo()
+	if res, err := sync(); err != nil || res.Count(plugins.Configured) != 1 {
+		t.Fatalf("first repair: %s, %v; want it let through", res.Summary(), err)
+	}
+	cached("ours")
+	undo()
+	res, err := sync()
+	if res.Count(plugins.Skipped) != 1 || len(e.counter.Mutating()) != 0 {
+		t.Errorf("held-back repair: %s, writes %v; want Skipped and nothing sent", res.Summary(), e.counter.Mutating())
+	}
+	after, later := plugins.RetryAfter(err)
+	if !later || after != 40*time.Second || plugins.ReasonOf(err, "") != plugins.ReasonContested ||
+		!strings.Contains(err.Error(), `"other-controller"`) || !strings.Contains(err.Error(), "1m0s") {
+		t.Errorf("held-back repair: error %v (retry after %s, %v); want %s naming other-controller, held for 1m0s, passed again after 40s",
+			err, after, later, plugins.ReasonContested)
+	}
+	var cm corev1.ConfigMap
+	if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm); err != nil || cm.Data["mode"] != "theirs" {
+		t.Errorf("held back: data %v, %v; want the other writer's left in place", cm.Data, err)
+	}
+	asked := len(gate.asked)
+	if res, err := applier().Apply(ctx, want("new")); err != nil || res.Count(plugins.Configured) != 1 {
+		t.Errorf("a change the plugin wants: %s, %v; want it written", res.Summary(), err)
+	}
+	if len(gate.asked) != asked {
+		t.Errorf("the gate was asked about a change the plugin wants (%v)", gate.asked[asked:])
+	}
+}
