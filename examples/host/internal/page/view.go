@@ -39,6 +39,11 @@ var (
 // of each.
 var WholeKinds = []schema.GroupVersionKind{claimGVK, limitRangeGVK, quotaGVK, notebook.GroupVersionKind}
 
+// Reads are every kind the page reads: WholeKinds, and ServiceAccounts and
+// RoleBindings as metadata. The host's ServiceAccount must be allowed to
+// list and watch them all, whichever plugins it runs.
+var Reads = append(slices.Clip(WholeKinds), serviceAccountGVK, roleBindingGVK)
+
 // identityKeys are the annotations that give a ServiceAccount a cloud
 // identity, and the cloud each names.
 var identityKeys = []struct{ key, cloud string }{
