@@ -49,11 +49,12 @@
 // and the groups header's values when one is configured: the headers the
 // Kubeflow gateway sets. They are trusted only because the page is
 // reachable through the gateway alone: an Istio AuthorizationPolicy that
-// admits only the ingress gateway (see the host README). A namespace is shown only when a
-// SubjectAccessReview says the user, with those groups, may list pods in
-// it, as Kubeflow's own web apps ask; kubeflow-view, -edit and -admin all
-// allow it. A namespace the user may not see answers exactly as one that
-// does not exist: 404, the same body.
+// admits only the ingress gateway, which examples/deploy ships (the
+// chart's page.enabled, the component components/page). A namespace is
+// shown only when a SubjectAccessReview says the user, with those groups,
+// may list pods in it, as Kubeflow's own web apps ask; kubeflow-view,
+// -edit and -admin all allow it. A namespace the user may not see answers
+// exactly as one that does not exist: 404, the same body.
 //
 // Everything a tenant can write (labels, condition messages, contributor
 // names, annotations) is rendered by html/template, which escapes it. The
