@@ -65,8 +65,9 @@ func grants(group, resource string, verbs ...string) []access {
 
 // hostNeeds returns what the host needs cluster-wide for the plugins cfg
 // enables: Profiles read and their status written, Events, and each plugin's
-// owned and watched kinds, finalizer and outside-state record. Applications
-// are left out: they are granted in the Argo CD namespace only.
+// owned and watched kinds, finalizer and outside-state record; and the
+// tenant page's, when cfg turns it on. Applications are left out: they are
+// granted in the Argo CD namespace only.
 func hostNeeds(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg *hostconfig.Config) []access {
 	t.Helper()
 	need := slices.Concat(
@@ -122,18 +123,23 @@ func hostNeeds(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg 
 		}
 		need = append(need, beyond[kind]...)
 	}
+	if cfg.Page.Enabled {
+		need = append(need, pageNeeds()...)
+	}
 	return need
 }
 
-// checkHostRBAC checks the ClusterRole named profilekit in objs: it grants
-// what every enabled plugin writes and watches, with no wildcards, no write
+// checkHostRBAC checks the ClusterRoles bound to the host's ServiceAccount
+// in objs (hostRules): they grant what every enabled plugin writes and
+// watches, and what the page reads when it is on, with no wildcards, no write
 // to Profiles themselves and no Istio kinds unless a plugin writes them; the
 // roles the host binds may be bound; Applications are granted in the Argo CD
 // namespace only; and a Role in the Lease's namespace lets the host take the
-// Lease. It returns the ClusterRole and what the plugins need of it.
+// Lease. It returns those rules as one ClusterRole, and what the plugins
+// and the page need of it.
 func checkHostRBAC(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg *hostconfig.Config, objs []*unstructured.Unstructured) (*rbacv1.ClusterRole, []access) {
 	t.Helper()
-	cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", "profilekit")
+	cr := hostRules(t, objs)
 	need := hostNeeds(t, reg, scheme, cfg)
 	istio := false
 	for _, kind := range cfg.Enabled() {

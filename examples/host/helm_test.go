@@ -107,29 +107,37 @@ func TestHelmChart(t *testing.T) {
 			cfg, cm := checkHostObjects(t, reg, objs, source, hostKinds...)
 			checkDeployment(t, objs, cm)
 			cr, need := checkHostRBAC(t, reg, scheme, cfg, objs)
-			for _, r := range cr.Rules {
-				if len(r.ResourceNames) > 0 {
-					continue
-				}
-				for _, g := range r.APIGroups {
-					for _, res := range r.Resources {
-						for _, v := range r.Verbs {
-							if !slices.Contains(need, access{g, res, v}) {
-								t.Errorf("ClusterRole grants %s on %s.%s, which no enabled plugin needs", v, res, g)
-							}
-						}
-					}
-				}
-			}
+			checkNothingElse(t, cr, need)
 			if sec, on := cfg.Section(blobcsi.Kind); on {
 				checkStorageRoles(t, reg, sec, objs)
 			}
+			checkPage(t, cfg, objs, kubeflowMesh)
 		})
 	}
 	for _, overlay := range []string{"webhook-cert-manager", "webhook-self-signed"} {
 		t.Run(overlay, func(t *testing.T) {
 			checkWebhook(t, reg, helmTemplate(t, "--set-file", "config="+deployDir+"/overlays/"+overlay+"/host.yaml"))
 		})
+	}
+}
+
+// checkNothingElse checks that the ClusterRole grants nothing beyond need,
+// but on objects it names.
+func checkNothingElse(t *testing.T, cr *rbacv1.ClusterRole, need []access) {
+	t.Helper()
+	for _, r := range cr.Rules {
+		if len(r.ResourceNames) > 0 {
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					if !slices.Contains(need, access{g, res, v}) {
+						t.Errorf("ClusterRole grants %s on %s.%s, which neither an enabled plugin nor the page needs", v, res, g)
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -282,7 +290,8 @@ config:
 // TestHelmApply applies what the chart renders, for several sets of values,
 // to the test API server, which validates every object against its schema:
 // the ServiceMonitor and PrometheusRule against the Prometheus Operator's
-// CRDs, the ValidatingAdmissionPolicy's expressions by compiling them. The
+// CRDs, the page's Istio objects against Istio's, the
+// ValidatingAdmissionPolicy's expressions by compiling them. The
 // cert-manager variant of the webhook is left out: no cert-manager CRDs are
 // installed here.
 func TestHelmApply(t *testing.T) {
@@ -290,7 +299,13 @@ func TestHelmApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
+	// The page's VirtualService, AuthorizationPolicy and PeerAuthentication
+	// against Istio's.
+	istio, err := testenv.IstioCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir, istio}, ErrorIfPathMissing: true}); err != nil {
 		t.Fatal(err)
 	}
 	monitoring := []string{"--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.grafanaDashboard.enabled=true"}
@@ -306,6 +321,7 @@ func TestHelmApply(t *testing.T) {
 		{"lab-budgets", []string{"--set-file", "config=config/lab-budgets.yaml"}},
 		{"staged rollout", []string{"--set-file", "config=testdata/rollout/quota.yaml"}},
 		{"self-signed webhook", []string{"--set-file", "config=" + deployDir + "/overlays/webhook-self-signed/host.yaml"}},
+		{"page with the webhook", []string{"--set-file", "config=" + deployDir + "/overlays/webhook-self-signed/host.yaml", "--set", "page.enabled=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := helmTemplate(t, tc.args...)

@@ -23,13 +23,14 @@ const (
 )
 
 // Page configures the tenant page that `profilekit run` serves when it is
-// enabled: a read-only view of one namespace's plugins, quota, limit range
-// defaults, contributors, service account identities, volumes and
-// PodDefaults, for the users who may list pods in it (see package page).
+// enabled: a read-only view of one namespace's plugins, quota, share of a
+// team budget, limit range defaults, contributors, service account
+// identities, volumes and PodDefaults, for the users who may list pods in
+// it (see package page).
 //
 // The identity headers are trusted as the gateway sets them: deploy the
 // page only behind an AuthorizationPolicy that lets the ingress gateway
-// alone reach it (see the host README).
+// alone reach it, as examples/deploy does (see the host README).
 type Page struct {
 	// Enabled turns the page on. Default false.
 	Enabled bool `json:"enabled,omitempty"`

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testenv"
@@ -36,6 +38,7 @@ func TestInDashboard(t *testing.T) {
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: waiting for contributors"},
 		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 objects in sync"},
 		kubeflowv1.ProfileCondition{Type: "LimitRangeReady", Status: "True", Message: "Applied: 1 objects in sync"},
+		kubeflowv1.ProfileCondition{Type: "BudgetsReady", Status: "True", Message: "Applied: 1 objects in sync"},
 		kubeflowv1.ProfileCondition{Type: "ContributorsReady", Status: "False", Message: "InvalidSpec: entry 1 (User bob): role admin is not allowed on this cluster; use edit or view"},
 		kubeflowv1.ProfileCondition{Type: "AwsIamForServiceAccountReady", Status: "False", Message: `IdentityNotAllowed: identity "arn:aws:iam::123456789012:role/shared-data" is not among the identities the host allows this Profile (allowedIdentities); nothing was granted`})
 	bind(t, first, "core", "User", "alice@example.org", "admin")
@@ -44,6 +47,10 @@ func TestInDashboard(t *testing.T) {
 	eventually(t, h, "/", "alice@example.org", "", `value="`+second+`"`)
 	figures(t, first, "One NVIDIA GPU for training")
 	bind(t, first, "contributors", "User", "carol@example.org", "view")
+	kfam(t, first, "User", "dan@example.org", "edit")
+	share(t, first, "vision-lab",
+		corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("6"), "requests.nvidia.com/gpu": resource.MustParse("2")},
+		corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2500m"), "requests.nvidia.com/gpu": resource.MustParse("2")})
 
 	// The gateway: one origin for the dashboard and the page, the user's
 	// header on every request to the page.

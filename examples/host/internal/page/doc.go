@@ -1,21 +1,40 @@
 // Package page is the tenant page that `profilekit run` serves when the
 // host configuration says page: {enabled: true}: a read-only view, for one
 // namespace, of each plugin's condition in plain words (and, when False,
-// who can fix it), quota use against its limits, the LimitRange defaults a
-// container gets, the owner and contributors, the cloud identity of each
-// ServiceAccount, the volumes and their phase, and the PodDefaults a
-// notebook can pick.
+// who can fix it), quota use against its limits, the namespace's share of
+// a team budget with its use and headroom, the LimitRange defaults a
+// container gets, the owner and contributors and where each came from, the
+// cloud identity of each ServiceAccount, the volumes and their phase, the
+// PodDefaults a notebook can pick, and links to the dashboard's Manage
+// Contributors and Volumes pages.
 //
 // # Where it reads
 //
 // Everything shown comes from the host manager's cache, which holds
-// Profiles whole and only the objects profilekit labels. Quotas,
-// LimitRanges, PersistentVolumeClaims and PodDefaults are read whole
-// (WholeKinds: a host that serves the page caches these kinds whole for its
-// plugins too, so each is cached once); RoleBindings and ServiceAccounts
-// in the form the host caches them (KFAM's user and role annotations and
-// the identity annotations are metadata). Objects made by hand or by KFAM
-// carry no profilekit label and are not shown.
+// Profiles whole and only the objects profilekit labels, and from one
+// cache of the page's own (NewMembers). Quotas, LimitRanges,
+// PersistentVolumeClaims and PodDefaults are read whole (WholeKinds: a
+// host that serves the page caches these kinds whole for its plugins too,
+// so each is cached once); ServiceAccounts in the form the host caches
+// them (the identity annotations are metadata). RoleBindings come from the
+// page's own cache of every RoleBinding in the cluster, each reduced to
+// its name, namespace, KFAM's user and role annotations and profilekit's
+// managed-by and plugin labels: the contributors added in the dashboard's
+// Manage Contributors are KFAM's bindings, which carry no profilekit
+// label. Only a host that serves the page keeps that cache.
+//
+// A member's source is the binding's: the owner's (the core plugin's, or
+// the upstream controller's namespaceAdmin), the Profile's contributors
+// (the contributors plugin's), or the dashboard (a binding without
+// profilekit's labels). As in the dashboard, what KFAM's annotations say
+// is what is listed.
+//
+// A namespace the budgets plugin serves shows its share of each team
+// budget: the ResourceQuota that the plugin's balancer keeps there
+// (labelled with the budget's name and owned by the Profile), its
+// spec.hard as the share, status.used as the use, and the headroom left;
+// and the plugin's condition while it waits or fails. That quota is not
+// listed again with the namespace's own quota.
 //
 // # Requests to the API server per view
 //
@@ -30,11 +49,12 @@
 // and the groups header's values when one is configured: the headers the
 // Kubeflow gateway sets. They are trusted only because the page is
 // reachable through the gateway alone: an Istio AuthorizationPolicy that
-// admits only the ingress gateway (see the host README). A namespace is shown only when a
-// SubjectAccessReview says the user, with those groups, may list pods in
-// it, as Kubeflow's own web apps ask; kubeflow-view, -edit and -admin all
-// allow it. A namespace the user may not see answers exactly as one that
-// does not exist: 404, the same body.
+// admits only the ingress gateway, which examples/deploy ships (the
+// chart's page.enabled, the component components/page). A namespace is
+// shown only when a SubjectAccessReview says the user, with those groups,
+// may list pods in it, as Kubeflow's own web apps ask; kubeflow-view,
+// -edit and -admin all allow it. A namespace the user may not see answers
+// exactly as one that does not exist: 404, the same body.
 //
 // Everything a tenant can write (labels, condition messages, contributor
 // names, annotations) is rendered by html/template, which escapes it. The

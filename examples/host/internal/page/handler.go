@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/plugins/core"
 )
 
 //go:embed assets
@@ -39,6 +40,9 @@ type Options struct {
 	// Whole are the kinds the host caches whole; the page reads the
 	// others as metadata only. It must hold WholeKinds.
 	Whole []schema.GroupVersionKind
+	// Members reads every RoleBinding (NewMembers), so that the page
+	// shows the contributors added in the dashboard too. Required.
+	Members client.Reader
 }
 
 // Handler serves the tenant page: GET / lists the namespaces the user may
@@ -61,7 +65,7 @@ func New(cache client.Reader, scheme *runtime.Scheme, access *Access, opts Optio
 		opts.FrameAncestors = "'self'"
 	}
 	return &Handler{
-		read:   reader{Reader: cache, scheme: scheme, whole: opts.Whole},
+		read:   reader{Reader: cache, scheme: scheme, whole: opts.Whole, members: opts.Members},
 		access: access,
 		opts:   opts,
 		static: http.StripPrefix("/static/", http.FileServerFS(sub)),
@@ -150,29 +154,35 @@ func (h *Handler) view(ctx context.Context, u User, ns string) (*View, error) {
 	return h.read.view(ctx, p)
 }
 
-// visible returns the namespaces the picker offers u: those whose Profile
-// names u or one of u's groups as owner, and those where a binding carries
-// KFAM's user annotation for u or a group of u's, each kept only when the
-// API server lets u see it.
+// visible returns the namespaces the picker offers u: those of the
+// Profiles that name u or one of u's groups as owner, or where a binding
+// carries KFAM's user annotation for u or a group of u's, each kept only
+// when the API server lets u see it.
 func (h *Handler) visible(ctx context.Context, u User) ([]string, error) {
 	names := append([]string{u.Name}, u.Groups...)
-	var candidates []string
 	var profiles kubeflowv1.ProfileList
 	if err := h.read.List(ctx, &profiles); err != nil {
 		return nil, err
 	}
+	owned := map[string]bool{}
+	var candidates []string
 	for _, p := range profiles.Items {
+		owned[p.Name] = true
 		if slices.Contains(names, p.Spec.Owner.Name) {
 			candidates = append(candidates, p.Name)
 		}
 	}
-	bindings, err := h.read.list(ctx, roleBindingGVK, "")
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range bindings {
-		if slices.Contains(names, b.GetAnnotations()[core.AnnotationUser]) {
-			candidates = append(candidates, b.GetNamespace())
+	for _, name := range names {
+		var bindings metav1.PartialObjectMetadataList
+		bindings.SetGroupVersionKind(roleBindingGVK.GroupVersion().WithKind("RoleBindingList"))
+		if err := h.read.members.List(ctx, &bindings, client.MatchingFields{userIndex: name}); err != nil {
+			return nil, fmt.Errorf("list the bindings of %q: %w", name, err)
+		}
+		for _, b := range bindings.Items {
+			// Only a Profile's namespace has a page.
+			if owned[b.Namespace] {
+				candidates = append(candidates, b.Namespace)
+			}
 		}
 	}
 	slices.Sort(candidates)

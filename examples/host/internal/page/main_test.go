@@ -57,6 +57,10 @@ func host(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	members, err := page.NewMembers(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // the manager serves the cleanups, which run after t.Context is canceled
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -68,7 +72,7 @@ func host(t *testing.T) http.Handler {
 	})
 	return page.New(mgr.GetClient(), s, page.NewAccess(env.Client, 30*time.Second, 100), page.Options{
 		UserIDHeader: "kubeflow-userid", UserIDPrefix: "accounts.example.org:", GroupsHeader: "kubeflow-groups",
-		Whole: page.WholeKinds,
+		Whole: page.WholeKinds, Members: members,
 	})
 }
 

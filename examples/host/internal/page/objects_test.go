@@ -4,10 +4,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/budgets"
+	"github.com/profilekit/profilekit/plugins/contributors"
 	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/notebook"
 )
@@ -44,4 +48,38 @@ func figures(t *testing.T, ns, desc string) {
 	must(t, unstructured.SetNestedField(pd.Object, desc, "spec", "desc"))
 	must(t, unstructured.SetNestedField(pd.Object, map[string]any{"matchLabels": map[string]any{"add-gpu": "true"}}, "spec", "selector"))
 	must(t, env.Client.Create(ctx, pd))
+}
+
+// kfam gives subject (a User or a Group) role in ns as the dashboard's
+// Manage Contributors does: KFAM's RoleBinding, of KFAM's name and
+// annotations, to viewRole, without profilekit's labels.
+func kfam(t *testing.T, ns, subjectKind, subject, role string) {
+	t.Helper()
+	kfamNamed(t, ns, contributors.BindingName(subjectKind, subject, role), subjectKind, subject, role)
+}
+
+// kfamNamed is kfam with the binding's name given.
+func kfamNamed(t *testing.T, ns, name, subjectKind, subject, role string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{"user": subject, "role": role}},
+		Subjects:   []rbacv1.Subject{{Kind: subjectKind, Name: subject, APIGroup: rbacv1.GroupName}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewRole},
+	}
+	must(t, env.Client.Create(t.Context(), rb))
+}
+
+// share makes the ResourceQuota the budgets plugin's balancer keeps in ns
+// for budget, with hard as its share and used as the quota controller's
+// count.
+func share(t *testing.T, ns, budget string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
+	t.Helper()
+	l := plugins.OwnershipLabels(budgets.Kind, ns)
+	l[budgets.LabelBudget] = budget
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: budgets.QuotaName(budget), Namespace: ns, Labels: l},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	must(t, env.Client.Create(t.Context(), q))
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
+	must(t, env.Client.Status().Update(t.Context(), q))
+	return q
 }

@@ -18,7 +18,6 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/azureidentity"
-	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/notebook"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
@@ -40,6 +39,11 @@ var (
 // of each.
 var WholeKinds = []schema.GroupVersionKind{claimGVK, limitRangeGVK, quotaGVK, notebook.GroupVersionKind}
 
+// Reads are every kind the page reads: WholeKinds, and ServiceAccounts and
+// RoleBindings as metadata. The host's ServiceAccount must be allowed to
+// list and watch them all, whichever plugins it runs.
+var Reads = append(slices.Clip(WholeKinds), serviceAccountGVK, roleBindingGVK)
+
 // identityKeys are the annotations that give a ServiceAccount a cloud
 // identity, and the cloud each names.
 var identityKeys = []struct{ key, cloud string }{
@@ -50,12 +54,17 @@ var identityKeys = []struct{ key, cloud string }{
 
 // View is everything the page shows of one namespace.
 type View struct {
-	Namespace   string
-	Labels      []Pair
-	Owner       rbacv1.Subject
-	Ready       *Plugin
-	Plugins     []Plugin
-	Quotas      []Quota
+	Namespace string
+	Labels    []Pair
+	Owner     rbacv1.Subject
+	Ready     *Plugin
+	Plugins   []Plugin
+	Quotas    []Quota
+	// Budgets are the namespace's shares of team budgets, and
+	// BudgetState the budgets plugin's condition, when it serves the
+	// namespace.
+	Budgets     []Budget
+	BudgetState *Plugin
 	Limits      []Limit
 	Members     []Member
 	Identities  []Identity
@@ -99,11 +108,13 @@ type Volume struct {
 }
 
 // reader reads what the host caches, each kind in the form the host
-// caches it: whole for the kinds in whole, metadata only for the others.
+// caches it: whole for the kinds in whole, metadata only for the others,
+// and RoleBindings from members (NewMembers).
 type reader struct {
 	client.Reader
-	scheme *runtime.Scheme
-	whole  []schema.GroupVersionKind
+	scheme  *runtime.Scheme
+	whole   []schema.GroupVersionKind
+	members client.Reader
 }
 
 // list returns the objects of gvk in ns.
@@ -126,7 +137,11 @@ func (r reader) list(ctx context.Context, gvk schema.GroupVersionKind, ns string
 		u.SetGroupVersionKind(listGVK)
 		l = u
 	}
-	if err := r.List(ctx, l, client.InNamespace(ns)); err != nil {
+	from := r.Reader
+	if gvk == roleBindingGVK {
+		from = r.members
+	}
+	if err := from.List(ctx, l, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list %s in %s: %w", gvk.Kind, ns, err)
 	}
 	items, err := meta.ExtractList(l)
@@ -150,9 +165,12 @@ func (r reader) view(ctx context.Context, p *kubeflowv1.Profile) (*View, error) 
 	}
 	for _, c := range p.Status.Conditions {
 		e := explain(c)
-		if c.Type == plugins.ConditionReady {
+		switch c.Type {
+		case plugins.ConditionReady:
 			v.Ready = &e
 			continue
+		case budgetsCondition:
+			v.BudgetState = &e
 		}
 		v.Plugins = append(v.Plugins, e)
 	}
@@ -182,12 +200,26 @@ func (r reader) view(ctx context.Context, p *kubeflowv1.Profile) (*View, error) 
 			s.add(o)
 		}
 	}
+	// The owner first, then everyone by name.
+	slices.SortStableFunc(v.Members, func(a, b Member) int {
+		if (a.Source == FromOwner) != (b.Source == FromOwner) {
+			if a.Source == FromOwner {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	return v, nil
 }
 
 func (v *View) addQuota(o client.Object) {
 	q, ok := o.(*corev1.ResourceQuota)
 	if !ok {
+		return
+	}
+	if budget, ok := budgetQuota(q, v.Namespace); ok {
+		v.addBudget(budget, q)
 		return
 	}
 	for _, name := range sortedKeys(q.Spec.Hard) {
@@ -215,21 +247,6 @@ func (v *View) addLimitRange(o client.Object) {
 				DefaultRequest: amount(item.DefaultRequest, n), Default: amount(item.Default, n), Min: amount(item.Min, n), Max: amount(item.Max, n)})
 		}
 	}
-}
-
-// addMember adds a binding that carries KFAM's user and role annotations:
-// the owner's (the core plugin's namespaceAdmin) and each contributor's.
-func (v *View) addMember(o client.Object) {
-	a := o.GetAnnotations()
-	user, role := a[core.AnnotationUser], a[core.AnnotationRole]
-	if user == "" || role == "" {
-		return
-	}
-	source := "the Profile's contributors"
-	if o.GetLabels()[plugins.LabelPlugin] == plugins.CoreKind {
-		source = "the Profile's owner"
-	}
-	v.Members = append(v.Members, Member{Name: user, Role: role, Source: source})
 }
 
 func (v *View) addIdentity(o client.Object) {

@@ -42,15 +42,27 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
 {{/* The host configuration as text: the config value as given (a string
-keeps its comments), or files/host.yaml when it is empty. */}}
+keeps its comments), or files/host.yaml when it is empty. With the value
+page.enabled, a configuration without a page section gets one that turns
+the page on; one whose page section leaves it off is refused. */}}
 {{- define "profilekit.configText" -}}
+{{- $text := "" }}
 {{- if kindIs "string" .Values.config }}
-{{- .Values.config }}
+{{- $text = .Values.config }}
 {{- else if .Values.config }}
-{{- toYaml .Values.config }}
+{{- $text = toYaml .Values.config }}
 {{- else }}
-{{- .Files.Get "files/host.yaml" }}
+{{- $text = .Files.Get "files/host.yaml" }}
 {{- end }}
+{{- if .Values.page.enabled }}
+{{- $cfg := $text | fromYaml }}
+{{- if not (hasKey $cfg "page") }}
+{{- $text = printf "%s\n# The tenant page, turned on by the chart's value page.enabled.\npage:\n  enabled: true\n" (trimSuffix "\n" $text) }}
+{{- else if not (($cfg.page | default dict).enabled) }}
+{{- fail "page.enabled is true, and the configuration's page section leaves the page off: add enabled: true to it" }}
+{{- end }}
+{{- end }}
+{{- $text }}
 {{- end }}
 
 {{/* The host configuration as YAML the templates read with fromYaml. */}}
@@ -92,4 +104,14 @@ secretNamespace: {{ $ss.secretNamespace | default .Release.Namespace }}
 secretName: {{ $ss.secretName | default "profilekit-webhook-tls" }}
 configurationName: {{ $ss.configurationName | default "profilekit" }}
 dnsNames: {{ $ss.dnsNames | default list | toJson }}
+{{- end }}
+
+{{/* The page section of the configuration with the host's defaults
+(examples/host/internal/hostconfig/page.go): whether the page is on (the
+value page.enabled or the configuration), and the port of its address. */}}
+{{- define "profilekit.page" -}}
+{{- $cfg := include "profilekit.config" . | fromYaml }}
+{{- $p := $cfg.page | default dict }}
+enabled: {{ $p.enabled | default false }}
+port: {{ ($p.address | default ":8082") | toString | splitList ":" | last | default "8082" }}
 {{- end }}

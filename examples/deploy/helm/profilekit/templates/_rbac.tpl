@@ -106,6 +106,14 @@ plugins:
   - {groups: [""], resources: [events], verbs: [get, list, watch]}
   # The kinds of the configuration's templates (profilekit.templatesRules).
   templates: []
+# The tenant page, when it is on: a SubjectAccessReview for each user and
+# namespace it shows, and a read of every kind it shows, whichever plugins
+# write them (KFAM's RoleBindings are read too, as metadata).
+page:
+- {groups: [authorization.k8s.io], resources: [subjectaccessreviews], verbs: [create]}
+- {groups: [""], resources: [resourcequotas, limitranges, persistentvolumeclaims, serviceaccounts], verbs: [get, list, watch]}
+- {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [get, list, watch]}
+- {groups: [kubeflow.org], resources: [poddefaults], verbs: [get, list, watch]}
 {{- end }}
 
 {{/* The templates plugin's rules: own verbs on the kind of each template in
@@ -144,7 +152,8 @@ rbac.extraRules. */}}
 {{/* The ClusterRole's rules for the enabled plugins, one rule per resource,
 sorted, so that the output is stable. */}}
 {{- define "profilekit.clusterRules" -}}
-{{- $table := (include "profilekit.pluginRules" . | fromYaml).plugins }}
+{{- $all := include "profilekit.pluginRules" . | fromYaml }}
+{{- $table := $all.plugins }}
 {{- $enabled := include "profilekit.enabledPlugins" . | fromYaml }}
 {{- $acc := dict }}
 {{- $base := list
@@ -161,6 +170,9 @@ sorted, so that the output is stable. */}}
 {{- end }}
 {{- with $enabled.templates }}
 {{- $rules = concat $rules (include "profilekit.templatesRules" . | fromYamlArray) }}
+{{- end }}
+{{- if (include "profilekit.page" . | fromYaml).enabled }}
+{{- $rules = concat $rules $all.page }}
 {{- end }}
 {{- range $r := $rules }}
 {{- range $g := $r.groups }}
