@@ -35,7 +35,8 @@ type Creator interface {
 // kubeflow-view, -edit and -admin all allow. Answers are kept for a short
 // time, up to a bounded number, so that a page view costs a request to the
 // API server only for a namespace the user has not been checked for
-// lately. Errors are not kept.
+// lately. Errors are not kept. It answers, from the same cache, whether a
+// user may open the admin overview (MayOpenOverview).
 type Access struct {
 	api  Creator
 	ttl  time.Duration
