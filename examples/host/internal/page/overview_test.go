@@ -45,6 +45,8 @@ func TestOverviewWhoSees(t *testing.T) {
 		`<strong title="NetworkReady">Network policies</strong> <small>(ApplyFailed)</small>: <span class="message">the API server timed out</span> <small class="fix">· the platform team</small>`,
 		`<tr class="ready" data-profile="` + okNS + `"><td class="name"><a href="./?ns=` + okNS + `">`,
 		`<tr class="pending" data-profile="` + unreported + `">`,
+		`<span class="wait">BudgetsReady has not been reported yet</span>`,
+		`<span class="wait">No plugin has reported yet.</span>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the overview lacks %s:\n%s", want, body)
