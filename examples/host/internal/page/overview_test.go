@@ -4,6 +4,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/page"
+	"github.com/profilekit/profilekit/internal/testenv"
 )
 
 // TestOverviewWhoSees: an administrator bound to the shipped ClusterRole,
@@ -143,5 +145,30 @@ func TestOverviewEscapingAndFilters(t *testing.T) {
 				t.Errorf("%s: lists %s", tc.query, n)
 			}
 		}
+	}
+}
+
+// TestOverviewRequestsPerView: a view reads only the cache; a user's first
+// view asks the API server one SubjectAccessReview, a repeated one nothing.
+func TestOverviewRequestsPerView(t *testing.T) {
+	admins(t, rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "platform-admins"})
+	var counter testenv.Counter
+	h := hostOn(t, counter.Counting(env.Config), page.OverviewOptions{})
+	p := profile(t, "counted", "erin@example.org", nil, ready("QuotasReady")...)
+	// The process's first view starts the cache's informers.
+	eventually(t, h, "/overview", "warm-up@example.org", "platform-admins", p.Name)
+
+	counter.Reset()
+	if code, _, _ := get(t, h, "/overview", "first@example.org", "platform-admins"); code != http.StatusOK {
+		t.Fatalf("first view: %d", code)
+	}
+	want := []string{"POST /apis/authorization.k8s.io/v1/subjectaccessreviews"}
+	if got := counter.Mutating(); counter.Total() != 1 || !slices.Equal(got, want) {
+		t.Errorf("a user's first view sent %d requests, %v; want %v alone", counter.Total(), got, want)
+	}
+	counter.Reset()
+	get(t, h, "/overview?state=ready", "first@example.org", "platform-admins")
+	if n := counter.Total(); n != 0 {
+		t.Errorf("a repeated view sent %d requests, want none", n)
 	}
 }
