@@ -124,8 +124,9 @@ func profilesOf(profiles []kubeflowv1.Profile, f filter, size int) profilesView 
 	var v profilesView
 	counts := map[string]*pluginCount{}
 	type entry struct {
-		p  *kubeflowv1.Profile
-		st string
+		p    *kubeflowv1.Profile
+		st   string
+		rank int
 	}
 	var kept []entry
 	for i := range profiles {
@@ -160,7 +161,7 @@ func profilesOf(profiles []kubeflowv1.Profile, f filter, size int) profilesView 
 			}
 		}
 		if f.keeps(p, st) {
-			kept = append(kept, entry{p, st})
+			kept = append(kept, entry{p, st, stateRank[st]})
 		}
 	}
 	for _, pc := range counts {
@@ -170,7 +171,7 @@ func profilesOf(profiles []kubeflowv1.Profile, f filter, size int) profilesView 
 		return cmp.Or(cmp.Compare(b.Failing, a.Failing), cmp.Compare(b.Pending, a.Pending), strings.Compare(a.Kind, b.Kind))
 	})
 	slices.SortFunc(kept, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(stateRank[a.st], stateRank[b.st]), strings.Compare(a.p.Name, b.p.Name))
+		return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.p.Name, b.p.Name))
 	})
 	v.Matched = len(kept)
 	start := min((f.Page-1)*size, len(kept))
