@@ -85,7 +85,8 @@
 // blocked members (the budgets plugin's quotas and conditions); the
 // outside systems' calls and error rates, since the replica started and
 // over the last minutes, from the host's own metrics registry
-// (profilekit_outside_calls_total); and a link to the Grafana dashboard
+// (profilekit_outside_calls_total: only the leader calls out, and a
+// replica on standby says so); and a link to the Grafana dashboard
 // when one is configured. It reads only the cache and the metrics; its one
 // request to the API server is a SubjectAccessReview of whether the user,
 // with their groups, may get overview.profilekit.dev cluster-wide, which

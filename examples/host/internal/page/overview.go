@@ -57,6 +57,10 @@ type OverviewOptions struct {
 	// PageSize is how many Profiles one view lists. Default
 	// DefaultOverviewPageSize.
 	PageSize int
+	// Elected is closed once this replica leads (the manager's Elected):
+	// only the leader reconciles, and so calls outside systems. Nil: it
+	// leads.
+	Elected <-chan struct{}
 }
 
 // Overview serves the admin overview at /overview: every Profile with the

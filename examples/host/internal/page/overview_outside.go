@@ -142,6 +142,9 @@ type outsideView struct {
 	Window string
 	// Problem says why the metrics could not be read.
 	Problem string
+	// Standby is set on a replica that does not lead: the leader makes
+	// the outside calls, and its metrics count them.
+	Standby bool
 }
 
 // outsideRow is one plugin's calls to one system.
@@ -168,7 +171,7 @@ func (o *Overview) outside(now time.Time) outsideView {
 	if err != nil {
 		return outsideView{Problem: err.Error()}
 	}
-	var v outsideView
+	v := outsideView{Standby: !o.leads()}
 	base, recent := o.rates.base(now)
 	if recent {
 		v.Window = fmt.Sprintf("%d min", int(now.Sub(base.at).Round(time.Minute)/time.Minute))
@@ -197,6 +200,19 @@ func (o *Overview) outside(now time.Time) outsideView {
 		return cmp.Or(cmp.Compare(ratio[kb], ratio[ka]), strings.Compare(a.Plugin, b.Plugin), strings.Compare(a.System, b.System))
 	})
 	return v
+}
+
+// leads reports whether this replica leads.
+func (o *Overview) leads() bool {
+	if o.opts.Elected == nil {
+		return true
+	}
+	select {
+	case <-o.opts.Elected:
+		return true
+	default:
+		return false
+	}
 }
 
 // share is part over whole, 0 when whole is.

@@ -211,3 +211,17 @@ func TestRatesKeepAndBase(t *testing.T) {
 		t.Errorf("base at %s (%v), want the newest sample at least %s old, %s", b.at, ok, recentWindow, t0.Add(15*time.Minute))
 	}
 }
+
+// TestOutsideStandby: a replica that does not lead says that the leader
+// makes the outside calls, until it leads.
+func TestOutsideStandby(t *testing.T) {
+	elected := make(chan struct{})
+	o := &Overview{opts: OverviewOptions{Metrics: prometheus.NewRegistry(), Elected: elected}, rates: &rates{}}
+	if v := o.outside(time.Now()); !v.Standby {
+		t.Error("a replica waiting for the Lease does not say it is on standby")
+	}
+	close(elected)
+	if v := o.outside(time.Now()); v.Standby {
+		t.Error("the leader says it is on standby")
+	}
+}
