@@ -66,14 +66,15 @@ func TestOverviewInBrowser(t *testing.T) {
 	add(profile(t, "vision-margaret", "margaret@example.org", map[string]string{"team": "vision", "lab": lab},
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: QuotasReady has not been reported yet"},
 		kubeflowv1.ProfileCondition{Type: "CoreReady", Status: "True", Message: "Applied: 6 objects in sync"}))
-	// The lab's first member holds every GPU.
+	// The lab's first member holds every GPU; each uses all it holds.
 	for i, p := range names[5:] {
 		must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p}}))
 		gpus := "0"
 		if i == 0 {
 			gpus = "4"
 		}
-		budgetQuota(t, p, lab, gpus)
+		hard := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(gpus), corev1.ResourceRequestsCPU: resource.MustParse("8")}
+		share(t, p, lab, hard, hard)
 	}
 	// Halfway: the second batch reached the Profiles of the lower half of
 	// the keys.
@@ -175,17 +176,4 @@ func TestOverviewInBrowser(t *testing.T) {
 	if body := text("body"); !strings.Contains(body, "for platform administrators") || strings.Contains(body, names[0]) {
 		t.Errorf("a tenant sees %q, want the refusal and no Profile", body)
 	}
-}
-
-// budgetQuota makes the budget's quota in ns with a share of gpus GPUs and
-// 8 CPUs, all in use.
-func budgetQuota(t *testing.T, ns, budget, gpus string) {
-	t.Helper()
-	l := labels(budgets.Kind, ns)
-	l[budgets.LabelBudget] = budget
-	hard := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(gpus), corev1.ResourceRequestsCPU: resource.MustParse("8")}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: budgets.QuotaName(budget), Namespace: ns, Labels: l}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	must(t, env.Client.Create(t.Context(), q))
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: hard}
-	must(t, env.Client.Status().Update(t.Context(), q))
 }

@@ -48,6 +48,10 @@ func hostOn(tb testing.TB, cfg *rest.Config, opts page.OverviewOptions) http.Han
 	if err != nil {
 		tb.Fatal(err)
 	}
+	members, err := page.NewMembers(mgr)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	api, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		tb.Fatal(err)
@@ -63,7 +67,7 @@ func hostOn(tb testing.TB, cfg *rest.Config, opts page.OverviewOptions) http.Han
 	})
 	h := page.New(mgr.GetClient(), s, page.NewAccess(api, 30*time.Second, 100), page.Options{
 		UserIDHeader: "kubeflow-userid", UserIDPrefix: "accounts.example.org:", GroupsHeader: "kubeflow-groups",
-		Whole: page.WholeKinds,
+		Whole: page.WholeKinds, Members: members,
 	})
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()

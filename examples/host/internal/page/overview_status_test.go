@@ -45,8 +45,11 @@ func TestOverviewRolloutBudgetsOutside(t *testing.T) {
 	}
 	// Shares as the balancer writes them, use as the quota controller
 	// counts it.
-	share(t, full, lab, "3", "2500m", "4")
-	share(t, starved, lab, "0", "0", "0")
+	cpuPods := func(cpu, pods string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse(pods)}
+	}
+	share(t, full, lab, cpuPods("3", "4"), cpuPods("2500m", "4"))
+	share(t, starved, lab, cpuPods("0", "0"), cpuPods("0", "0"))
 	p := &kubeflowv1.Profile{}
 	must(t, env.Client.Get(ctx, metav1ObjectKey("", starved), p))
 	p.Status.Conditions = []kubeflowv1.ProfileCondition{{Type: "BudgetsReady", Status: "Unknown",
@@ -120,19 +123,4 @@ func TestOverviewRolloutBudgetsOutside(t *testing.T) {
 	if _, plain, _ := get(t, h, "/overview", "root@example.org", ""); strings.Contains(plain, `id="grafana"`) {
 		t.Error("a Grafana link without a GrafanaURL")
 	}
-}
-
-// share makes the budget's quota in ns with a share of cpu and pods, and
-// sets its use as the quota controller would.
-func share(t *testing.T, ns, budget, cpu, usedCPU, pods string) {
-	t.Helper()
-	ctx := t.Context()
-	l := labels(budgets.Kind, ns)
-	l[budgets.LabelBudget] = budget
-	hard := corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse(pods)}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: budgets.QuotaName(budget), Namespace: ns, Labels: l},
-		Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	must(t, env.Client.Create(ctx, q))
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(usedCPU), corev1.ResourcePods: resource.MustParse(pods)}}
-	must(t, env.Client.Status().Update(ctx, q))
 }
