@@ -46,6 +46,10 @@ type OverviewOptions struct {
 	// RolloutNamespace holds the staged rollout's state (the ConfigMap
 	// rollout.ConfigMapName); empty when the host has no rollout settings.
 	RolloutNamespace string
+	// API reads that ConfigMap from the API server (the manager's
+	// APIReader), every 10 s while Start runs. Required with a
+	// RolloutNamespace.
+	API client.Reader
 	// Sections are the configuration's plugin sections, the candidate of a
 	// rollout under way.
 	Sections map[string]hostconfig.Plugin
@@ -66,15 +70,17 @@ type OverviewOptions struct {
 // Overview serves the admin overview at /overview: every Profile with the
 // failing ones first, filtered and searched by query parameters (q, state,
 // plugin, selector, page), the staged rollout's progress, the team
-// budgets, and the outside systems' error rates from the host's metrics. It
-// reads the tenant page's cache and asks the API server only whether the
-// user may open it (Access.MayOpenOverview). It runs no script at all.
+// budgets, and the outside systems' error rates from the host's metrics. A
+// view reads the tenant page's cache and what Start keeps, and asks the API
+// server only whether the user may open it (Access.MayOpenOverview). It
+// runs no script at all.
 type Overview struct {
-	tenant *Handler
-	opts   OverviewOptions
-	csp    string
-	rates  *rates
-	now    func() time.Time
+	tenant       *Handler
+	opts         OverviewOptions
+	csp          string
+	rates        *rates
+	rolloutState rolloutState
+	now          func() time.Time
 }
 
 // NewOverview returns the overview of the host whose tenant page is h: it
@@ -180,10 +186,8 @@ func (o *Overview) build(ctx context.Context, u User, r *http.Request) (*overvie
 	}
 	v := &overview{User: u.Name, Grafana: o.opts.GrafanaURL, Filter: f}
 	v.Profiles = profilesOf(list.Items, f, o.opts.PageSize)
+	v.Rollout = o.rollout(list.Items)
 	var err error
-	if v.Rollout, err = o.rollout(ctx, list.Items); err != nil {
-		return nil, err
-	}
 	if v.Budgets, err = o.budgets(ctx, list.Items); err != nil {
 		return nil, err
 	}
@@ -191,13 +195,14 @@ func (o *Overview) build(ctx context.Context, u User, r *http.Request) (*overvie
 	return v, nil
 }
 
-// Start samples the outside calls' counters every 30 s until ctx ends, so
-// that the overview shows their recent error rates: a controller-runtime
-// Runnable, on every replica.
+// Start reads the rollout's state and samples the outside calls' counters
+// (for their recent error rates) every 10 s until ctx ends: a
+// controller-runtime Runnable, on every replica.
 func (o *Overview) Start(ctx context.Context) error {
-	t := time.NewTicker(sampleEvery)
+	t := time.NewTicker(rolloutEvery)
 	defer t.Stop()
 	for {
+		o.readRollout(ctx)
 		o.sample(o.now())
 		select {
 		case <-ctx.Done():

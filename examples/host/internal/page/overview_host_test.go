@@ -72,7 +72,10 @@ func hostOn(tb testing.TB, cfg *rest.Config, opts page.OverviewOptions) http.Han
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
-	return page.NewMux(h, page.NewOverview(h, opts))
+	opts.API = api
+	o := page.NewOverview(h, opts)
+	go func() { _ = o.Start(ctx) }()
+	return page.NewMux(h, o)
 }
 
 // admins makes the overview's ClusterRole, read from the kustomize base,

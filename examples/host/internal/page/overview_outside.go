@@ -22,12 +22,12 @@ const (
 	durationMetric = "profilekit_outside_call_duration_seconds"
 )
 
-// How the counters are sampled for the recent error rates: every
-// sampleEvery (and on a view, at most as often), kept for sampleKept; the
-// rate is taken over recentWindow, or over at least a minute while the
+// How the counters are sampled for the recent error rates: as Start ticks
+// and on views, no two samples within sampleGap, each kept for sampleKept;
+// the rate is taken over recentWindow, or over at least a minute while the
 // replica is younger.
 const (
-	sampleEvery  = 30 * time.Second
+	sampleGap    = 15 * time.Second
 	sampleKept   = 15 * time.Minute
 	recentWindow = 5 * time.Minute
 	leastWindow  = time.Minute
@@ -100,11 +100,11 @@ type sample struct {
 }
 
 // add keeps counts as sampled at now, unless the last sample is younger
-// than half of sampleEvery, and forgets those older than sampleKept.
+// than sampleGap, and forgets those older than sampleKept.
 func (r *rates) add(now time.Time, counts map[callKey]callCounts) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n := len(r.samples); n > 0 && now.Sub(r.samples[n-1].at) < sampleEvery/2 {
+	if n := len(r.samples); n > 0 && now.Sub(r.samples[n-1].at) < sampleGap {
 		return
 	}
 	r.samples = slices.DeleteFunc(r.samples, func(s sample) bool { return now.Sub(s.at) > sampleKept })

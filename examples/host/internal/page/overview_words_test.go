@@ -195,7 +195,7 @@ func TestRatesKeepAndBase(t *testing.T) {
 	r.add(t0, nil)
 	r.add(t0.Add(5*time.Second), nil) // too soon: not kept
 	if len(r.samples) != 1 {
-		t.Fatalf("%d samples, want 1: a sample within half a period of the last is not kept", len(r.samples))
+		t.Fatalf("%d samples, want 1: a sample within %s of the last is not kept", len(r.samples), sampleGap)
 	}
 	if _, ok := r.base(t0.Add(59 * time.Second)); ok {
 		t.Error("a base younger than a minute")

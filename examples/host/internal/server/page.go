@@ -31,7 +31,7 @@ func addPage(mgr manager.Manager, cfg *hostconfig.Config, whole []schema.GroupVe
 	if err != nil {
 		return err
 	}
-	ov.Elected = mgr.Elected()
+	ov.Elected, ov.API = mgr.Elected(), mgr.GetAPIReader()
 	o := page.NewOverview(h, ov)
 	if err := mgr.Add(page.Server{Address: pc.Address, Handler: page.NewMux(h, o)}); err != nil {
 		return fmt.Errorf("add the tenant page: %w", err)

@@ -1,93 +1,23 @@
 package page
 
-// This file holds what the overview shows of the staged rollout and of the
-// team budgets, both read from the host's cache.
+// This file holds what the overview shows of the team budgets, read from
+// the host's cache.
 
 import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
-	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
-	"github.com/profilekit/profilekit/examples/host/internal/rollout"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/budgets"
 )
-
-// rolloutView is where the staged rollout stands.
-type rolloutView struct {
-	// Configured is false when the host has no rollout settings: a new
-	// configuration reaches every Profile at once.
-	Configured bool
-	// Problem says why the rollout's state could not be read.
-	Problem string
-	// Written is false until the leader has written the state.
-	Written                            bool
-	Active, Paused                     bool
-	Stable, Candidate, Reason, Summary string
-	Batch                              int
-	Started                            string
-	// Updated of Members: the Profiles that existed when the rollout
-	// began and have the candidate; New were created since, and have it
-	// too.
-	Updated, Members, New int
-	// Changed are the plugins whose sections the candidate changes.
-	Changed []string
-}
-
-// rollout reads the rollout's state from the ConfigMap the leader keeps
-// in the host's namespace, and counts the Profiles as the leader does.
-func (o *Overview) rollout(ctx context.Context, profiles []kubeflowv1.Profile) (rolloutView, error) {
-	v := rolloutView{Configured: o.opts.RolloutNamespace != ""}
-	if !v.Configured {
-		return v, nil
-	}
-	var cm corev1.ConfigMap
-	err := o.tenant.read.Get(ctx, client.ObjectKey{Namespace: o.opts.RolloutNamespace, Name: rollout.ConfigMapName}, &cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		return v, nil
-	case err != nil:
-		return v, err
-	}
-	v.Written = true
-	st, err := rollout.Decode(&cm)
-	if err != nil {
-		v.Problem = fmt.Sprintf("ConfigMap %s/%s: %v", cm.Namespace, cm.Name, err)
-		return v, nil
-	}
-	v.Active, v.Paused, v.Reason = st.Active(), st.Active() && st.Paused, st.Reason
-	v.Stable, v.Candidate, v.Batch = st.StableRevision, st.CandidateRevision, st.Batches
-	for i := range profiles {
-		p := &profiles[i]
-		created := p.CreationTimestamp.Time
-		switch {
-		case !p.DeletionTimestamp.IsZero():
-		case v.Active && !created.Before(st.Started):
-			v.New++
-		default:
-			v.Members++
-			if st.Updated(rollout.Key(p.UID), created) {
-				v.Updated++
-			}
-		}
-	}
-	v.Summary = st.Summary(v.Updated, v.Members-v.Updated)
-	if v.Active {
-		v.Started = st.Started.UTC().Format(time.RFC3339)
-		v.Changed = hostconfig.Changed(st.Stable, o.opts.Sections)
-	}
-	return v, nil
-}
 
 // budgetView is one team budget: what its members hold and use together,
 // and the members that cannot start new pods.
