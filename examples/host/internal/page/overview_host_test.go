@@ -33,8 +33,10 @@ const overviewRole = "profilekit-overview"
 
 // hostOn starts a manager with the host's cache settings on cfg, and
 // returns the tenant page and the overview (with opts; a metrics registry
-// of its own unless opts has one) on one mux, as the host serves them,
-// asking SubjectAccessReviews of a client on cfg.
+// of its own unless opts has one, and a client on cfg as its API reader
+// unless it has one) on one mux, as the host serves them, asking
+// SubjectAccessReviews of a client on cfg. The overview's Start runs with
+// the manager.
 func hostOn(tb testing.TB, cfg *rest.Config, opts page.OverviewOptions) http.Handler {
 	tb.Helper()
 	s, err := server.NewScheme()
@@ -72,7 +74,9 @@ func hostOn(tb testing.TB, cfg *rest.Config, opts page.OverviewOptions) http.Han
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
-	opts.API = api
+	if opts.API == nil {
+		opts.API = api
+	}
 	o := page.NewOverview(h, opts)
 	go func() { _ = o.Start(ctx) }()
 	return page.NewMux(h, o)
