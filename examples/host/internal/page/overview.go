@@ -2,7 +2,7 @@ package page
 
 // This file holds the admin overview: who may open it, its routes and its
 // rendering. What it shows is read in overview_profiles.go,
-// overview_status.go and overview_outside.go.
+// overview_rollout.go, overview_budgets.go and overview_outside.go.
 
 import (
 	"context"

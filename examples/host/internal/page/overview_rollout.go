@@ -37,7 +37,7 @@ type rolloutState struct {
 // readRollout reads the rollout's ConfigMap with the API reader and keeps
 // it; a failure keeps what was read before, and says so.
 func (o *Overview) readRollout(ctx context.Context) {
-	if o.opts.RolloutNamespace == "" {
+	if o.opts.RolloutNamespace == "" || o.opts.API == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, rolloutEvery)
