@@ -273,6 +273,10 @@ help: ## List the targets.
 demo: envtest-assets ## Run every plugin on a local control plane and narrate what they do.
 	go run ./examples/host demo
 
+.PHONY: local
+local: envtest-assets ## Keep a local cluster with the host, the sample Profiles and the tenant page running until Ctrl-C (ARGS="--as alice@example.org").
+	go run ./examples/host local $(ARGS)
+
 HOST_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 HOST_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 

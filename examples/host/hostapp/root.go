@@ -81,7 +81,8 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
   profilekit validate --config host.yaml -f p.yaml check Profiles as admission would
   profilekit diff --config new.yaml --all        show what a configuration would change, read-only
   profilekit release --config host.yaml          hand Profiles back to the upstream controller
-  profilekit demo                                run everything on a local control plane`,
+  profilekit demo                                run everything on a local control plane
+  profilekit local                               keep a local cluster with the page running until Ctrl-C`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -99,6 +100,7 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 		newTenureCommand(app),
 		newDiffCommand(app),
 		newDemoCommand(app, g),
+		newLocalCommand(app, g),
 		newVersionCommand(app),
 	)
 	return root
