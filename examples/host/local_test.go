@@ -62,8 +62,21 @@ func TestLocal(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	stopped := false
 	t.Cleanup(func() {
-		if !stopped {
+		if stopped {
+			return
+		}
+		// A failed test stops local as Ctrl-C does, so that it stops what
+		// it started; killing it would leave kube-apiserver and etcd, in
+		// process groups of their own, running.
+		children := childProcesses(t, cmd.Process.Pid)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(45 * time.Second):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			for _, ch := range children {
+				_ = syscall.Kill(ch.pid, syscall.SIGKILL)
+			}
 			<-exited
 		}
 	})
