@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -16,8 +17,9 @@ import (
 // whose kinds in whole are cached whole, and from a cache of every
 // RoleBinding's membership annotations that only a host with the page
 // keeps (page.NewMembers). SubjectAccessReviews go to the API server
-// through mgr's client (creates are never cached).
-func addPage(mgr manager.Manager, cfg *hostconfig.Config, whole []schema.GroupVersionKind) error {
+// through mgr's client (creates are never cached). wrap, when set, wraps
+// the handler of both.
+func addPage(mgr manager.Manager, cfg *hostconfig.Config, whole []schema.GroupVersionKind, wrap func(http.Handler) http.Handler) error {
 	pc := cfg.Page
 	members, err := page.NewMembers(mgr)
 	if err != nil {
@@ -33,7 +35,11 @@ func addPage(mgr manager.Manager, cfg *hostconfig.Config, whole []schema.GroupVe
 	}
 	ov.Elected, ov.API = mgr.Elected(), mgr.GetAPIReader()
 	o := page.NewOverview(h, ov)
-	if err := mgr.Add(page.Server{Address: pc.Address, Handler: page.NewMux(h, o)}); err != nil {
+	var handler http.Handler = page.NewMux(h, o)
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	if err := mgr.Add(page.Server{Address: pc.Address, Handler: handler}); err != nil {
 		return fmt.Errorf("add the tenant page: %w", err)
 	}
 	if err := mgr.Add(o); err != nil {
