@@ -39,8 +39,7 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 		return false, nil
 	}
 	if r.status != nil && c != nil {
-		r.status.setFor(p.Name, p, r.def.Condition(), c)
-		return true, nil
+		return r.status.setFor(p.Name, p, r.def.Condition(), c), nil
 	}
 	wrote := false
 	first := true

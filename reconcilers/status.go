@@ -163,9 +163,13 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 // nothing more is to come for this pass and the conditions are written at
 // once rather than after the delay; unless p is older than the writer's
 // last write of it, read from a cache that has not caught up, whose
-// conditions may only seem to change.
-func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c *kubeflowv1.ProfileCondition) {
+// conditions may only seem to change. It reports whether c is new: false
+// when the same condition waits to be written already, so that a pass
+// that runs again before the write records no second Event.
+func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c *kubeflowv1.ProfileCondition) bool {
 	w.mu.Lock()
+	old, waiting := w.pending[profile][t]
+	isNew := !waiting || (old == nil) != (c == nil) || (old != nil && !sameCondition(*old, *c))
 	if w.pending[profile] == nil {
 		w.pending[profile] = map[string]*kubeflowv1.ProfileCondition{}
 		w.since[profile] = time.Now()
@@ -177,9 +181,10 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 	w.mu.Unlock()
 	if complete {
 		w.queue.Add(profile)
-		return
+		return isNew
 	}
 	w.queue.AddAfter(profile, w.delay)
+	return isNew
 }
 
 // completeLocked reports whether every plugin that applies to p has a

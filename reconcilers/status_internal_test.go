@@ -37,7 +37,9 @@ func TestWriteAtOnceOnlyOnACaughtUpCache(t *testing.T) {
 	}
 	ready := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue}
 
-	w.setFor("team", at("6"), "QuotasReady", ready)
+	if !w.setFor("team", at("6"), "QuotasReady", ready) {
+		t.Error("a first condition is not new")
+	}
 	if n := w.queue.Len(); n != 0 {
 		t.Fatalf("a Profile read before the last write was queued at once (%d queued), want it held for the delay", n)
 	}
@@ -45,7 +47,9 @@ func TestWriteAtOnceOnlyOnACaughtUpCache(t *testing.T) {
 		t.Fatal("the memory of the last write went before the cache showed it")
 	}
 
-	w.setFor("team", at("7"), "QuotasReady", ready)
+	if w.setFor("team", at("7"), "QuotasReady", ready) {
+		t.Error("the condition waiting to be written already is new again: its pass would record a second Event")
+	}
 	if n := w.queue.Len(); n != 1 {
 		t.Fatalf("%d queued, want the Profile read after the last write queued at once", n)
 	}
