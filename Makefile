@@ -273,6 +273,12 @@ help: ## List the targets.
 demo: envtest-assets ## Run every plugin on a local control plane and narrate what they do.
 	go run ./examples/host demo
 
+# local runs the built binary rather than go run, which exits 1 after a
+# Ctrl-C however its program ends, and make would report that as an error.
+.PHONY: local
+local: envtest-assets build-host ## Keep a local cluster with the host, the sample Profiles and the tenant page running until Ctrl-C (ARGS="--as alice@example.org").
+	$(LOCALBIN)/profilekit local $(ARGS)
+
 HOST_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 HOST_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 

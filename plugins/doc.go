@@ -120,8 +120,7 @@
 // with [Foreign], [Marks] and [ForeignMissingError]; [Outside]'s methods
 // other than Ensure, Call, Forget and Recorded; [ConditionReady],
 // [ReasonPluginsReady] and [ReasonPending]; [Definition]'s Exclusive;
-// [ReasonIdentityNotAllowed]; [LaterError] with [Later], [RetryAfter] and
-// [ReasonContested]; the bounds of messages
+// [ReasonIdentityNotAllowed]; [ReasonContested]; the bounds of messages
 // ([MaxMessageBytes], [MaxMessageProblems], [MaxProblemBytes]). The wording of
 // error and condition messages is not API at all: match on reasons
 // ([ReasonOf], the reason that leads a condition's message), never on the text

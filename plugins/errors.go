@@ -26,7 +26,7 @@ const (
 	ReasonIdentityNotAllowed = "IdentityNotAllowed"
 	// ReasonContested is an object of the plugin that another writer keeps
 	// changing back: the host leaves it as that writer made it for a while
-	// (see LaterError).
+	// (see the apply package's RepairGate).
 	ReasonContested = "Contested"
 )
 

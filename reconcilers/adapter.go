@@ -210,6 +210,9 @@ func (a *Adapter[R, P]) request(r R, p *kubeflowv1.Profile, cfg any) (plugins.Re
 		live = a.env.live
 		opts = append(opts, apply.WithScheme(a.env.scheme), apply.WithLiveReader(a.env.live),
 			apply.WithMetadataOnly(metadataOnly(a.def, a.env.whole...)...))
+		if a.env.repairs != nil {
+			opts = append(opts, apply.WithRepairGate(a.env.repairs))
+		}
 		outsideOpts = append(outsideOpts, outside.WithLiveReader(a.env.live), outside.WithRecords(a.env.records))
 	} else {
 		opts = append(opts, apply.WithMetadataOnly(metadataOnly(a.def)...))

@@ -149,6 +149,9 @@ type forkEnv struct {
 	// records are the plugin's outside-state records written and not yet
 	// shown by the cache.
 	records *outside.Records
+	// repairs bounds how often an object another writer keeps changing
+	// is put back.
+	repairs *repairs
 }
 
 // SetupWithManager readies the Fork for the fork's manager and adds to b,
@@ -175,6 +178,7 @@ func (f *Fork[R, P]) SetupWithManager(mgr ctrl.Manager, b *builder.Builder) erro
 			status:   status,
 			recorder: mgr.GetEventRecorder(plugins.FieldManagerFor(a.def.Kind())),
 			records:  outside.NewRecords(),
+			repairs:  newRepairs(kind),
 		}
 		if !a.ownCtx {
 			a.ctx = log.IntoContext(a.ctx, mgr.GetLogger().WithValues("plugin", kind))

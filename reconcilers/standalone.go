@@ -312,7 +312,7 @@ func (r *Reconciler) failed(ctx context.Context, p *kubeflowv1.Profile, err erro
 	if serr != nil {
 		return reconcile.Result{}, errors.Join(err, serr)
 	}
-	if after, ok := plugins.RetryAfter(err); ok {
+	if after, ok := retryAfter(err); ok {
 		// Left alone for a while (an object another controller writes
 		// too): passed again then, not retried with backoff.
 		return reconcile.Result{RequeueAfter: after}, nil

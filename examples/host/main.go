@@ -1,7 +1,8 @@
 // Command profilekit is the standalone host of profilekit plugins: it runs
 // one controller per enabled plugin against a cluster (run), shows offline
 // what the plugins would write (render), checks Profiles as admission would
-// (validate), and runs everything on a local control plane (demo). It is
+// (validate), and runs everything on a local control plane (demo), or keeps
+// such a cluster running with the tenant page until Ctrl-C (local). It is
 // package hostapp built with every plugin of package builtin; everything
 // else is configuration (see README.md).
 package main

@@ -98,6 +98,13 @@ func (c *Counter) Reads(path string) (whole, metadata int) {
 	return whole, metadata
 }
 
+// Total returns how many requests were counted.
+func (c *Counter) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.requests)
+}
+
 // String summarises the counted requests.
 func (c *Counter) String() string {
 	c.mu.Lock()

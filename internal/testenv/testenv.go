@@ -30,6 +30,7 @@ import (
 	istioscheme "istio.io/client-go/pkg/clientset/versioned/scheme"
 
 	"github.com/profilekit/profilekit/api/kubeflow"
+	"github.com/profilekit/profilekit/internal/controllermanager"
 	"github.com/profilekit/profilekit/plugins/outside"
 )
 
@@ -47,7 +48,7 @@ type Env struct {
 	Scheme *k8sruntime.Scheme
 
 	env *envtest.Environment
-	cm  *controllerManager
+	cm  *controllermanager.Process
 }
 
 // Options says what to install besides the Profile CRD.
@@ -177,7 +178,7 @@ func Start(opts Options) (*Env, error) {
 }
 
 // Stop stops the control plane.
-func (e *Env) Stop() error { return errors.Join(e.cm.stop(), e.env.Stop()) }
+func (e *Env) Stop() error { return errors.Join(e.cm.Stop(), e.env.Stop()) }
 
 // Main is the body of a package's TestMain: it starts an Env into *env, runs
 // the tests, stops the Env and exits with the tests' code. A control plane

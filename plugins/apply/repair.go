@@ -39,9 +39,10 @@ type RepairHold struct {
 
 // WithRepairGate makes the Applier ask g before it puts back an object
 // someone else changed (see RepairGate). A refused object is Skipped, and
-// its error is a plugins.LaterError of reason plugins.ReasonContested that
-// names the writer and the hold's end, so that the host passes the Profile
-// again then.
+// its error, of reason plugins.ReasonContested (see plugins.ReasonOf),
+// names the writer and has a method RetryAfter() time.Duration that says
+// when the hold ends, so that a host passes the Profile again then rather
+// than at once.
 func WithRepairGate(g RepairGate) Option {
 	return func(a *Applier) { a.repairs = g }
 }
@@ -66,11 +67,27 @@ func (a *Applier) mayRepair(ctx context.Context, live *liveObject, u *unstructur
 			writer = lastWriter(now.managedFields, plugins.FieldManagerFor(a.kind), u)
 		}
 	}
-	return plugins.Later(plugins.ReasonContested, hold.Left, fmt.Errorf(
+	return &contestedError{retryAfter: hold.Left, err: fmt.Errorf(
 		"%s %s/%s: %q undid plugin %s's last %d repairs, so another controller writes it too; left as it is for %s, then put back (the wait doubles while this goes on). "+
 			"Stop the other controller (moving over: see the README)",
-		k.gvk.Kind, k.namespace, k.name, writer, a.kind, hold.Repairs, hold.For))
+		k.gvk.Kind, k.namespace, k.name, writer, a.kind, hold.Repairs, hold.For)}
 }
+
+// contestedError is an object a RepairGate held back.
+type contestedError struct {
+	retryAfter time.Duration
+	err        error
+}
+
+func (e *contestedError) Error() string { return e.err.Error() }
+
+func (e *contestedError) Unwrap() error { return e.err }
+
+// Reason is the reason of the plugin's condition (see plugins.ReasonOf).
+func (e *contestedError) Reason() string { return plugins.ReasonContested }
+
+// RetryAfter is when the hold ends.
+func (e *contestedError) RetryAfter() time.Duration { return e.retryAfter }
 
 // lastWriter returns the field manager that undid our repair: of the
 // managers other than ours, the last to write among those that hold a

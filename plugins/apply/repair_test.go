@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -81,11 +82,11 @@ func TestRepairGate(t *testing.T) {
 	if res.Count(plugins.Skipped) != 1 || len(e.counter.Mutating()) != 0 {
 		t.Errorf("held-back repair: %s, writes %v; want Skipped and nothing sent", res.Summary(), e.counter.Mutating())
 	}
-	after, later := plugins.RetryAfter(err)
-	if !later || after != 40*time.Second || plugins.ReasonOf(err, "") != plugins.ReasonContested ||
+	var held interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &held) || held.RetryAfter() != 40*time.Second || plugins.ReasonOf(err, "") != plugins.ReasonContested ||
 		!strings.Contains(err.Error(), `"other-controller"`) || !strings.Contains(err.Error(), "1m0s") {
-		t.Errorf("held-back repair: error %v (retry after %s, %v); want %s naming other-controller, held for 1m0s, passed again after 40s",
-			err, after, later, plugins.ReasonContested)
+		t.Errorf("held-back repair: error %v; want %s naming other-controller, held for 1m0s, passed again after 40s",
+			err, plugins.ReasonContested)
 	}
 	var cm corev1.ConfigMap
 	if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm); err != nil || cm.Data["mode"] != "theirs" {

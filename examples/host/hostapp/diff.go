@@ -23,7 +23,7 @@ type diffFlags struct {
 	concurrency  int
 }
 
-func newDiffCommand(app App) *cobra.Command {
+func newDiffCommand(app App, g *globals) *cobra.Command {
 	f := &diffFlags{}
 	cmd := &cobra.Command{
 		Use:   "diff --config new.yaml (-f profiles.yaml | --all)",
@@ -56,7 +56,7 @@ diffed).`,
   profilekit diff --config new-host.yaml -f profiles/team-a.yaml | less`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			code, err := runDiff(cmd, app, f)
+			code, err := runDiff(cmd, app, g, f)
 			if err != nil {
 				return &exitError{code: diff.ExitError, err: err}
 			}
@@ -77,7 +77,7 @@ diffed).`,
 }
 
 // runDiff diffs and prints, and returns the exit code of the outcome.
-func runDiff(cmd *cobra.Command, app App, f *diffFlags) (int, error) {
+func runDiff(cmd *cobra.Command, app App, g *globals, f *diffFlags) (int, error) {
 	if f.all == (len(f.files) > 0) {
 		return 0, errors.New("give either -f with files of Profiles or --all")
 	}
@@ -113,7 +113,11 @@ func runDiff(cmd *cobra.Command, app App, f *diffFlags) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	results := diff.New(cfg, reg, scheme, c, diff.Options{ServerDryRun: f.serverDryRun, Concurrency: f.concurrency}).Diff(ctx, profiles)
+	bar := g.progress(cmd, "Profiles", len(profiles))
+	results := diff.New(cfg, reg, scheme, c, diff.Options{
+		ServerDryRun: f.serverDryRun, Concurrency: f.concurrency, Progress: func() { bar.Add(1) },
+	}).Diff(ctx, profiles)
+	bar.Done()
 	var out bytes.Buffer
 	for _, n := range notes {
 		fmt.Fprintf(&out, "note: %s\n", n)

@@ -22,6 +22,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
+	"github.com/profilekit/profilekit/examples/host/internal/progress"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/core"
@@ -35,7 +36,7 @@ type releaseFlags struct {
 	force      bool
 }
 
-func newReleaseCommand(app App) *cobra.Command {
+func newReleaseCommand(app App, g *globals) *cobra.Command {
 	f := &releaseFlags{}
 	cmd := &cobra.Command{
 		Use:   "release --config host.yaml",
@@ -88,7 +89,8 @@ again changes nothing.`,
 					return err
 				}
 			}
-			return release(cmd.Context(), c, cfg, releaseRules(cfg, reg), f.dryRun, cmd.OutOrStdout())
+			bar := func(total int) *progress.Bar { return g.progress(cmd, "Profiles", total) }
+			return release(cmd.Context(), c, cfg, releaseRules(cfg, reg), f.dryRun, cmd.OutOrStdout(), bar)
 		},
 	}
 	fl := cmd.Flags()
@@ -197,12 +199,16 @@ func (rule releaseRule) plan(p *kubeflowv1.Profile) releasePlan {
 }
 
 // release changes every Profile of the host's shard as its plan says, and
-// prints what it changed (or, with dryRun, would change) to out.
-func release(ctx context.Context, c client.Client, cfg *hostconfig.Config, rule releaseRule, dryRun bool, out io.Writer) error {
+// prints what it changed (or, with dryRun, would change) to out, with the
+// progress line that bar starts for the number of Profiles.
+func release(ctx context.Context, c client.Client, cfg *hostconfig.Config, rule releaseRule, dryRun bool, out io.Writer, bar func(total int) *progress.Bar) error {
 	var list kubeflowv1.ProfileList
 	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: cfg.Shard()}); err != nil {
 		return fmt.Errorf("list Profiles: %w", err)
 	}
+	line := bar(len(list.Items))
+	defer line.Done()
+	out = line.Above(out)
 	verb := "released"
 	if dryRun {
 		verb = "would release"
@@ -211,28 +217,39 @@ func release(ctx context.Context, c client.Client, cfg *hostconfig.Config, rule 
 	changed := 0
 	for i := range list.Items {
 		p := &list.Items[i]
-		for _, w := range wayBackWarnings(p) {
-			fmt.Fprintf(out, "warning: profile %s: %s\n", p.Name, w)
+		did, err := releasePlanned(ctx, c, rule, p, dryRun, out)
+		if did {
+			changed++
 		}
-		plan := rule.plan(p)
-		if plan.empty() {
-			continue
-		}
-		changed++
-		fmt.Fprintf(out, "profile %s: %s\n", p.Name, plan)
-		for _, f := range plan.finalizers {
-			fmt.Fprintf(out, "  %s removed: the plugin %s no longer cleans up what it keeps outside the cluster for this Profile when it is deleted\n",
-				f, strings.TrimPrefix(f, plugins.FinalizerPrefix))
-		}
-		if dryRun {
-			continue
-		}
-		if err := releaseOne(ctx, c, rule, p.Name); err != nil {
+		if err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: %w", p.Name, err))
 		}
+		line.Add(1)
 	}
+	line.Done()
 	fmt.Fprintf(out, "%s %d of %d Profiles; the others carry nothing of profilekit's\n", verb, changed, len(list.Items))
 	return errors.Join(errs...)
+}
+
+// releasePlanned prints p's warnings and plan to out and, unless dryRun,
+// carries the plan out; it reports whether p had anything to release.
+func releasePlanned(ctx context.Context, c client.Client, rule releaseRule, p *kubeflowv1.Profile, dryRun bool, out io.Writer) (bool, error) {
+	for _, w := range wayBackWarnings(p) {
+		fmt.Fprintf(out, "warning: profile %s: %s\n", p.Name, w)
+	}
+	plan := rule.plan(p)
+	if plan.empty() {
+		return false, nil
+	}
+	fmt.Fprintf(out, "profile %s: %s\n", p.Name, plan)
+	for _, f := range plan.finalizers {
+		fmt.Fprintf(out, "  %s removed: the plugin %s no longer cleans up what it keeps outside the cluster for this Profile when it is deleted\n",
+			f, strings.TrimPrefix(f, plugins.FinalizerPrefix))
+	}
+	if dryRun {
+		return true, nil
+	}
+	return true, releaseOne(ctx, c, rule, p.Name)
 }
 
 // String says what the plan changes.

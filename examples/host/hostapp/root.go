@@ -15,6 +15,7 @@ import (
 
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/logs"
+	"github.com/profilekit/profilekit/examples/host/internal/progress"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -61,15 +62,21 @@ func Main(ctx context.Context, app App, args []string, stdout, stderr io.Writer)
 	return 0
 }
 
-// globals are the flags every command shares.
+// globals are the flags every command shares, and how it tells a terminal.
 type globals struct {
 	logLevel  string
 	logFormat string
+	// terminal reports whether a writer is a terminal, where diff, release
+	// and validate show their progress (progress.IsTerminal; tests say).
+	terminal func(io.Writer) bool
 }
 
 // NewCommand returns the root command.
 func NewCommand(app App, stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{}
+	return newCommand(app, stdout, stderr, &globals{terminal: progress.IsTerminal})
+}
+
+func newCommand(app App, stdout, stderr io.Writer, g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   cmp.Or(app.Name, "profilekit"),
 		Short: "Run profilekit plugins for Kubeflow Profiles",
@@ -81,7 +88,8 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
   profilekit validate --config host.yaml -f p.yaml check Profiles as admission would
   profilekit diff --config new.yaml --all        show what a configuration would change, read-only
   profilekit release --config host.yaml          hand Profiles back to the upstream controller
-  profilekit demo                                run everything on a local control plane`,
+  profilekit demo                                run everything on a local control plane
+  profilekit local                               keep a local cluster with the page running until Ctrl-C`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -94,11 +102,12 @@ for Kubeflow Profiles, one controller per plugin, configured by one YAML file.
 	root.AddCommand(
 		newRunCommand(app, g),
 		newRenderCommand(app),
-		newValidateCommand(app),
-		newReleaseCommand(app),
+		newValidateCommand(app, g),
+		newReleaseCommand(app, g),
 		newTenureCommand(app),
-		newDiffCommand(app),
+		newDiffCommand(app, g),
 		newDemoCommand(app, g),
+		newLocalCommand(app, g),
 		newVersionCommand(app),
 	)
 	return root
@@ -128,6 +137,13 @@ func loadConfig(app App, path string) (*hostconfig.Config, *plugins.Registry, er
 		return nil, nil, err
 	}
 	return cfg, reg, nil
+}
+
+// progress returns the progress line of total pieces of cmd's work (noun),
+// drawn on its stderr when that is a terminal, else nil, which draws
+// nothing.
+func (g *globals) progress(cmd *cobra.Command, noun string, total int) *progress.Bar {
+	return progress.Start(cmd.ErrOrStderr(), cmd.Name(), noun, total, progress.Options{Terminal: g.terminal})
 }
 
 // newLogger returns the logger the global flags ask for.

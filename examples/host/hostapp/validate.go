@@ -10,7 +10,7 @@ import (
 	"github.com/profilekit/profilekit/plugins/outside"
 )
 
-func newValidateCommand(app App) *cobra.Command {
+func newValidateCommand(app App, g *globals) *cobra.Command {
 	var config, kubeconfig string
 	var files []string
 	cmd := &cobra.Command{
@@ -51,10 +51,13 @@ owner. Without it, those two checks are left to the webhook and the host.`,
 			v := admission.New(in.cfg, in.reg, in.scheme, opts...)
 			denied := 0
 			var out strings.Builder
+			bar := g.progress(cmd, "Profiles", len(in.profiles))
+			stderr := bar.Above(cmd.ErrOrStderr())
 			for _, p := range in.profiles {
 				reasons, warnings := v.Decide(cmd.Context(), nil, p)
+				bar.Add(1)
 				for _, w := range warnings {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: profile %s: %s\n", p.Name, w)
+					fmt.Fprintf(stderr, "warning: profile %s: %s\n", p.Name, w)
 				}
 				if len(reasons) == 0 {
 					fmt.Fprintf(&out, "profile %s: admitted\n", p.Name)
@@ -66,6 +69,7 @@ owner. Without it, those two checks are left to the webhook and the host.`,
 					fmt.Fprintf(&out, "  %s\n", strings.ReplaceAll(r, "\n", "\n    "))
 				}
 			}
+			bar.Done()
 			if _, err := fmt.Fprint(cmd.OutOrStdout(), out.String()); err != nil {
 				return err
 			}

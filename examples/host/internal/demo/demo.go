@@ -2,9 +2,11 @@
 // what they do: it starts kube-apiserver and etcd with envtest, installs the
 // CRDs, runs every enabled plugin in-process, creates the sample Profiles,
 // then changes and deletes some of them and shows how the controllers answer.
+// Serve (`profilekit local`) keeps the same set-up running instead, with
+// kube-controller-manager and the tenant page, until it is stopped.
 //
 // envtest runs no controllers of its own: no namespace controller and no
-// garbage collector. The demo starts from Profiles alone: the core plugin
+// garbage collector. The demo (not Serve) starts from Profiles alone: the core plugin
 // makes each namespace (without core in the configuration, the demo makes
 // them as the upstream controller would), and when a Profile is deleted it shows the owner references that a real
 // cluster's garbage collector would act on, rather than pretending.
@@ -54,6 +56,10 @@ type Options struct {
 	Timeout time.Duration
 }
 
+// defaultTimeout bounds each wait for the controllers unless Options.Timeout
+// says otherwise.
+const defaultTimeout = 30 * time.Second
+
 // demo is one run's state.
 type demo struct {
 	Options
@@ -66,7 +72,7 @@ type demo struct {
 // narration says it should.
 func Run(ctx context.Context, o Options) error {
 	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Second
+		o.Timeout = defaultTimeout
 	}
 	d := &demo{Options: o}
 	profiles, err := d.readProfiles()
@@ -108,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	d.printf("host running: one controller per plugin (%s)\n", strings.Join(d.Config.Enabled(), ", "))
 
-	if err := d.createSources(ctx); err != nil {
+	if err := d.createSources(ctx, "0. Create the replicate plugin's sources"); err != nil {
 		return err
 	}
 	d.title("1. Create the sample Profiles")

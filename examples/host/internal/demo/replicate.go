@@ -33,14 +33,16 @@ func (d *demo) replicateConfig() (*replicate.Config, bool) {
 }
 
 // createSources creates, before any Profile, the objects the replicate
-// plugin's name sources point at, as a platform team would. Secret values
-// are made up and never printed.
-func (d *demo) createSources(ctx context.Context) error {
+// plugin's name sources point at, as a platform team would, under title
+// when it is not empty. Secret values are made up and never printed.
+func (d *demo) createSources(ctx context.Context, title string) error {
 	cfg, ok := d.replicateConfig()
 	if !ok || len(cfg.Sources) == 0 {
 		return nil
 	}
-	d.title("0. Create the replicate plugin's sources")
+	if title != "" {
+		d.title(title)
+	}
 	for _, s := range cfg.Sources {
 		if s.Name == "" {
 			continue

@@ -90,6 +90,9 @@ type Options struct {
 	ServerDryRun bool
 	// Concurrency is how many Profiles are diffed at once. Default 8.
 	Concurrency int
+	// Progress, when set, is called once each Profile is diffed, from the
+	// goroutine that diffed it.
+	Progress func()
 }
 
 // Differ diffs Profiles against a host configuration.
@@ -100,6 +103,7 @@ type Differ struct {
 	client       client.WithWatch
 	serverDryRun bool
 	concurrency  int
+	progress     func()
 	merger       *merger
 	renderer     *render.Renderer
 
@@ -115,6 +119,7 @@ func New(cfg *hostconfig.Config, reg *plugins.Registry, scheme *runtime.Scheme, 
 		cfg: cfg, reg: reg, scheme: scheme, client: c,
 		serverDryRun: opts.ServerDryRun,
 		concurrency:  cmp.Or(opts.Concurrency, 8),
+		progress:     opts.Progress,
 		merger:       newMerger(),
 		collectors:   map[string]*collector{},
 	}
@@ -157,6 +162,9 @@ func (d *Differ) Diff(ctx context.Context, profiles []*kubeflowv1.Profile) []Res
 		wg.Go(func() {
 			defer func() { <-places }()
 			results[i] = d.one(ctx, p)
+			if d.progress != nil {
+				d.progress()
+			}
 		})
 	}
 	wg.Wait()

@@ -55,6 +55,8 @@ type Page struct {
 	AccessTTL *metav1.Duration `json:"accessTTL,omitempty"`
 	// AccessEntries bounds how many such answers are kept. Default 10000.
 	AccessEntries int `json:"accessEntries,omitempty"`
+	// Overview configures the admin overview.
+	Overview PageOverview `json:"overview,omitempty"`
 }
 
 // TTL returns AccessTTL, or its default.
@@ -110,6 +112,7 @@ func (p *parser) pageWith(pg *Page, getenv func(string) string) {
 	case pg.AccessEntries == 0:
 		pg.AccessEntries = DefaultPageAccessEntries
 	}
+	p.overview(path.Child("overview"), &pg.Overview)
 }
 
 // headerName reports whether h is an HTTP header name (RFC 9110 token).

@@ -1,7 +1,10 @@
 // Package local starts what the demo and the benchmark run on: a private
 // kube-apiserver and etcd (envtest) with the CRDs that a host
 // configuration's plugins need, and the host's manager in-process against
-// them, built as `profilekit run` builds it.
+// them, built as `profilekit run` builds it. For a cluster that stays up
+// (`profilekit local`) it also starts kube-controller-manager, makes
+// Kubeflow's roles, writes a kubeconfig, and lets the machine's own browser
+// open the tenant page as a user (AsUser).
 package local
 
 import (
@@ -14,16 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/server"
@@ -179,50 +177,6 @@ func startEnv(o Options, crds []*apiextensionsv1.CustomResourceDefinition, s *ru
 	}
 	fmt.Fprintf(o.Out, "control plane up in %s at %s, %d CRDs installed\n", time.Since(start).Round(100*time.Millisecond), env.Config.Host, len(crds))
 	return env, nil
-}
-
-// Host is the host's manager running in-process.
-type Host struct {
-	// Manager is the running manager; its client reads from the host's
-	// caches.
-	Manager manager.Manager
-
-	stop func() error
-}
-
-// Stop stops the host and returns what its manager returned. It may be
-// called more than once.
-func (h *Host) Stop() error { return h.stop() }
-
-// StartHost builds the host's manager for cfg as `profilekit run` does,
-// with leader election, metrics and probes off, starts it and waits up to
-// two minutes for its caches. restCfg is used as given, so that a caller
-// may wrap its transport (the benchmark counts requests).
-func StartHost(ctx context.Context, restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Registry, logger logr.Logger) (*Host, error) {
-	mgr, err := server.NewManager(restCfg, cfg, reg, server.Options{
-		MetricsAddr:        "0",
-		ProbeAddr:          "0",
-		Logger:             logger,
-		SkipNameValidation: true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	h := &Host{Manager: mgr}
-	h.stop = sync.OnceValue(func() error {
-		cancel()
-		return <-done
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		_ = h.Stop()
-		return nil, errors.New("the host's caches did not sync within 2m")
-	}
-	return h, nil
 }
 
 // RepoRoot returns the profilekit source tree that holds the working

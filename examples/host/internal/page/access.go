@@ -35,7 +35,8 @@ type Creator interface {
 // kubeflow-view, -edit and -admin all allow. Answers are kept for a short
 // time, up to a bounded number, so that a page view costs a request to the
 // API server only for a namespace the user has not been checked for
-// lately. Errors are not kept.
+// lately. Errors are not kept. It answers, from the same cache, whether a
+// user may open the admin overview (MayOpenOverview).
 type Access struct {
 	api  Creator
 	ttl  time.Duration
@@ -58,7 +59,13 @@ func NewAccess(api Creator, ttl time.Duration, limit int) *Access {
 
 // MaySee reports whether u may see namespace ns.
 func (a *Access) MaySee(ctx context.Context, u User, ns string) (bool, error) {
-	k := u.key() + "\x00" + ns
+	return a.allowed(ctx, u, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "pods"})
+}
+
+// allowed reports whether the API server lets u do what attrs say, from
+// the cache when it answered lately.
+func (a *Access) allowed(ctx context.Context, u User, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	k := strings.Join([]string{u.key(), attrs.Verb, attrs.Group, attrs.Resource, attrs.Namespace}, "\x00")
 	now := a.now()
 	a.mu.Lock()
 	got, ok := a.seen[k]
@@ -67,14 +74,19 @@ func (a *Access) MaySee(ctx context.Context, u User, ns string) (bool, error) {
 		return got.allowed, nil
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   u.Name,
-		Groups: slices.Clone(u.Groups),
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: "list", Resource: "pods",
-		},
+		User:               u.Name,
+		Groups:             slices.Clone(u.Groups),
+		ResourceAttributes: &attrs,
 	}}
 	if err := a.api.Create(ctx, sar); err != nil {
-		return false, fmt.Errorf("review access of %q to namespace %s: %w", u.Name, ns, err)
+		what := attrs.Resource
+		if attrs.Group != "" {
+			what += "." + attrs.Group
+		}
+		if attrs.Namespace != "" {
+			what += " in namespace " + attrs.Namespace
+		}
+		return false, fmt.Errorf("review whether %q may %s %s: %w", u.Name, attrs.Verb, what, err)
 	}
 	a.remember(k, answer{allowed: sar.Status.Allowed, until: now.Add(a.ttl)}, now)
 	return sar.Status.Allowed, nil

@@ -25,7 +25,7 @@ import (
 // the page to docs/page-tenant.png.
 // screenshot writes the tenant page's screenshot into docs/, for the
 // README; without it the picture goes to a temporary folder.
-var screenshot = flag.Bool("page.screenshot", false, "TestInDashboard: write the screenshot to docs/page-tenant.png")
+var screenshot = flag.Bool("page.screenshot", false, "TestInDashboard and TestOverviewInBrowser: write the screenshots to docs/page-tenant.png and docs/page-overview.png")
 
 func TestInDashboard(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")

@@ -70,4 +70,28 @@
 // namespace selector (CentralDashboardEventHandler's onNamespaceSelected).
 // Opened on its own, the library is missing and the page shows a picker of
 // the namespaces the user may see.
+//
+// # The admin overview
+//
+// /overview (Overview, routed beside the tenant page by NewMux) is for
+// platform administrators: every Profile in the cache with its Ready
+// condition, the failing ones first, then those not ready yet, each with
+// what fails or waits in plain words; counts by plugin; filter and search
+// by query parameters (q, state, plugin, selector, page), through a form
+// the browser submits, so that the overview runs no script at all
+// (default-src 'none'); where the staged rollout stands (the leader's
+// ConfigMap profilekit-rollout, which Overview.Start reads by name every
+// 10 s, since the host may get that ConfigMap but not list ConfigMaps,
+// counted over the cached Profiles as the leader counts them); each team budget's shares, use, free headroom and
+// blocked members (the budgets plugin's quotas and conditions); the
+// outside systems' calls and error rates, since the replica started and
+// over the last minutes, from the host's own metrics registry
+// (profilekit_outside_calls_total: only the leader calls out, and a
+// replica on standby says so); and a link to the Grafana dashboard
+// when one is configured. A view reads only the cache, the metrics and
+// what Start keeps; its one request to the API server is a
+// SubjectAccessReview of whether the user,
+// with their groups, may get overview.profilekit.dev cluster-wide, which
+// the ClusterRole profilekit-overview grants (kept in the access cache).
+// Anyone else gets 403 and no data.
 package page

@@ -160,8 +160,10 @@ func (h *Handler) view(ctx context.Context, u User, ns string) (*View, error) {
 // when the API server lets u see it.
 func (h *Handler) visible(ctx context.Context, u User) ([]string, error) {
 	names := append([]string{u.Name}, u.Groups...)
+	// The cache's own Profiles, not copies: only read here, and a copy of
+	// each on every view is most of a view's cost with thousands of them.
 	var profiles kubeflowv1.ProfileList
-	if err := h.read.List(ctx, &profiles); err != nil {
+	if err := h.read.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	owned := map[string]bool{}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,8 +45,9 @@ func TestMain(m *testing.M) {
 }
 
 // host starts a manager with the host's cache settings and no controller,
-// and returns the page's handler on it, reading the cache.
-func host(t *testing.T) http.Handler {
+// and returns the page's handler on it, reading the cache, with the kinds
+// the host caches whole: WholeKinds and whole.
+func host(t *testing.T, whole ...schema.GroupVersionKind) http.Handler {
 	t.Helper()
 	s, err := server.NewScheme()
 	if err != nil {
@@ -72,7 +75,7 @@ func host(t *testing.T) http.Handler {
 	})
 	return page.New(mgr.GetClient(), s, page.NewAccess(env.Client, 30*time.Second, 100), page.Options{
 		UserIDHeader: "kubeflow-userid", UserIDPrefix: "accounts.example.org:", GroupsHeader: "kubeflow-groups",
-		Whole: page.WholeKinds, Members: members,
+		Whole: append(slices.Clone(page.WholeKinds), whole...), Members: members,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -84,6 +85,22 @@ func TestMembersFromEverywhere(t *testing.T) {
 	body = eventually(t, h, "/?ns="+upstream, "dave@example.org", "", "dave@example.org</td>")
 	if want := `<td class="member">dave@example.org</td><td>admin</td><td>the Profile&#39;s owner</td>`; !strings.Contains(body, want) {
 		t.Errorf("the upstream owner's namespaceAdmin is not shown as the owner's; want %s in:\n%s", want, section(body, "members"))
+	}
+}
+
+// TestMembersWhenPluginsCacheRoleBindingsWhole: a host whose plugins cache
+// RoleBindings whole (core, rbac, contributors) still lists the members
+// from the page's own cache of their metadata; it once answered "RoleBinding
+// is not cached" and showed no page at all.
+func TestMembersWhenPluginsCacheRoleBindingsWhole(t *testing.T) {
+	viewClusterRole(t)
+	h := host(t, rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
+	ns := tenant(t, "whole", "alice@example.org")
+	bind(t, ns, "core", "User", "alice@example.org", "admin")
+	kfam(t, ns, "User", "carol@example.org", "view")
+	body := eventually(t, h, "/?ns="+ns, "alice@example.org", "", "carol@example.org")
+	if want := `<td class="member">alice@example.org</td><td>admin</td><td>the Profile&#39;s owner</td>`; !strings.Contains(section(body, "members"), want) {
+		t.Errorf("the members section lacks %s:\n%s", want, section(body, "members"))
 	}
 }
 

@@ -122,7 +122,9 @@ func (r reader) list(ctx context.Context, gvk schema.GroupVersionKind, ns string
 	var l client.ObjectList
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	switch {
-	case !slices.Contains(r.whole, gvk):
+	case gvk == roleBindingGVK || !slices.Contains(r.whole, gvk):
+		// RoleBindings come from members, which holds their metadata
+		// only, whether or not a plugin caches them whole.
 		m := &metav1.PartialObjectMetadataList{}
 		m.SetGroupVersionKind(listGVK)
 		l = m

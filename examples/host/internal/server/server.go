@@ -50,6 +50,10 @@ type Options struct {
 	// SkipNameValidation lets several managers with the same controller names
 	// live in one process (the demo and tests).
 	SkipNameValidation bool
+	// WrapPage, when set, wraps the tenant page's handler: `profilekit
+	// local` names its user there for requests from the machine itself.
+	// The page's own checks run as they do without it.
+	WrapPage func(http.Handler) http.Handler
 }
 
 // NewScheme returns the scheme the host reads and writes with: the built-in
@@ -166,7 +170,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 		}
 	}
 	if cfg.Page.Enabled {
-		if err := addPage(mgr, cfg, wholeKinds); err != nil {
+		if err := addPage(mgr, cfg, wholeKinds, opts.WrapPage); err != nil {
 			return nil, err
 		}
 	}
