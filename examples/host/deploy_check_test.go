@@ -39,19 +39,24 @@ var (
 	// ownVerbs are what a plugin needs on the kinds it owns: server-side
 	// apply, the label-filtered cache, pruning.
 	ownVerbs = []string{"create", "get", "list", "watch", "patch", "delete"}
-	// readVerbs are what the cache needs on a watched kind.
+	// readVerbs are what a plugin needs on a kind it reads by name and
+	// watches.
 	readVerbs = []string{"get", "list", "watch"}
+	// watchVerbs are what the cache needs on a watched kind, which is read
+	// from the cache alone.
+	watchVerbs = []string{"list", "watch"}
 	// beyond is what a plugin does besides writing its kinds and watching
 	// others: volumes patches the volumes bound to its claims and its
-	// sweeper deletes released ones; blobcsi lists a namespace's pods to
-	// name those that still mount a volume it removes.
+	// sweeper reads released ones again by name and deletes them; blobcsi
+	// lists a namespace's pods to name those that still mount a volume it
+	// removes.
 	beyond = map[string][]access{
-		volumes.Kind: {{"", "persistentvolumes", "patch"}, {"", "persistentvolumes", "delete"}},
+		volumes.Kind: {{"", "persistentvolumes", "get"}, {"", "persistentvolumes", "patch"}, {"", "persistentvolumes", "delete"}},
 		blobcsi.Kind: {{"", "pods", "list"}},
 		// The balancer writes the members' quotas, which the plugin does
 		// not declare as owned (the host must not prune them), and reads
 		// workload controllers' FailedCreate Events.
-		budgets.Kind: slices.Concat(grants("", "resourcequotas", ownVerbs...), grants("", "events", readVerbs...)),
+		budgets.Kind: slices.Concat(grants("", "resourcequotas", ownVerbs...), grants("", "events", watchVerbs...)),
 	}
 )
 
@@ -65,14 +70,16 @@ func grants(group, resource string, verbs ...string) []access {
 
 // hostNeeds returns what the host needs cluster-wide for the plugins cfg
 // enables: Profiles read and their status written, Events, and each plugin's
-// owned and watched kinds, finalizer and outside-state record; and the
-// tenant page's, when cfg turns it on. Applications are left out: they are
-// granted in the Argo CD namespace only.
+// owned and watched kinds and finalizer; and the tenant page's, when cfg
+// turns it on. Applications are left out: they are granted in the Argo CD
+// namespace only; and so are the outside-state records, in the host's
+// namespace only (checkRecordsRole).
 func hostNeeds(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg *hostconfig.Config) []access {
 	t.Helper()
 	need := slices.Concat(
 		grants("kubeflow.org", "profiles", readVerbs...),
-		grants("kubeflow.org", "profiles/status", "get", "update"),
+		// Status is written from the cached Profile, never read.
+		grants("kubeflow.org", "profiles/status", "update"),
 		// Owner references with blockOwnerDeletion.
 		grants("kubeflow.org", "profiles/finalizers", "update"),
 		grants("events.k8s.io", "events", "create", "patch"),
@@ -108,18 +115,15 @@ func hostNeeds(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg 
 			if err != nil {
 				t.Fatal(err)
 			}
-			need = append(need, grants(gvk.Group, resource(gvk), readVerbs...)...)
+			need = append(need, grants(gvk.Group, resource(gvk), watchVerbs...)...)
 			if gvk.Kind == "ServiceAccount" {
 				// Cloud identity plugins apply their annotation keys.
 				need = append(need, access{"", "serviceaccounts", "patch"})
 			}
 		}
-		if def.Finalizer() != "" {
+		sec, _ := cfg.Section(kind)
+		if def.Finalizer() != "" || handsOverFinalizer(t, def, sec) {
 			need = append(need, access{"kubeflow.org", "profiles", "patch"})
-		}
-		if def.OutsideState {
-			// The outside-state record.
-			need = append(need, grants("", "configmaps", ownVerbs...)...)
 		}
 		need = append(need, beyond[kind]...)
 	}
@@ -127,6 +131,23 @@ func hostNeeds(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, cfg 
 		need = append(need, pageNeeds()...)
 	}
 	return need
+}
+
+// handsOverFinalizer reports whether the plugin's host defaults take
+// another controller's finalizer off the Profiles (core's
+// handOverFinalizer).
+func handsOverFinalizer(t *testing.T, def plugins.Definition, sec hostconfig.Plugin) bool {
+	t.Helper()
+	c, err := def.DecodeHostDefaults(sec.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := c.(interface{ HandedOverFinalizer() (string, []string) })
+	if !ok {
+		return false
+	}
+	fin, _ := h.HandedOverFinalizer()
+	return fin != ""
 }
 
 // checkHostRBAC checks the ClusterRoles bound to the host's ServiceAccount
@@ -178,6 +199,8 @@ func checkHostRBAC(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, 
 		}
 	}
 
+	checkRecordsRole(t, reg, cfg, objs, cr.Rules, need)
+
 	role := one[rbacv1.Role](t, objs, "Role", "profilekit-leader-election")
 	for _, v := range []string{"get", "create", "update"} {
 		if !allows(role.Rules, "coordination.k8s.io", "leases", v) {
@@ -188,6 +211,43 @@ func checkHostRBAC(t *testing.T, reg *plugins.Registry, scheme *runtime.Scheme, 
 		t.Errorf("leader election Role in namespace %q, the Lease in %q", role.Namespace, want)
 	}
 	return cr, need
+}
+
+// checkRecordsRole checks that a Role in the host's namespace (the
+// Lease's) lets the host keep its records there, and read the namespace
+// itself, when an enabled plugin keeps outside state, and read them when
+// the webhook does; and that the ClusterRole lets the host write ConfigMaps in every
+// namespace only when an enabled plugin writes them there (need holds it).
+func checkRecordsRole(t *testing.T, reg *plugins.Registry, cfg *hostconfig.Config, objs []*unstructured.Unstructured, cluster []rbacv1.PolicyRule, need []access) {
+	t.Helper()
+	outside := false
+	for _, kind := range cfg.Enabled() {
+		def, _ := reg.Get(kind)
+		outside = outside || def.OutsideState
+	}
+	if outside || cfg.Webhook.Enabled {
+		role := one[rbacv1.Role](t, objs, "Role", "profilekit-records")
+		if want := cmpOr(cfg.LeaderElection.Namespace, hostNamespace); role.Namespace != want {
+			t.Errorf("records Role in namespace %q, the host's is %q", role.Namespace, want)
+		}
+		verbs := readVerbs
+		if outside {
+			verbs = ownVerbs
+			if !allows(role.Rules, "", "namespaces", "get") {
+				t.Error("records Role lacks get on namespaces (the host reads its own)")
+			}
+		}
+		for _, v := range verbs {
+			if !allows(role.Rules, "", "configmaps", v) {
+				t.Errorf("records Role lacks %s on configmaps", v)
+			}
+		}
+	}
+	for _, v := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+		if allows(cluster, "", "configmaps", v) && !slices.Contains(need, access{"", "configmaps", v}) {
+			t.Errorf("the ClusterRole lets the host %s ConfigMaps in every namespace, and no enabled plugin writes them there", v)
+		}
+	}
 }
 
 func cmpOr(s, def string) string {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -59,6 +60,24 @@ func startRestartableControlPlane(t *testing.T) (*envtest.Environment, *rest.Con
 	return cp, cfg
 }
 
+// waitAPIServerReady waits until the API server cfg reaches says it is ready, which
+// it does once its informers, those of the RBAC it authorizes by among
+// them, have synced.
+func waitAPIServerReady(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
+		if err != nil {
+			return false, fmt.Sprintf("/readyz: %v %s", err, body)
+		}
+		return true, ""
+	})
+}
+
 // TestFaultAPIServerRestart stops the API server under a running host and
 // starts it again: the host recovers by itself, serves a Profile created after
 // the restart and repairs an object deleted after it.
@@ -81,6 +100,9 @@ func TestFaultAPIServerRestart(t *testing.T) {
 
 	apiServer := cp.ControlPlane.GetAPIServer()
 	addr := apiServer.SecureServing.ListenAddr.HostPort()
+	// Until it has read the cluster's RBAC again, the API server forbids
+	// the host everything; that says nothing about the host's rights.
+	h.rbac.settling.Store(true)
 	down := time.Now()
 	if err := apiServer.Stop(); err != nil {
 		t.Fatalf("stop API server: %v", err)
@@ -99,6 +121,8 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		t.Fatalf("the API server came back on %s, not %s", got, addr)
 	}
 	t.Logf("API server down for %s", time.Since(down).Round(time.Millisecond))
+	waitAPIServerReady(t, cfg)
+	h.rbac.settling.Store(false)
 
 	up := time.Now()
 	after := prefix + "after"

@@ -143,19 +143,24 @@ type faultHost struct {
 	name string
 	log  *requestLog
 	// cache is the manager's cache, to see what the host holds.
-	cache  cache.Cache
+	cache cache.Cache
+	// rbac records the host's requests under the chart's RBAC.
+	rbac   *deploymentUse
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 	err    error
 }
 
-// startHost runs a manager for cfg against restCfg until stop or the end of
-// the test.
-func startHost(t *testing.T, name string, restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Registry, leaderElection bool) *faultHost {
+// startHost runs a manager for cfg until stop or the end of the test, on
+// the cluster the administrator's restCfg reaches, under the RBAC the chart
+// renders for cfg (with helmArgs).
+func startHost(t *testing.T, name string, restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Registry, leaderElection bool, helmArgs ...string) *faultHost {
 	t.Helper()
 	h := &faultHost{name: name, log: &requestLog{}, done: make(chan error, 1)}
-	mgr, err := server.NewManager(h.log.wrap(restCfg), cfg, reg, server.Options{
+	rc, use := asDeployedUse(t, restCfg, chartFor(t, cfg, helmArgs...), true)
+	h.rbac = use
+	mgr, err := server.NewManager(h.log.wrap(rc), cfg, reg, server.Options{
 		MetricsAddr:        "0",
 		ProbeAddr:          "0",
 		LeaderElection:     leaderElection,

@@ -28,7 +28,11 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	testenv.Main(m, &env, testenv.Options{})
+	// The hosts run under the chart's RBAC (rbac_chart_test.go); the
+	// admission plugin makes the API server check the owner references
+	// they write as some clusters do.
+	testenv.Main(testenv.RunnerFunc(func() int { return checkRBACUse(m.Run()) }), &env,
+		testenv.Options{AdmissionPlugins: []string{"OwnerReferencesPermissionEnforcement"}})
 }
 
 // execMain runs the binary's main in a child process with args and returns

@@ -179,12 +179,14 @@ func parseMetrics(t *testing.T, text string) map[string]*dto.MetricFamily {
 }
 
 // TestMonitoringMetricsExported runs the host with every plugin it is built
-// with on its own control plane, gives it a Profile that every plugin acts
-// on (one of them fails on a bad label, and blobcsi calls Azurite), and
-// checks that every metric the dashboard and the alert rules name is one
-// the host exports at /metrics, that what it exports has the types and
-// labels of the metrics table, and that a real Prometheus scraping it finds
-// every series the dashboard and the rules select, with the labels they read.
+// with on its own control plane, under the chart's RBAC for that
+// configuration, gives it a Profile that every plugin acts on (one of them
+// fails on a bad label, and blobcsi calls Azurite), and checks that every
+// metric the dashboard and the alert rules name is one the host exports at
+// /metrics, that what it exports has the types and labels of the metrics
+// table, and that a real Prometheus scraping it finds every series the
+// dashboard and the rules select, with the labels they read. Then the
+// plugins revoke under that RBAC too (checkEveryPluginRevokes).
 func TestMonitoringMetricsExported(t *testing.T) {
 	used := monitoringMetrics(t)
 
@@ -210,6 +212,9 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	grants, _ := json.Marshal([]map[string]any{{"bucketName": "shared-data", "readers": []string{profile}}})
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}},
+		// replicate's source in config/istio.yaml.
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform-secrets"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-pull", Namespace: "platform-secrets"}, StringData: map[string]string{"token": "t"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "azurite", Namespace: hostNamespace}, StringData: map[string]string{
 			blobcsi.SecretAccountName: azurite.Account, blobcsi.SecretAccountKey: azurite.Key}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "grants", Namespace: hostNamespace}, Data: map[string]string{"buckets": string(grants)}},
@@ -224,7 +229,9 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := cp.KubeconfigFile(t)
+	// The host as the chart deploys it with this configuration, through
+	// the test's proxy.
+	kubeconfig := deployedKubeconfig(t, underChartFile(t, cp.Config, cfgPath))
 	metricsAddr := freeAddr(t)
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), asBinary+"=1", asBinary+"_ARGS="+strings.Join([]string{"run", "--config", cfgPath, "--kubeconfig", kubeconfig,
@@ -253,12 +260,14 @@ func TestMonitoringMetricsExported(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: profile, Labels: map[string]string{
 			"apps.example.org/s3-browser":         "true",
 			"quotas.profilekit.dev/limits.memory": "lots",
+			egressGate:                            "true",
 		}},
 		Spec: kubeflowv1.ProfileSpec{Owner: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "owner@example.org"}},
 	}
-	for _, kind := range []string{"limitrange", "expose", "replicate", "volumes"} {
+	for _, kind := range []string{"limitrange", "replicate", "volumes"} {
 		p.Spec.Plugins = append(p.Spec.Plugins, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: kind}})
 	}
+	p.Spec.Plugins = append(p.Spec.Plugins, everyPluginSpecs...)
 	if err := cp.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +290,7 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	})
 	checkMetricsTable(t, fams)
 	checkPrometheusScrape(t, metricsAddr)
+	checkEveryPluginRevokes(t, cp.Client, profile)
 }
 
 // everyPluginConfig merges the shipped configurations into one that enables

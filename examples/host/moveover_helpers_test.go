@@ -66,11 +66,13 @@ type moveoverHost struct {
 	done    chan error
 }
 
+// startMoveoverHost runs a host with the configuration file cfgPath on cp,
+// under the RBAC the chart renders for it.
 func startMoveoverHost(t *testing.T, cp *testenv.Env, cfgPath string) *moveoverHost {
 	t.Helper()
 	cfg, reg := loadHostConfig(t, cfgPath)
 	h := &moveoverHost{counter: &testenv.Counter{}, done: make(chan error, 1)}
-	mgr, err := server.NewManager(h.counter.Counting(cp.Config), cfg, reg, server.Options{
+	mgr, err := server.NewManager(h.counter.Counting(underChartFile(t, cp.Config, cfgPath)), cfg, reg, server.Options{
 		MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, Logger: logr.Discard(), SkipNameValidation: true,
 	})
 	if err != nil {

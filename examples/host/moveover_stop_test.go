@@ -44,7 +44,7 @@ plugins:
 		// Kubernetes sends it, through hostapp.Run.
 		cmd := exec.Command(os.Args[0]) //nolint:gosec // the test binary, as the profilekit binary
 		cmd.Env = append(os.Environ(), asBinary+"=1", asBinary+"_ARGS="+strings.Join([]string{
-			"run", "--config", cfgPath, "--kubeconfig", writeKubeconfig(t),
+			"run", "--config", cfgPath, "--kubeconfig", deployedKubeconfig(t, underChartFile(t, env.Config, cfgPath)),
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-level", "info", "--log-format", "json",
 		}, " "))
 		var stderr lockedBuffer

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +25,7 @@ import (
 
 // TestOverviewUnderDeployedRBAC runs the host with the page on and a staged
 // rollout as a ServiceAccount bound to exactly the ClusterRoles and Roles
-// the chart grants the host's, and opens the admin overview as a user
+// the chart grants the host's (asDeployed), and opens the admin overview as a user
 // bound to the chart's overview ClusterRole: it lists the Profiles and
 // where the rollout stands (its ConfigMap, which the host may get by name
 // but not list), and refuses a user without the role.
@@ -35,28 +34,14 @@ func TestOverviewUnderDeployedRBAC(t *testing.T) {
 	leaseNS := "overview-rbac-" + rand.String(5)
 	objs := helmTemplate(t, "--set", "page.enabled=true", "--set", "config.plugins.quotas.enabled=all",
 		"--set", "config.leaderElection.namespace="+leaseNS, "--set", "config.rollout.batch=50%")
-	rc := asDeployedHost(t, objs)
+	// The host's ClusterRoles and its Roles in the Lease's namespace, which
+	// asDeployed makes.
+	rc := asDeployed(t, env.Config, objs)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	must(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}))
-	sa := rc.Impersonate.UserName[strings.LastIndex(rc.Impersonate.UserName, ":")+1:]
-	for _, u := range objs {
-		if u.GetKind() != "RoleBinding" || u.GetNamespace() != leaseNS {
-			continue
-		}
-		rb := one[rbacv1.RoleBinding](t, []*unstructured.Unstructured{u}, "RoleBinding", u.GetName())
-		role := byKind(objs, "Role", rb.RoleRef.Name)
-		if role == nil || role.GetNamespace() != leaseNS {
-			t.Fatalf("RoleBinding %s/%s: no Role %s beside it", leaseNS, rb.Name, rb.RoleRef.Name)
-		}
-		r := one[rbacv1.Role](t, []*unstructured.Unstructured{role}, "Role", role.GetName())
-		must(env.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: leaseNS}, Rules: r.Rules}))
-		must(env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rb.Name, Namespace: leaseNS}, RoleRef: rb.RoleRef,
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: hostNamespace}}}))
 	}
 	cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", "profilekit-overview")
 	if err := env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cr.Name}, Rules: cr.Rules}); client.IgnoreAlreadyExists(err) != nil {

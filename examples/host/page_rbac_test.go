@@ -28,8 +28,8 @@ import (
 
 // TestPageUnderDeployedRBAC runs the host with the quotas plugin and the
 // page on the test API server as a ServiceAccount bound to exactly the
-// ClusterRoles that the chart (with page.enabled) and the page overlay
-// grant the host's, and opens the page as its users: the plugin writes its
+// roles that the chart (with page.enabled) and the page overlay grant the
+// host's (asDeployed), and opens the page as its users: the plugin writes its
 // quota, the page's caches sync, and its SubjectAccessReviews are allowed,
 // so that the owner sees the namespace with the quota and a contributor
 // added in the dashboard, that contributor finds it too, and a stranger
@@ -39,60 +39,22 @@ func TestPageUnderDeployedRBAC(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		objs func(t *testing.T) []*unstructured.Unstructured
+		// counted: the deployment is made for the configuration the test
+		// runs, so its rules count among those the tests must use. The
+		// overlay's is made for its own host.yaml, more plugins than the
+		// test runs.
+		counted bool
 	}{
 		{"helm", func(t *testing.T) []*unstructured.Unstructured {
 			return helmTemplate(t, "--set", "page.enabled=true", "--set", "config.plugins.quotas.enabled=all")
-		}},
-		{"kustomize", func(t *testing.T) []*unstructured.Unstructured { return kustomize(t, deployDir+"/overlays/page") }},
+		}, true},
+		{"kustomize", func(t *testing.T) []*unstructured.Unstructured { return kustomize(t, deployDir+"/overlays/page") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := asDeployedHost(t, tc.objs(t))
+			rc, _ := asDeployedUse(t, env.Config, tc.objs(t), tc.counted)
 			checkPageAs(t, rc)
 		})
 	}
-}
-
-// asDeployedHost copies the ClusterRoles that objs bind to the host's
-// ServiceAccount, binds the copies to a ServiceAccount of the test's own,
-// and returns a configuration that acts as it.
-func asDeployedHost(t *testing.T, objs []*unstructured.Unstructured) *rest.Config {
-	t.Helper()
-	ctx := t.Context()
-	suffix := rand.String(5)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "profilekit-" + suffix, Namespace: hostNamespace}}
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostNamespace}}); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatal(err)
-	}
-	create := func(obj client.Object) {
-		t.Helper()
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) }) //nolint:forbidigo // cleanups run after t.Context is canceled
-	}
-	create(sa)
-	for _, u := range objs {
-		if u.GetKind() != "ClusterRoleBinding" {
-			continue
-		}
-		crb := one[rbacv1.ClusterRoleBinding](t, []*unstructured.Unstructured{u}, "ClusterRoleBinding", u.GetName())
-		if len(crb.Subjects) != 1 || crb.Subjects[0].Name != "profilekit" || crb.Subjects[0].Namespace != hostNamespace {
-			continue
-		}
-		cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", crb.RoleRef.Name)
-		if cr.Name != crb.RoleRef.Name {
-			t.Fatalf("ClusterRole %s is not in the output", crb.RoleRef.Name)
-		}
-		copied := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cr.Name + "-" + suffix}, Rules: cr.Rules}
-		create(copied)
-		create(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: copied.Name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: copied.Name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: hostNamespace}}})
-	}
-	rc := rest.CopyConfig(env.Config)
-	rc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + hostNamespace + ":" + sa.Name,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + hostNamespace, "system:authenticated"}}
-	return rc
 }
 
 // checkPageAs runs the host as rc and opens the page as its users.

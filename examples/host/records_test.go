@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,11 +24,13 @@ import (
 )
 
 // TestHostMovesEarlierRecordsAtStart: a host with a plugin that keeps
-// outside state, whose namespace does not exist yet, makes the namespace
-// and moves the record an earlier version kept in a Profile's namespace
-// into it, keyed by the Profile's UID, as intended and not made; the copy
-// in the Profile's namespace is gone. It holds the names of the Profiles
-// that exist for their owners, and a second start writes none again.
+// outside state, deployed by the chart with the upgrade step's rights (list
+// and delete on ConfigMaps in every namespace, for its first start), moves
+// the record an earlier version kept in a Profile's namespace into its own,
+// keyed by the Profile's UID, as intended and not made; the copy in the
+// Profile's namespace is gone. It holds the names of the Profiles that
+// exist for their owners, and a second start, with the chart's rights
+// alone, writes none again.
 func TestHostMovesEarlierRecordsAtStart(t *testing.T) {
 	ctx := t.Context()
 	hostNS := "host-" + rand.String(5)
@@ -56,7 +60,11 @@ plugins:
 		t.Fatal(err)
 	}
 
-	first := startHost(t, "records", env.Config, cfg, reg, false)
+	upgrade := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(upgrade, []byte(`rbac: {extraRules: [{apiGroups: [""], resources: [configmaps], verbs: [list, delete]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := startHost(t, "records", env.Config, cfg, reg, false, "-f", upgrade)
 	var record corev1.ConfigMap
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordName(workloadidentity.Kind, p.UID)}, &record)
@@ -69,9 +77,11 @@ plugins:
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the copy in the Profile's namespace: %v, want it gone", err)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordsMigratedName}, &corev1.ConfigMap{}); err != nil {
-		t.Errorf("no mark that the move is done: %v", err)
-	}
+	// The mark is written once every record moved.
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordsMigratedName}, &corev1.ConfigMap{})
+		return err == nil, fmt.Sprintf("no mark that the move is done: %v", err)
+	})
 
 	t.Run("the names of existing Profiles are held once", func(t *testing.T) {
 		// The Profile lists no plugin: its name is held by the host's

@@ -12,7 +12,7 @@ import (
 	"github.com/profilekit/profilekit/examples/host/hostapp"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ and the rights table of docs/security.md with the current output")
 
 // hostConfig enables every plugin built in, so that the goldens cover them all.
 const hostConfig = "config/istio.yaml"

@@ -70,12 +70,19 @@ func forgetRollout(t *testing.T) {
 	t.Cleanup(del)
 }
 
-// rolloutHost runs a host with config against restCfg as `profilekit run`
-// makes it: the rollout is prepared before the manager and added to it.
+// rolloutHost runs a host with config as `profilekit run` makes it, on the
+// cluster the administrator's restCfg reaches, under the RBAC the chart
+// renders for config: the rollout is prepared before the manager and added
+// to it.
 func rolloutHost(t *testing.T, name, config string, restCfg *rest.Config) *faultHost {
 	t.Helper()
 	cfg, reg := loadHostConfig(t, config)
-	ro, err := rollout.Prepare(context.WithoutCancel(t.Context()), env.Client, cfg, reg)
+	restCfg = underChartFile(t, restCfg, config)
+	c, err := client.New(restCfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := rollout.Prepare(context.WithoutCancel(t.Context()), c, cfg, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,6 +108,8 @@ plugins:
 		t.Fatal(err)
 	}
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	// The host as the chart deploys it, through the test's proxy.
+	kubeconfig := deployedKubeconfig(t, underChartFile(t, env.Config, cfgPath))
 	// Whatever run starts must end with it; the test's own client and
 	// control plane run on.
 	leaks := goleak.IgnoreCurrent()
@@ -119,7 +121,7 @@ plugins:
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, out, errOut := runMain(ctx, "run", "--config", cfgPath, "--kubeconfig", writeKubeconfig(t),
+		code, out, errOut := runMain(ctx, "run", "--config", cfgPath, "--kubeconfig", kubeconfig,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--log-level", "error")
 		done <- result{code, out, errOut}
 	}()
@@ -221,7 +223,9 @@ plugins:
 	// blocked on a send when its reflector stops (a known leak of
 	// apimachinery's watch.Filter, kubernetes/kubernetes#113254). Nothing
 	// else may be left.
+	// The test's proxy serves run's connections until they close.
 	if err := goleak.Find(leaks, goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop")); err != nil {
 		t.Errorf("goroutines left after run returned: %v", err)

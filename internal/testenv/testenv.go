@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +76,11 @@ type Options struct {
 	// Webhooks are registered with the API server, pointed at a local
 	// serving address and CA (see Env.Webhook).
 	Webhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	// AdmissionPlugins are turned on besides the API server's defaults,
+	// such as OwnerReferencesPermissionEnforcement, which some clusters
+	// run: an owner reference that blocks its owner's deletion then needs
+	// update on the owner's finalizers.
+	AdmissionPlugins []string
 }
 
 // RepoRoot returns the root of the profilekit source tree.
@@ -143,6 +147,9 @@ func Start(opts Options) (*Env, error) {
 		Scheme:                s,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: opts.Webhooks},
 	}
+	if len(opts.AdmissionPlugins) > 0 {
+		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", strings.Join(opts.AdmissionPlugins, ","))
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
@@ -175,8 +182,9 @@ func (e *Env) Stop() error { return errors.Join(e.cm.Stop(), e.env.Stop()) }
 
 // Main is the body of a package's TestMain: it starts an Env into *env, runs
 // the tests, stops the Env and exits with the tests' code. A control plane
-// that cannot start fails the package with the reason.
-func Main(m *testing.M, env **Env, opts Options) {
+// that cannot start fails the package with the reason. m is the package's
+// *testing.M, or a Runner around it that checks more once the tests ran.
+func Main(m Runner, env **Env, opts Options) {
 	if fuzzWorker() {
 		// A fuzz worker runs fuzz targets only, which need no control plane;
 		// starting one per worker would leave etcds behind at every restart.
@@ -194,6 +202,16 @@ func Main(m *testing.M, env **Env, opts Options) {
 	}
 	os.Exit(code)
 }
+
+// Runner runs a package's tests and returns their exit code, as
+// *testing.M does.
+type Runner interface{ Run() int }
+
+// RunnerFunc is a Runner of a function.
+type RunnerFunc func() int
+
+// Run calls f.
+func (f RunnerFunc) Run() int { return f() }
 
 // fuzzWorker reports whether this test binary runs as a worker of go test -fuzz.
 func fuzzWorker() bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,8 @@ import (
 
 // records makes the namespace that holds the plugins' outside-state records
 // when it is missing, moves the records that earlier versions kept in
-// the Profiles' namespaces into it (outside.MigrateRecords), and holds the
+// the Profiles' namespaces into it (outside.MigrateRecords) when the host may
+// list and delete ConfigMaps there (see mayMove), and holds the
 // name of every Profile of the host's cache that has no tenure yet for its
 // owner (outside.Tenures.Seed), once, on the leader. It tries again with backoff until both are done or the host
 // stops: a pass that runs before then finds no record in the host's
@@ -41,18 +43,33 @@ func (records) NeedLeaderElection() bool { return true }
 func (m records) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("namespace", m.namespace)
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 2 * time.Minute}
+	moveDone := false
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		if err := m.ensureNamespace(ctx); err != nil {
 			logger.Error(err, "outside-state records: will try again")
 			return false, nil
 		}
-		moved, err := outside.MigrateRecords(ctx, m.reader, m.client, m.namespace)
-		if err != nil {
-			logger.Error(err, "outside-state records: move from the Profiles' namespaces; will try again", "moved", moved)
-			return false, nil
-		}
-		if moved > 0 {
-			logger.Info("outside-state records moved out of the Profiles' namespaces", "moved", moved)
+		if !moveDone {
+			may, err := m.mayMove(ctx)
+			if err != nil {
+				logger.Error(err, "outside-state records: will try again")
+				return false, nil
+			}
+			moved := 0
+			if may {
+				moved, err = outside.MigrateRecords(ctx, m.reader, m.client, m.namespace)
+			} else {
+				logger.Info("outside-state records that earlier versions kept in the Profiles' namespaces are not looked for: the host may not list and delete ConfigMaps " +
+					"in every namespace; grant it that for the first start after upgrading from such a version (CHANGELOG)")
+			}
+			if err != nil {
+				logger.Error(err, "outside-state records: move from the Profiles' namespaces; will try again", "moved", moved)
+				return false, nil
+			}
+			if moved > 0 {
+				logger.Info("outside-state records moved out of the Profiles' namespaces", "moved", moved)
+			}
+			moveDone = true
 		}
 		held, err := m.seedTenures(ctx)
 		if err != nil {
@@ -79,6 +96,27 @@ func (m records) seedTenures(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list Profiles: %w", err)
 	}
 	return outside.Tenures{Reader: m.reader, Live: m.reader, Writer: m.client, Namespace: m.namespace}.Seed(ctx, profiles.Items)
+}
+
+// mayMove reports whether the host may list and delete ConfigMaps in every
+// namespace, which moving the records of earlier versions out of the
+// Profiles' namespaces takes. A deployment grants that only where a plugin
+// writes ConfigMaps there (replicate), or for the first start after an
+// upgrade from such a version. The host asks (a SelfSubjectAccessReview,
+// which every user may send) rather than tries, so that a host without the
+// rights sends no request that is refused.
+func (m records) mayMove(ctx context.Context) (bool, error) {
+	for _, verb := range []string{"list", "delete"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Version: "v1", Resource: "configmaps"}}}
+		if err := m.client.Create(ctx, review); err != nil {
+			return false, fmt.Errorf("may the host %s ConfigMaps in every namespace: %w", verb, err)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ensureNamespace makes the records' namespace when the API server does

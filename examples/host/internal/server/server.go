@@ -81,7 +81,7 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	mopts := manager.Options{
 		Scheme:                        s,
 		Logger:                        opts.Logger,
-		Cache:                         withApplicationNamespaces(reconcilers.CacheOptions(cfg.Shard(), cfg.UnshardedNamespaces()...), cfg, reg),
+		Cache:                         withHostConfigMaps(withApplicationNamespaces(reconcilers.CacheOptions(cfg.Shard(), cfg.UnshardedNamespaces()...), cfg, reg), cfg, reg),
 		Client:                        reconcilers.ClientOptions(),
 		MapperProvider:                reconcilers.NewRESTMapper,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},

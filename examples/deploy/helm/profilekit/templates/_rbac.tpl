@@ -2,18 +2,26 @@
 What each plugin needs from the API server, besides what every host needs
 (Profiles read, their status written, Events). A plugin's owned kinds need
 create, get, list, watch, patch (server-side apply) and delete (pruning); the
-host lists and watches them cluster-wide, filtered by profilekit's labels.
-Plugins that keep state outside the Profile's namespace also keep a
-finalizer on the Profile (patch) and a record of that state, a ConfigMap in
-the Profile's namespace. Rules that depend on the configuration (bind on
-roles, Roles in other namespaces) are made in clusterrole.yaml and roles.yaml.
+host lists and watches them cluster-wide, filtered by profilekit's labels,
+and reads one by name when its cache does not hold it as ours. The kinds a
+plugin only watches need list and watch: they are read from a cache alone.
+Plugins that keep state outside the Profile's namespace (outsideState) also
+keep a finalizer on the Profile (patch); their records of that state, the
+names' tenures and the identities' claims are ConfigMaps in the host's own
+namespace, granted by a Role there (roles.yaml), never cluster-wide. Rules
+that depend on the configuration (bind on roles, Roles in other namespaces)
+are made in clusterrole.yaml and roles.yaml.
 A test (examples/host/helm_test.go) renders the chart with every shipped
-configuration and checks these rules against the plugins' definitions.
+configuration and checks these rules against the plugins' definitions; the
+end-to-end host tests run under them and report every rule no request
+needed (examples/host/rbac_unused_test.go).
 */}}
 {{- define "profilekit.pluginRules" -}}
 own: &own [create, get, list, watch, patch, delete]
 finalizer: &finalizer {groups: [kubeflow.org], resources: [profiles], verbs: [patch]}
-record: &record {groups: [""], resources: [configmaps], verbs: *own}
+# The plugins with outside state: the host keeps their records in its own
+# namespace (roles.yaml).
+outsideState: [volumes, apps, gitea, blobcsi, WorkloadIdentity, AwsIamForServiceAccount, AzureWorkloadIdentity]
 plugins:
   quotas:
   - {groups: [""], resources: [resourcequotas], verbs: *own}
@@ -27,7 +35,9 @@ plugins:
   - {groups: [kubeflow.org], resources: [poddefaults], verbs: *own}
   # The copies in Profiles' namespaces; the sources are read with
   # namespaced, name- or label-filtered watches. RBAC cannot restrict list
-  # and watch to a label, so this is wider than what the host reads.
+  # and watch to a label, so this is wider than what the host reads. With
+  # gitea (its banner), the only plugin that writes ConfigMaps outside the
+  # host's namespace.
   replicate:
   - {groups: [""], resources: [secrets, configmaps], verbs: *own}
   # The claims; the volumes bound to them (read all, so that a newly bound
@@ -38,11 +48,12 @@ plugins:
   volumes:
   - {groups: [""], resources: [persistentvolumeclaims], verbs: *own}
   - {groups: [""], resources: [persistentvolumes], verbs: [get, list, watch, patch, delete]}
-  - {groups: [storage.k8s.io], resources: [storageclasses], verbs: [get, list, watch]}
+  - {groups: [storage.k8s.io], resources: [storageclasses], verbs: [list, watch]}
   - *finalizer
-  - *record
   # The upstream controller's objects; bind on the ClusterRoles its
-  # RoleBindings grant is added in clusterrole.yaml.
+  # RoleBindings grant is added in clusterrole.yaml, and patch on Profiles
+  # (taking the upstream controller's finalizer off) with handOverFinalizer
+  # in profilekit.clusterRules.
   core:
   - {groups: [""], resources: [namespaces, serviceaccounts, resourcequotas], verbs: *own}
   - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: *own}
@@ -50,7 +61,7 @@ plugins:
   # Contributors come from the RoleBindings in each Profile's namespace.
   authpolicy:
   - {groups: [security.istio.io], resources: [authorizationpolicies], verbs: *own}
-  - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [get, list, watch]}
+  - {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [list, watch]}
   # Contributors in the access-management service's shape: a RoleBinding
   # and an AuthorizationPolicy each; bind on the kubeflow-* ClusterRoles the
   # configuration's roles allow is added in clusterrole.yaml.
@@ -70,16 +81,15 @@ plugins:
   - {groups: [networking.istio.io], resources: [virtualservices], verbs: *own}
   - {groups: [networking.k8s.io], resources: [networkpolicies], verbs: *own}
   - *finalizer
-  - *record
   # The database Secret in each Profile's namespace, and the administrator
   # DSN and CA Secrets, which carry profilekit's label so that the host's
-  # label-filtered cache holds them.
+  # label-filtered cache holds them; an instance's banner ConfigMap in each
+  # Profile's namespace.
   gitea:
-  - {groups: [""], resources: [secrets], verbs: *own}
+  - {groups: [""], resources: [secrets, configmaps], verbs: *own}
   - {groups: [networking.istio.io], resources: [serviceentries, virtualservices], verbs: *own}
   - {groups: [networking.k8s.io], resources: [networkpolicies], verbs: *own}
   - *finalizer
-  - *record
   # Volumes and claims; the pods of a namespace, read only, to name those
   # that still mount a volume being removed. The account Secrets and grants
   # ConfigMaps are granted by name in their namespaces (roles.yaml), and a
@@ -89,13 +99,11 @@ plugins:
   - {groups: [""], resources: [persistentvolumes, persistentvolumeclaims], verbs: *own}
   - {groups: [""], resources: [pods], verbs: [list]}
   - *finalizer
-  - *record
   # The cloud identity plugins watch the workload service accounts and
   # apply one annotation key each; never create, update or delete.
   WorkloadIdentity: &identity
-  - {groups: [""], resources: [serviceaccounts], verbs: [get, list, watch, patch]}
+  - {groups: [""], resources: [serviceaccounts], verbs: [list, watch, patch]}
   - *finalizer
-  - *record
   AwsIamForServiceAccount: *identity
   AzureWorkloadIdentity: *identity
   # Shares are ResourceQuotas in members' namespaces, written by the
@@ -103,17 +111,18 @@ plugins:
   # FailedCreate Events.
   budgets:
   - {groups: [""], resources: [resourcequotas], verbs: *own}
-  - {groups: [""], resources: [events], verbs: [get, list, watch]}
+  - {groups: [""], resources: [events], verbs: [list, watch]}
   # The kinds of the configuration's templates (profilekit.templatesRules).
   templates: []
 # The tenant page, when it is on: a SubjectAccessReview for each user and
-# namespace it shows, and a read of every kind it shows, whichever plugins
-# write them (KFAM's RoleBindings are read too, as metadata).
+# namespace it shows, and a cache of every kind it shows, whichever plugins
+# write them (KFAM's RoleBindings are read too, as metadata); it reads
+# nothing by name.
 page:
 - {groups: [authorization.k8s.io], resources: [subjectaccessreviews], verbs: [create]}
-- {groups: [""], resources: [resourcequotas, limitranges, persistentvolumeclaims, serviceaccounts], verbs: [get, list, watch]}
-- {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [get, list, watch]}
-- {groups: [kubeflow.org], resources: [poddefaults], verbs: [get, list, watch]}
+- {groups: [""], resources: [resourcequotas, limitranges, persistentvolumeclaims, serviceaccounts], verbs: [list, watch]}
+- {groups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [list, watch]}
+- {groups: [kubeflow.org], resources: [poddefaults], verbs: [list, watch]}
 {{- end }}
 
 {{/* The templates plugin's rules: own verbs on the kind of each template in
@@ -158,7 +167,7 @@ sorted, so that the output is stable. */}}
 {{- $acc := dict }}
 {{- $base := list
   (dict "groups" (list "kubeflow.org") "resources" (list "profiles") "verbs" (list "get" "list" "watch"))
-  (dict "groups" (list "kubeflow.org") "resources" (list "profiles/status") "verbs" (list "get" "update"))
+  (dict "groups" (list "kubeflow.org") "resources" (list "profiles/status") "verbs" (list "update"))
   (dict "groups" (list "kubeflow.org") "resources" (list "profiles/finalizers") "verbs" (list "update"))
   (dict "groups" (list "events.k8s.io") "resources" (list "events") "verbs" (list "create" "patch")) }}
 {{- $rules := $base }}
@@ -170,6 +179,11 @@ sorted, so that the output is stable. */}}
 {{- end }}
 {{- with $enabled.templates }}
 {{- $rules = concat $rules (include "profilekit.templatesRules" . | fromYamlArray) }}
+{{- end }}
+{{- with $enabled.core }}
+{{- if (.defaults | default dict).handOverFinalizer }}
+{{- $rules = append $rules $all.finalizer }}
+{{- end }}
 {{- end }}
 {{- if (include "profilekit.page" . | fromYaml).enabled }}
 {{- $rules = concat $rules $all.page }}
