@@ -30,6 +30,8 @@ import (
 type Reconciler struct {
 	def plugins.Definition
 	own *ownWrites
+	// wakes counts what asked for each pass.
+	wakes *wakes
 	// repairs bounds how often an object another writer keeps changing
 	// is put back.
 	repairs    *repairs
@@ -94,6 +96,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	r := &Reconciler{
 		def:         def,
 		own:         newOwnWrites(),
+		wakes:       newWakes(def.Kind()),
 		repairs:     newRepairs(def.Kind()),
 		records:     outside.NewRecords(),
 		client:      mgr.GetClient(),
@@ -159,6 +162,7 @@ func (r *Reconciler) gone(profile string, err error) error {
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.wakes.pass(req.Name)
 	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	defer r.firstPass.passed(req.Name)
 	var p kubeflowv1.Profile

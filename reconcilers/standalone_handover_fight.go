@@ -314,9 +314,11 @@ func (r *Reconciler) checkHandOvers(ctx context.Context, q workqueue.TypedRateLi
 		case controllerutil.ContainsFinalizer(p, fin):
 			held++
 			if !now.Before(last.due()) && r.handOverDue(p) {
+				r.wakes.ask(req.Name, triggerHandOver)
 				enqueueLow(q, req)
 			}
 		case plugins.FindCondition(p.Status.Conditions, ConditionFinalizerHandOver) != nil && now.Sub(last.at) >= handOverHeld:
+			r.wakes.ask(req.Name, triggerHandOver)
 			enqueueLow(q, req)
 		}
 	}

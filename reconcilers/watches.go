@@ -42,10 +42,11 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 		if err != nil {
 			return fmt.Errorf("watched object: %w", err)
 		}
-		h := handler.EnqueueRequestsFromMapFunc(byName(watch.Profiles))
+		m := byName(watch.Profiles)
 		if watch.Carries != nil {
-			h = handler.EnqueueRequestsFromMapFunc(r.carriers(watch.Carries))
+			m = r.carriers(watch.Carries)
 		}
+		h := handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerWatched+gvk.Kind, m))
 		if watch.Scopes == nil {
 			if w.all == nil {
 				c, err := unscopedWatchCache(mgr)
