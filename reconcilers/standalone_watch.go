@@ -51,6 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kubeflowv1.Profile{}, builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged(), r.handOverReady()),
+			r.notGated(),
 			r.wakes.asked(triggerProfile),
 		))
 	for _, gvk := range r.def.Owns {
@@ -80,7 +81,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerNamespace, toProfile(plugins.CoreKind))))
+		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerNamespace, r.gateWakes(toProfile(plugins.CoreKind)))),
+			builder.WithPredicates(gateChanged()))
 	}
 	b = b.WatchesRawSource(r.resyncSource())
 	if fin, _ := r.handedOver(); fin != "" {
