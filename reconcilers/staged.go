@@ -9,10 +9,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -135,5 +133,5 @@ func (r *Reconciler) observe(ctx context.Context, p *kubeflowv1.Profile, c *kube
 
 // stagedSource enqueues the Profiles whose settings the rollout changed.
 func (r *Reconciler) stagedSource() source.Source {
-	return source.Channel(r.staged.chooser.Wakes(), &handler.EnqueueRequestForObject{}, source.WithPredicates[client.Object, reconcile.Request](r.wakes.asked(triggerRollout)))
+	return source.Channel(r.staged.chooser.Wakes(), r.wakes.enqueued(triggerRollout, &handler.EnqueueRequestForObject{}))
 }

@@ -73,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if slices.Contains(metadataOnly(r.def, r.whole...), gvk) {
 			obj = apply.NewMetadata(gvk)
 		}
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerOwned+gvk.Kind, toProfile(r.def.Kind()))), builder.WithPredicates(r.own.predicate(gvk)))
+		b = b.Watches(obj, r.wakes.enqueued(triggerOwned+gvk.Kind, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind()))), builder.WithPredicates(r.own.predicate(gvk)))
 	}
 	if len(r.def.Watches) > 0 {
 		if err := r.setupWatches(mgr, b); err != nil {
@@ -81,7 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerNamespace, r.gateWakes(toProfile(plugins.CoreKind)))),
+		b = b.Watches(apply.NewMetadata(namespaceGVK), r.wakes.enqueued(triggerNamespace, handler.EnqueueRequestsFromMapFunc(r.gateWakes(toProfile(plugins.CoreKind)))),
 			builder.WithPredicates(gateChanged()))
 	}
 	b = b.WatchesRawSource(r.resyncSource())
@@ -141,7 +141,7 @@ func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerRunner, func(ctx context.Context, o client.Object) []reconcile.Request {
+	return source.Channel(events, r.wakes.enqueued(triggerRunner, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if o.GetName() == "" {
 			return r.everyProfile(ctx, o)
 		}

@@ -8,9 +8,11 @@ package reconcilers
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -110,15 +112,67 @@ func (w *wakes) pass(name string) {
 	reconcilesTotal.WithLabelValues(w.kind, trigger).Inc()
 }
 
-// mapped returns f, recording trigger for each request it returns.
-func (w *wakes) mapped(trigger string, f handler.MapFunc) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		reqs := f(ctx, o)
-		for _, r := range reqs {
-			w.ask(r.Name, trigger)
+// enqueued returns h, recording trigger for each request it adds to the
+// queue: once per event and Profile, as h adds them (an update maps its
+// old and its new object, and adds a Profile they share once).
+func (w *wakes) enqueued(trigger string, h handler.EventHandler) handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	counted := func(q queue) queue {
+		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+			return askingPriorityQueue{PriorityQueue: pq, ask: func(r reconcile.Request) { w.ask(r.Name, trigger) }}
 		}
-		return reqs
+		return askingQueue{TypedRateLimitingInterface: q, ask: func(r reconcile.Request) { w.ask(r.Name, trigger) }}
 	}
+	return handler.Funcs{
+		CreateFunc:  func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, counted(q)) },
+		UpdateFunc:  func(ctx context.Context, e event.UpdateEvent, q queue) { h.Update(ctx, e, counted(q)) },
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { h.Delete(ctx, e, counted(q)) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { h.Generic(ctx, e, counted(q)) },
+	}
+}
+
+// askingQueue records an ask for every request added to it.
+type askingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	ask func(reconcile.Request)
+}
+
+func (q askingQueue) Add(r reconcile.Request) { q.ask(r); q.TypedRateLimitingInterface.Add(r) }
+
+func (q askingQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.ask(r)
+	q.TypedRateLimitingInterface.AddAfter(r, d)
+}
+
+func (q askingQueue) AddRateLimited(r reconcile.Request) {
+	q.ask(r)
+	q.TypedRateLimitingInterface.AddRateLimited(r)
+}
+
+// askingPriorityQueue is askingQueue for a priority queue, which the
+// handlers add to with priorities (the informers' first lists low).
+type askingPriorityQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	ask func(reconcile.Request)
+}
+
+func (q askingPriorityQueue) Add(r reconcile.Request) { q.ask(r); q.PriorityQueue.Add(r) }
+
+func (q askingPriorityQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.ask(r)
+	q.PriorityQueue.AddAfter(r, d)
+}
+
+func (q askingPriorityQueue) AddRateLimited(r reconcile.Request) {
+	q.ask(r)
+	q.PriorityQueue.AddRateLimited(r)
+}
+
+func (q askingPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
+	for _, r := range rs {
+		q.ask(r)
+	}
+	q.PriorityQueue.AddWithOpts(o, rs...)
 }
 
 // asked is a predicate that passes every event and records trigger for

@@ -1,10 +1,19 @@
 package reconcilers
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // A pass counts under the first trigger that asked for it since the last
@@ -51,4 +60,38 @@ func TestNilWakesCountNothing(t *testing.T) {
 	var w *wakes
 	w.ask("a", triggerProfile)
 	w.pass("a")
+}
+
+// An event counts one wake per Profile its handler adds to the queue: an
+// update whose old and new objects map to the same Profile is one, and the
+// priorities a handler gives (the informers' first lists low) reach a
+// priority queue.
+func TestEnqueuedCountsOneWakePerEventAndProfile(t *testing.T) {
+	kind := "enqueued-test"
+	w := newWakes(kind)
+	h := w.enqueued(triggerWatched+"ConfigMap", handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+	}))
+	asks := func() float64 {
+		return testutil.ToFloat64(wakesTotal.WithLabelValues(kind, triggerWatched+"ConfigMap"))
+	}
+	cm := func(rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", ResourceVersion: rv}}
+	}
+	q := priorityqueue.New[reconcile.Request]("enqueued-test")
+	defer q.ShutDown()
+
+	h.Create(t.Context(), event.CreateEvent{Object: cm("1"), IsInInitialList: true}, q)
+	req, prio, _ := q.GetWithPriority()
+	if prio != handler.LowPriority {
+		t.Errorf("the first list's request has priority %d, want %d: the priority queue was hidden from the handler", prio, handler.LowPriority)
+	}
+	q.Done(req)
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: cm("1"), ObjectNew: cm("2")}, q)
+	if got := asks(); got != 2 {
+		t.Errorf("a create and an update of one object counted %v wakes, want 2", got)
+	}
+	if q.Len() != 1 {
+		t.Errorf("the queue holds %d requests after the update, want its Profile once", q.Len())
+	}
 }

@@ -46,7 +46,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 		if watch.Carries != nil {
 			m = r.carriers(watch.Carries)
 		}
-		h := handler.EnqueueRequestsFromMapFunc(r.wakes.mapped(triggerWatched+gvk.Kind, r.concerned(m)))
+		h := r.wakes.enqueued(triggerWatched+gvk.Kind, handler.EnqueueRequestsFromMapFunc(r.concerned(m)))
 		if watch.Scopes == nil {
 			if w.all == nil {
 				c, err := unscopedWatchCache(mgr)
