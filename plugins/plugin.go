@@ -254,8 +254,21 @@ type Watch struct {
 	Object client.Object
 	// Profiles returns the names of the Profiles to reconcile when obj is
 	// created, changed or deleted; none when it does not concern a Profile.
-	// It runs for both the old and the new object of an update.
+	// It runs for both the old and the new object of an update. Leave out
+	// objects the plugin never reads (those another plugin wrote, say):
+	// every name returned is a pass.
 	Profiles func(ctx context.Context, obj client.Object) []string
+	// Changed, when set, reports whether an update of a watched object
+	// from old to new changed anything the plugin reads of it (a label it
+	// manages or a guard it checks), given the host's config (the decoded
+	// host defaults, as NewConfig's type). An update it returns false for
+	// wakes no Profile: a watched object's updates that only touch what the
+	// plugin does not read (other keys, managed fields, status) then cost
+	// nothing. Creations and deletions always go to Profiles (or Carries).
+	// Nil: every update does. The host also wakes a Profile for a watched
+	// object only while the plugin applies to it or has something to take
+	// back from it.
+	Changed func(hostConfig any, old, new client.Object) bool
 	// Scopes, when set, restricts the watch to the scopes it returns for the
 	// host's config (the decoded host defaults, as NewConfig's type): the
 	// host caches only objects of the kind inside them, one informer per

@@ -125,3 +125,14 @@ func (r *Reconciler) concerned(f handler.MapFunc) handler.MapFunc {
 		return kept
 	}
 }
+
+// changed passes the updates of a watched object that watch.Changed says
+// the plugin reads; every update when it is nil.
+func (r *Reconciler) changed(watch plugins.Watch) predicate.Predicate {
+	if watch.Changed == nil {
+		return predicate.Funcs{}
+	}
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return watch.Changed(r.hostConfig, e.ObjectOld, e.ObjectNew) },
+	}
+}

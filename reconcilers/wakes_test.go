@@ -2,6 +2,7 @@ package reconcilers_test
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -149,12 +150,18 @@ func TestNamespaceGateWakesOnceThePassCanWrite(t *testing.T) {
 }
 
 // A watched object wakes the Profiles the plugin serves, not those it does
-// not apply to and left nothing on.
+// not apply to and left nothing on; and of its updates, only those the
+// watch's Changed passes.
 func TestWatchedKindWakesOnlyProfilesServed(t *testing.T) {
 	run := rand.String(5)
 	kind := "watcher" + run
 	cm := apply.NewMetadata(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	def, _ := countingApplies(kind, plugins.Watch{Object: cm, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetNamespace()} }})
+	def, _ := countingApplies(kind, plugins.Watch{
+		Object:   cm,
+		Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetNamespace()} },
+		Changed:  func(_ any, old, new client.Object) bool { return !maps.Equal(old.GetLabels(), new.GetLabels()) },
+	})
+	def, fence := testhost.Fenced(def)
 	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{reconcilers.WithResync(time.Hour)}})
 	served, other := "served-"+run, "other-"+run
 	testhost.NewProfile(t, env.Client, served, nil, entry(kind, ""))
@@ -176,5 +183,34 @@ func TestWatchedKindWakesOnlyProfilesServed(t *testing.T) {
 	})
 	if got := testhost.Wakes(t, kind, "watched/ConfigMap") - before; got != 1 {
 		t.Errorf("two ConfigMaps asked for %v passes, want 1: the other Profile's does not concern the plugin", got)
+	}
+
+	update := func(edit func(*corev1.ConfigMap)) {
+		t.Helper()
+		var c corev1.ConfigMap
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: served, Name: "input"}, &c); err != nil {
+			t.Fatal(err)
+		}
+		edit(&c)
+		if err := env.Client.Update(t.Context(), &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fenced := func(name string) float64 {
+		t.Helper()
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: name}}
+		if err := env.Client.Create(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		fence.Wait(t, name)
+		return testhost.Wakes(t, kind, "watched/ConfigMap") - before
+	}
+	update(func(c *corev1.ConfigMap) { c.Data = map[string]string{"unread": "1"} })
+	if got := fenced("fence-1"); got != 1 {
+		t.Errorf("an update Changed does not pass asked for %v passes, want 0", got-1)
+	}
+	update(func(c *corev1.ConfigMap) { c.Labels = map[string]string{"read": "1"} })
+	if got := fenced("fence-2"); got != 2 {
+		t.Errorf("an update Changed passes asked for %v passes, want 1", got-1)
 	}
 }

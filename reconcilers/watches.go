@@ -47,6 +47,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 			m = r.carriers(watch.Carries)
 		}
 		h := r.wakes.enqueued(triggerWatched+gvk.Kind, handler.EnqueueRequestsFromMapFunc(r.concerned(m)))
+		changed := r.changed(watch)
 		if watch.Scopes == nil {
 			if w.all == nil {
 				c, err := unscopedWatchCache(mgr)
@@ -56,7 +57,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 				w.all = c
 			}
 			w.unscoped[gvk] = true
-			b.WatchesRawSource(source.Kind(w.all, watch.Object, h))
+			b.WatchesRawSource(source.Kind(w.all, watch.Object, h, changed))
 			continue
 		}
 		for _, s := range watch.Scopes(r.hostConfig) {
@@ -72,7 +73,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 				return err
 			}
 			w.scoped = append(w.scoped, scopedCache{gvk: gvk, scope: s, cache: c})
-			b.WatchesRawSource(source.Kind(c, watch.Object, h))
+			b.WatchesRawSource(source.Kind(c, watch.Object, h, changed))
 		}
 	}
 	r.watched = w
