@@ -95,10 +95,12 @@ func TestNamespaceGateWakesOnceThePassCanWrite(t *testing.T) {
 	gated, gatedApplies := countingApplies(gatedKind)
 	idle, idleApplies := countingApplies(idleKind)
 	first := reconcilers.NewFirstPass()
+	// The shard keeps other tests' Profiles (some still being deleted)
+	// from the counts.
 	testhost.Start(t, env,
 		testhost.Plugin{Def: gated, Options: []reconcilers.Option{reconcilers.WithEnabledForAll(sel), reconcilers.WithNamespaceGate(all),
-			reconcilers.WithResync(time.Hour), reconcilers.WithFirstPass(first)}},
-		testhost.Plugin{Def: idle, Options: []reconcilers.Option{reconcilers.WithNamespaceGate(all), reconcilers.WithResync(time.Hour)}},
+			reconcilers.WithResync(time.Hour), reconcilers.WithFirstPass(first), reconcilers.WithShard(sel)}},
+		testhost.Plugin{Def: idle, Options: []reconcilers.Option{reconcilers.WithNamespaceGate(all), reconcilers.WithResync(time.Hour), reconcilers.WithShard(sel)}},
 	)
 	a, c := "gate-a-"+run, "gate-c-"+run
 	createProfile(t, a, map[string]string{"wakes-test": run})

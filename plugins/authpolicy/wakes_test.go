@@ -6,6 +6,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -24,10 +25,14 @@ func TestRoleBindingsWakeOnlyForWhatContributorsReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, fence := testhost.Fenced(authpolicy.Definition())
-	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{reconcilers.WithDefaults(js), reconcilers.WithResync(time.Hour)}})
 	name := uniqueName("wakes")
-	testhost.NewProfile(t, env.Client, name, nil, plugin())
+	shard := map[string]string{"wakes-test": name}
+	def, fence := testhost.Fenced(authpolicy.Definition())
+	// The shard keeps other tests' Profiles from the counts.
+	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
+		reconcilers.WithDefaults(js), reconcilers.WithResync(time.Hour), reconcilers.WithShard(labels.SelectorFromSet(shard)),
+	}})
+	testhost.NewProfile(t, env.Client, name, shard, plugin())
 	waitAccess(t, name, wantAccess(name, "accounts.example.org:"+owner))
 	create := func(rb *rbacv1.RoleBinding) {
 		t.Helper()

@@ -7,6 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,13 +22,16 @@ import (
 // it is. The owner's namespaceAdmin (an upstream name, never a
 // contributor's) and a label other than the ownership labels wake nothing.
 func TestRoleBindingsWakeOnlyForWhatThePluginReads(t *testing.T) {
+	name := uniqueName("wakes")
+	shard := map[string]string{"wakes-test": name}
 	def, fence := testhost.Fenced(contributors.Definition())
+	// The shard keeps other tests' Profiles from the counts.
 	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(hostConfig)),
 		reconcilers.WithResync(time.Hour),
+		reconcilers.WithShard(labels.SelectorFromSet(shard)),
 	}})
-	name := uniqueName("wakes")
-	testhost.NewProfile(t, env.Client, name, nil)
+	testhost.NewProfile(t, env.Client, name, shard)
 	declare(t, name, entry("User", "alice@example.org", "edit"))
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	create := func(o client.Object) {

@@ -53,9 +53,13 @@ func fenceNamespace(t *testing.T, fence *testhost.Fence, name string) {
 func TestNamespaceWatchWakesOnlyForWhatMayWriteReads(t *testing.T) {
 	run := "wake-" + rand.String(4)
 	def, fence := testhost.Fenced(core.Definition())
+	sel := labels.SelectorFromSet(labels.Set{labelTest: run})
+	// The shard keeps other tests' Profiles (some still being deleted)
+	// from the counts.
 	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
 		reconcilers.WithDefaults([]byte(`{}`)),
-		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{labelTest: run})),
+		reconcilers.WithEnabledForAll(sel),
+		reconcilers.WithShard(sel),
 		reconcilers.WithResync(time.Hour),
 	}})
 	wakes := func() float64 { return testhost.Wakes(t, core.Kind, "watched/Namespace") }

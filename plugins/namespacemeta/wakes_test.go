@@ -7,8 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/core"
@@ -34,15 +36,19 @@ func createNamespace(t *testing.T, name string, annotations map[string]string) {
 // write that puts the key back (the events of a watched kind's writes are
 // not told apart), whose pass then finds nothing to do.
 func TestNamespaceUpdatesWakeOnlyForWhatThePluginReads(t *testing.T) {
+	run := rand.String(5)
+	name := "wake-" + run
+	shard := map[string]string{"wakes-test": run}
 	def, fence := testhost.Fenced(namespacemeta.Definition())
+	// The shard keeps other tests' Profiles from the counts.
 	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
 		reconcilers.WithDefaults(hostDefaults(t)),
 		reconcilers.WithResync(time.Hour),
+		reconcilers.WithShard(labels.SelectorFromSet(shard)),
 	}})
-	run := rand.String(5)
-	name := "wake-" + run
 	createNamespace(t, name, map[string]string{core.AnnotationOwner: owner})
 	newProfile(t, name, spec(t, map[string]string{"istio.io/rev": "canary"}, nil))
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Labels = shard })
 	want := map[string]string{corev1.LabelMetadataName: name, "istio.io/rev": "canary"}
 	waitLabels(t, name, want)
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
