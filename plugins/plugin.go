@@ -92,6 +92,9 @@ type Request struct {
 	Profile *kubeflowv1.Profile
 	// Config is the plugin's decoded and validated config: a pointer to the
 	// type its Definition's NewConfig returns. Use ConfigOf to read it.
+	// Plugins must not modify it: hosts may hand the same config to
+	// every pass of the Profiles whose spec entry for the plugin is the same
+	// (most often none), until the host's config changes.
 	Config any
 	// Client reads through the host's cache and writes to the API server.
 	// The cache holds profilekit's objects only, and on a host that serves

@@ -32,6 +32,8 @@ type Reconciler struct {
 	own *ownWrites
 	// wakes counts what asked for each pass.
 	wakes *wakes
+	// configs are the plugin's decoded configs.
+	configs configs
 	// repairs bounds how often an object another writer keeps changing
 	// is put back.
 	repairs    *repairs
@@ -238,7 +240,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
 		return reconcile.Result{}, err
 	}
-	cfg, err := r.def.Decode(r.settingsIn(ctx, p).Defaults, p)
+	cfg, err := r.decode(r.settingsIn(ctx, p), p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
 	}

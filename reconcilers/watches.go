@@ -95,7 +95,7 @@ func (r *Reconciler) carriers(carries func(client.Object, *kubeflowv1.Profile, a
 			if !p.DeletionTimestamp.IsZero() || !r.shard.Matches(labels.Set(p.Labels)) || !r.Applies(p) {
 				continue
 			}
-			cfg, err := r.def.Decode(r.settingsFor(p).Defaults, p)
+			cfg, err := r.decode(r.settingsFor(p), p)
 			if err != nil || !carries(o, p, cfg) {
 				continue
 			}
