@@ -88,11 +88,13 @@ const (
 
 // Request is one Apply or Revoke of one plugin for one Profile.
 type Request struct {
-	// Profile is the Profile being served. Plugins must not modify it.
+	// Profile is the Profile being served. Plugins must not modify it:
+	// hosts may hand a plugin their cache's own Profile, which other
+	// passes read at the same time.
 	Profile *kubeflowv1.Profile
 	// Config is the plugin's decoded and validated config: a pointer to the
 	// type its Definition's NewConfig returns. Use ConfigOf to read it.
-	// Plugins must not modify it: hosts may hand the same config to
+	// Plugins must not modify it either: hosts may hand the same config to
 	// every pass of the Profiles whose spec entry for the plugin is the same
 	// (most often none), until the host's config changes.
 	Config any

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -234,7 +235,7 @@ func (r *Reconciler) takeTurn(ctx context.Context, req reconcile.Request, p *kub
 	}
 	r.deferrals.end(req.Name)
 	if waited > 0 {
-		if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+		if err := r.client.Get(ctx, req.NamespacedName, p, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, reconcile.Result{}, r.gone(req.Name, err)
 		}
 	}

@@ -167,8 +167,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.wakes.pass(req.Name)
 	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	defer r.firstPass.passed(req.Name)
+	// The cache's Profile, not a copy (see own): most passes only read it.
 	var p kubeflowv1.Profile
-	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, &p, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, r.gone(req.Name, err)
 	}
 	if !r.shard.Matches(labels.Set(p.Labels)) {
@@ -196,6 +197,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.apply(ctx, &p)
 	}
 }
+
+// own gives the pass a Profile of its own to write: a pass reads the
+// cache's Profile, whose maps and slices the cache and every other pass
+// share, until it changes it (a finalizer, a condition written without a
+// StatusWriter, a write whose answer is decoded into it). Plugins never
+// change the Profile (plugins.Request.Profile).
+func own(p *kubeflowv1.Profile) { *p = *p.DeepCopy() }
 
 // Applies reports whether the plugin applies to p: p lists it, or the host
 // enables it for all Profiles that match its selector.

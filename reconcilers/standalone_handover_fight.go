@@ -142,6 +142,7 @@ func (r *Reconciler) handOverOrHold(ctx context.Context, p *kubeflowv1.Profile, 
 // patchHandOver takes fin off p and records the hand-over, in one merge
 // patch guarded by the resource version.
 func (r *Reconciler) patchHandOver(ctx context.Context, p *kubeflowv1.Profile, fin string, at time.Time, returns int) error {
+	own(p)
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(p, fin)
 	if p.Annotations == nil {
