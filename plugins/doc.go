@@ -113,7 +113,7 @@
 // and RequeueAfter with [Result.Wait], [DefaultWait] and [ReasonWaiting];
 // [AnnotationPaused] with [Paused] and [ReasonPaused]; [Definition]'s Reads
 // (whose cache forms reconcilers decides); [Definition]'s Watches
-// ([Watch], [Scope]), Runner ([Runtime]) and Upstream, which serve the core
+// ([Watch] with its Changed, [Scope]), Runner ([Runtime]) and Upstream, which serve the core
 // plugin alone; [Definition]'s OwnsFrom with [Definition.ForHost], for
 // plugins whose owned kinds their host config names; [Request]'s Live
 // with [Request.LiveReader]; [Request.WatchedReader]; [Objects]' Annotate, Unannotate, Mark and Unmark

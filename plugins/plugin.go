@@ -88,10 +88,15 @@ const (
 
 // Request is one Apply or Revoke of one plugin for one Profile.
 type Request struct {
-	// Profile is the Profile being served. Plugins must not modify it.
+	// Profile is the Profile being served. Plugins must not modify it:
+	// hosts may hand a plugin their cache's own Profile, which other
+	// passes read at the same time.
 	Profile *kubeflowv1.Profile
 	// Config is the plugin's decoded and validated config: a pointer to the
 	// type its Definition's NewConfig returns. Use ConfigOf to read it.
+	// Plugins must not modify it either: hosts may hand the same config to
+	// every pass of the Profiles whose spec entry for the plugin is the same
+	// (most often none), until the host's config changes.
 	Config any
 	// Client reads through the host's cache and writes to the API server.
 	// The cache holds profilekit's objects only, and on a host that serves
@@ -254,8 +259,21 @@ type Watch struct {
 	Object client.Object
 	// Profiles returns the names of the Profiles to reconcile when obj is
 	// created, changed or deleted; none when it does not concern a Profile.
-	// It runs for both the old and the new object of an update.
+	// It runs for both the old and the new object of an update. Leave out
+	// objects the plugin never reads (those another plugin wrote, say):
+	// every name returned is a pass.
 	Profiles func(ctx context.Context, obj client.Object) []string
+	// Changed, when set, reports whether an update of a watched object
+	// from old to new changed anything the plugin reads of it (a label it
+	// manages or a guard it checks), given the host's config (the decoded
+	// host defaults, as NewConfig's type). An update it returns false for
+	// wakes no Profile: a watched object's updates that only touch what the
+	// plugin does not read (other keys, managed fields, status) then cost
+	// nothing. Creations and deletions always go to Profiles (or Carries).
+	// Nil: every update does. The host also wakes a Profile for a watched
+	// object only while the plugin applies to it or has something to take
+	// back from it.
+	Changed func(hostConfig any, old, new client.Object) bool
 	// Scopes, when set, restricts the watch to the scopes it returns for the
 	// host's config (the decoded host defaults, as NewConfig's type): the
 	// host caches only objects of the kind inside them, one informer per

@@ -18,6 +18,26 @@
 // whole (Definition.Reads) as metadata only, so that their bodies never
 // reach memory.
 //
+// # What wakes a plugin
+//
+// A Reconciler passes a Profile when something the plugin reads changed,
+// and only then. The Profile wakes it when its spec, labels, finalizers or
+// deletion change (not its status). An owned object wakes it when someone
+// else changed or deleted it: the events of the plugin's own writes do not.
+// A watched kind (Definition.Watches) wakes only the Profiles the plugin
+// serves or has something to take back from, and of an object's updates
+// only those its Watch.Changed says the plugin reads. With a namespace gate
+// (WithNamespaceGate) a Profile whose namespace the core plugin has not
+// made yet is not passed at all: the namespace's creation wakes it, and of
+// the namespace's later updates only a change of its ownership or its
+// deletion. The resync timer, the definition's Runner, a staged rollout and
+// a retry wake it too. A pass of a plugin that does not apply to the
+// Profile and left nothing on it does nothing, at once. The metrics
+// profilekit_plugin_wakes_total and profilekit_plugin_reconciles_total
+// count, per plugin and trigger, the events that asked for a pass and the
+// passes they started (see examples/deploy/monitoring); the benchmark
+// prints the reconciles of a convergence per Profile, plugin and trigger.
+//
 // [Fork] drops the same plugins into a fork of the upstream Kubeflow profile
 // controller, whose Plugin interface has ApplyPlugin and RevokePlugin
 // methods: one value for all of them, whose conditions, drift repair
@@ -88,5 +108,7 @@
 // ([ReasonTenureKept]); [WithRetired]; the repairs' back-off
 // ([RepairsBeforeBackoff], [RepairWindow], [RepairBackoff],
 // [MaxRepairBackoff]) and its metrics profilekit_repair_holds_total and
-// profilekit_contested_objects.
+// profilekit_contested_objects; the metrics profilekit_plugin_wakes_total
+// and profilekit_plugin_reconciles_total and the values of their trigger
+// label.
 package reconcilers

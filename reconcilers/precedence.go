@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -32,7 +33,8 @@ const DefaultPrecedenceWait = time.Second
 // plugin's recent passes wrote something (a host-wide change rolling out
 // after a restart). Any other pass is expected to confirm that everything
 // is in sync: the resync, the restart's pass over every Profile, events of
-// objects that did not change.
+// objects that did not change. A pass of a plugin that does not apply to
+// the Profile and left nothing on it does nothing at all, and goes at once.
 //
 // A pass that only confirms waits, before it starts, while any urgent pass
 // is under way, at most the wait given to NewPrecedence. The host and the
@@ -214,6 +216,12 @@ func (r *Reconciler) takeTurn(ctx context.Context, req reconcile.Request, p *kub
 		r.deferrals.end(req.Name)
 		return r.precedence.begin(), reconcile.Result{}, nil
 	}
+	if !r.Applies(p) {
+		// Nothing to take back (else it is urgent): the pass does nothing,
+		// which costs less than waiting and coming back.
+		r.deferrals.end(req.Name)
+		return func() {}, reconcile.Result{}, nil
+	}
 	since := r.deferrals.since(req.Name)
 	waited, woken := r.precedence.yield(ctx, r.fresh, r.precedence.wait-time.Since(since))
 	if waited > 0 {
@@ -227,7 +235,7 @@ func (r *Reconciler) takeTurn(ctx context.Context, req reconcile.Request, p *kub
 	}
 	r.deferrals.end(req.Name)
 	if waited > 0 {
-		if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+		if err := r.client.Get(ctx, req.NamespacedName, p, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, reconcile.Result{}, r.gone(req.Name, err)
 		}
 	}

@@ -7,6 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -164,5 +168,49 @@ func TestDeferrals(t *testing.T) {
 	go func() { fresh <- struct{}{} }()
 	if _, woken := p.yield(t.Context(), fresh, time.Minute); !woken {
 		t.Error("fresh work did not wake the wait")
+	}
+}
+
+// TestNothingToDoGoesAtOnce: while an urgent pass is under way, a pass of
+// a plugin that does not apply to the Profile and left nothing on it runs
+// at once (it does nothing), where a confirming pass of a plugin that
+// applies waits its turn.
+func TestNothingToDoGoesAtOnce(t *testing.T) {
+	def := plugins.Definition{Plugin: plugins.Funcs{KindName: "demo"}}
+	ready := kubeflowv1.ProfileCondition{Type: def.Condition(), Status: plugins.ConditionTrue, ObservedGeneration: 1}
+	listed := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "listed", Generation: 1}}
+	listed.Spec.Plugins = []kubeflowv1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: "demo"}}}
+	listed.Status.Conditions = []kubeflowv1.ProfileCondition{ready}
+	unlisted := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "unlisted", Generation: 1}}
+
+	prec := NewPrecedence(time.Hour)
+	end := prec.begin() // an urgent pass of another plugin
+	defer end()
+	s := runtime.NewScheme()
+	if err := kubeflowv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	// The pass that waited reads its Profile again.
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(listed.DeepCopy()).Build()
+	r := &Reconciler{def: def, selector: labels.Nothing(), precedence: prec, fresh: make(chan struct{}), client: c}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	done, later, err := r.takeTurn(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: unlisted.Name}}, unlisted)
+	if done == nil || err != nil || later != (reconcile.Result{}) {
+		t.Fatalf("a pass with nothing to do: end %v, later %+v, err %v; want it to run now", done != nil, later, err)
+	}
+	done()
+	if waited := time.Since(start); waited > 100*time.Millisecond {
+		t.Errorf("a pass with nothing to do waited %s for the urgent pass", waited)
+	}
+	// The confirming pass of a plugin that applies yields until ctx ends.
+	start = time.Now()
+	if done, _, _ := r.takeTurn(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: listed.Name}}, listed); done != nil {
+		defer done()
+	}
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Errorf("a confirming pass waited %s, want it to yield to the urgent pass", waited)
 	}
 }

@@ -61,6 +61,7 @@ func (r *Reconciler) runResync(ctx context.Context, q workqueue.TypedRateLimitin
 		}
 		for _, req := range r.everyProfile(ctx, nil) {
 			if slotOf(req.Name, slots) == slot {
+				r.wakes.ask(req.Name, triggerResync)
 				enqueueLow(q, req)
 			}
 		}

@@ -133,5 +133,5 @@ func (r *Reconciler) observe(ctx context.Context, p *kubeflowv1.Profile, c *kube
 
 // stagedSource enqueues the Profiles whose settings the rollout changed.
 func (r *Reconciler) stagedSource() source.Source {
-	return source.Channel(r.staged.chooser.Wakes(), &handler.EnqueueRequestForObject{})
+	return source.Channel(r.staged.chooser.Wakes(), r.wakes.enqueued(triggerRollout, &handler.EnqueueRequestForObject{}))
 }

@@ -30,6 +30,10 @@ import (
 type Reconciler struct {
 	def plugins.Definition
 	own *ownWrites
+	// wakes counts what asked for each pass.
+	wakes *wakes
+	// configs are the plugin's decoded configs.
+	configs configs
 	// repairs bounds how often an object another writer keeps changing
 	// is put back.
 	repairs    *repairs
@@ -94,6 +98,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 	r := &Reconciler{
 		def:         def,
 		own:         newOwnWrites(),
+		wakes:       newWakes(def.Kind()),
 		repairs:     newRepairs(def.Kind()),
 		records:     outside.NewRecords(),
 		client:      mgr.GetClient(),
@@ -159,10 +164,12 @@ func (r *Reconciler) gone(profile string, err error) error {
 
 // Reconcile applies, revokes or finalizes the plugin for one Profile.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.wakes.pass(req.Name)
 	ctx = log.IntoContext(ctx, withoutBodies(log.FromContext(ctx)))
 	defer r.firstPass.passed(req.Name)
+	// The cache's Profile, not a copy (see own): most passes only read it.
 	var p kubeflowv1.Profile
-	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, &p, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, r.gone(req.Name, err)
 	}
 	if !r.shard.Matches(labels.Set(p.Labels)) {
@@ -190,6 +197,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.apply(ctx, &p)
 	}
 }
+
+// own gives the pass a Profile of its own to write: a pass reads the
+// cache's Profile, whose maps and slices the cache and every other pass
+// share, until it changes it (a finalizer, a condition written without a
+// StatusWriter, a write whose answer is decoded into it). Plugins never
+// change the Profile (plugins.Request.Profile).
+func own(p *kubeflowv1.Profile) { *p = *p.DeepCopy() }
 
 // Applies reports whether the plugin applies to p: p lists it, or the host
 // enables it for all Profiles that match its selector.
@@ -234,7 +248,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 	if ready, err := r.namespaceReady(ctx, p); !ready || err != nil {
 		return reconcile.Result{}, err
 	}
-	cfg, err := r.def.Decode(r.settingsIn(ctx, p).Defaults, p)
+	cfg, err := r.decode(r.settingsIn(ctx, p), p)
 	if err != nil {
 		return r.failed(ctx, p, err, plugins.ReasonInvalidSpec)
 	}

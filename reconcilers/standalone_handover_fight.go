@@ -142,6 +142,7 @@ func (r *Reconciler) handOverOrHold(ctx context.Context, p *kubeflowv1.Profile, 
 // patchHandOver takes fin off p and records the hand-over, in one merge
 // patch guarded by the resource version.
 func (r *Reconciler) patchHandOver(ctx context.Context, p *kubeflowv1.Profile, fin string, at time.Time, returns int) error {
+	own(p)
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(p, fin)
 	if p.Annotations == nil {
@@ -314,9 +315,11 @@ func (r *Reconciler) checkHandOvers(ctx context.Context, q workqueue.TypedRateLi
 		case controllerutil.ContainsFinalizer(p, fin):
 			held++
 			if !now.Before(last.due()) && r.handOverDue(p) {
+				r.wakes.ask(req.Name, triggerHandOver)
 				enqueueLow(q, req)
 			}
 		case plugins.FindCondition(p.Status.Conditions, ConditionFinalizerHandOver) != nil && now.Sub(last.at) >= handOverHeld:
+			r.wakes.ask(req.Name, triggerHandOver)
 			enqueueLow(q, req)
 		}
 	}

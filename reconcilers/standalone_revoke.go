@@ -68,7 +68,7 @@ func (r *Reconciler) finalize(ctx context.Context, p *kubeflowv1.Profile) (recon
 		return reconcile.Result{}, nil
 	}
 	s := r.settingsIn(ctx, p)
-	cfg, err := r.def.Decode(s.Defaults, p)
+	cfg, err := r.decode(s, p)
 	if err != nil {
 		// A spec that no longer decodes must not keep the Profile forever.
 		cfg = s.hostConfig

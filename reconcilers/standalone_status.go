@@ -43,6 +43,7 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 	}
 	wrote := false
 	first := true
+	own(p)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
 			if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
@@ -80,6 +81,7 @@ func (r *Reconciler) setCondition(ctx context.Context, p *kubeflowv1.Profile, c 
 // patchFinalizer adds or removes fin with a merge patch guarded by the
 // resource version, so that other writers' finalizers survive.
 func (r *Reconciler) patchFinalizer(ctx context.Context, p *kubeflowv1.Profile, fin string, add bool) error {
+	own(p)
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if add {
 		controllerutil.AddFinalizer(p, fin)

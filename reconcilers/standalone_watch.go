@@ -51,6 +51,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kubeflowv1.Profile{}, builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return r.shard.Matches(labels.Set(o.GetLabels())) }),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionChanged(), reverifyChanged(), r.handOverReady()),
+			r.notGated(),
+			r.wakes.asked(triggerProfile),
 		))
 	for _, gvk := range r.def.Owns {
 		if slices.Contains(r.configured, gvk) {
@@ -71,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if slices.Contains(metadataOnly(r.def, r.whole...), gvk) {
 			obj = apply.NewMetadata(gvk)
 		}
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind())), builder.WithPredicates(r.own.predicate(gvk)))
+		b = b.Watches(obj, r.wakes.enqueued(triggerOwned+gvk.Kind, handler.EnqueueRequestsFromMapFunc(toProfile(r.def.Kind()))), builder.WithPredicates(r.own.predicate(gvk)))
 	}
 	if len(r.def.Watches) > 0 {
 		if err := r.setupWatches(mgr, b); err != nil {
@@ -79,7 +81,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	if r.namespaceGate != nil && !r.def.Upstream {
-		b = b.Watches(apply.NewMetadata(namespaceGVK), handler.EnqueueRequestsFromMapFunc(toProfile(plugins.CoreKind)))
+		b = b.Watches(apply.NewMetadata(namespaceGVK), r.wakes.enqueued(triggerNamespace, handler.EnqueueRequestsFromMapFunc(r.gateWakes(toProfile(plugins.CoreKind)))),
+			builder.WithPredicates(gateChanged()))
 	}
 	b = b.WatchesRawSource(r.resyncSource())
 	if fin, _ := r.handedOver(); fin != "" {
@@ -138,12 +141,12 @@ func (r *Reconciler) runner(mgr ctrl.Manager) (source.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	return source.Channel(events, r.wakes.enqueued(triggerRunner, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if o.GetName() == "" {
 			return r.everyProfile(ctx, o)
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
-	})), nil
+	}))), nil
 }
 
 // everyProfile returns a request for each cached Profile in the shard.

@@ -42,10 +42,12 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 		if err != nil {
 			return fmt.Errorf("watched object: %w", err)
 		}
-		h := handler.EnqueueRequestsFromMapFunc(byName(watch.Profiles))
+		m := byName(watch.Profiles)
 		if watch.Carries != nil {
-			h = handler.EnqueueRequestsFromMapFunc(r.carriers(watch.Carries))
+			m = r.carriers(watch.Carries)
 		}
+		h := r.wakes.enqueued(triggerWatched+gvk.Kind, handler.EnqueueRequestsFromMapFunc(r.concerned(m)))
+		changed := r.changed(watch)
 		if watch.Scopes == nil {
 			if w.all == nil {
 				c, err := unscopedWatchCache(mgr)
@@ -55,7 +57,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 				w.all = c
 			}
 			w.unscoped[gvk] = true
-			b.WatchesRawSource(source.Kind(w.all, watch.Object, h))
+			b.WatchesRawSource(source.Kind(w.all, watch.Object, h, changed))
 			continue
 		}
 		for _, s := range watch.Scopes(r.hostConfig) {
@@ -71,7 +73,7 @@ func (r *Reconciler) setupWatches(mgr manager.Manager, b *builder.TypedBuilder[r
 				return err
 			}
 			w.scoped = append(w.scoped, scopedCache{gvk: gvk, scope: s, cache: c})
-			b.WatchesRawSource(source.Kind(c, watch.Object, h))
+			b.WatchesRawSource(source.Kind(c, watch.Object, h, changed))
 		}
 	}
 	r.watched = w
@@ -93,7 +95,7 @@ func (r *Reconciler) carriers(carries func(client.Object, *kubeflowv1.Profile, a
 			if !p.DeletionTimestamp.IsZero() || !r.shard.Matches(labels.Set(p.Labels)) || !r.Applies(p) {
 				continue
 			}
-			cfg, err := r.def.Decode(r.settingsFor(p).Defaults, p)
+			cfg, err := r.decode(r.settingsFor(p), p)
 			if err != nil || !carries(o, p, cfg) {
 				continue
 			}

@@ -180,6 +180,43 @@ func Reconciles(t *testing.T, kind string) float64 {
 	return controllerCounter(t, "controller_runtime_reconcile_total", kind)
 }
 
+// Wakes returns how many events of trigger (see the metric
+// profilekit_plugin_wakes_total: "profile", "owned/<Kind>",
+// "watched/<Kind>", "namespace", ...) have asked for a pass of the plugin
+// in this process. Events of one informer are handled in order: once a
+// later event's wake is counted, an earlier one's would have been too.
+func Wakes(t *testing.T, kind, trigger string) float64 {
+	t.Helper()
+	return triggerCounter(t, "profilekit_plugin_wakes_total", kind, trigger)
+}
+
+// ReconcilesBy returns how many passes of the plugin in this process the
+// first event that asked for them was of trigger ("requeue": none was).
+func ReconcilesBy(t *testing.T, kind, trigger string) float64 {
+	t.Helper()
+	return triggerCounter(t, "profilekit_plugin_reconciles_total", kind, trigger)
+}
+
+// triggerCounter reads the series of counter name of the plugin and trigger.
+func triggerCounter(t *testing.T, name, kind, trigger string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "plugin") == kind && label(m, "trigger") == trigger {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // TerminalErrors returns how many terminal errors the plugin's controller
 // has counted in this process, from controller-runtime's metrics.
 func TerminalErrors(t *testing.T, kind string) float64 {

@@ -344,4 +344,9 @@ func TestContributorProfile(t *testing.T) {
 			}
 		})
 	}
+	admin := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "namespaceAdmin", Namespace: "team-a",
+		Annotations: map[string]string{"user": "owner@example.org", "role": "admin"}}}
+	if got := contributorProfile(t.Context(), admin); got != nil {
+		t.Errorf("the owner's namespaceAdmin, which Contributors leaves out, wakes %v", got)
+	}
 }

@@ -27,7 +27,8 @@ var roleBindings = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
 
 // Definition returns the authpolicy plugin with its config, its owned kind,
 // and a watch on RoleBindings so that a contributor added or removed changes
-// the policy within seconds.
+// the policy within seconds. The watch wakes a Profile only for what
+// Contributors reads: a contributor binding's annotations and its deletion.
 func Definition() plugins.Definition {
 	rb := &metav1.PartialObjectMetadata{}
 	rb.SetGroupVersionKind(roleBindings)
@@ -35,7 +36,7 @@ func Definition() plugins.Definition {
 		Plugin:    Plugin{},
 		NewConfig: func() any { return NewConfig() },
 		Owns:      []schema.GroupVersionKind{securityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy")},
-		Watches:   []plugins.Watch{{Object: rb, Profiles: contributorProfile}},
+		Watches:   []plugins.Watch{{Object: rb, Profiles: contributorProfile, Changed: contributorChanged}},
 	}
 }
 
@@ -44,10 +45,21 @@ func Definition() plugins.Definition {
 // Profile; the map runs on both sides of an update, so a binding that loses
 // its annotations still wakes its Profile.
 func contributorProfile(_ context.Context, o client.Object) []string {
-	if _, ok := o.GetAnnotations()[AnnotationUser]; !ok {
+	if _, ok := o.GetAnnotations()[AnnotationUser]; !ok || plugins.IsUpstreamName(o.GetName()) {
+		// The owner's namespaceAdmin carries the annotations too; the
+		// owner comes from the Profile (see Contributors).
 		return nil
 	}
 	return []string{o.GetNamespace()}
+}
+
+// contributorChanged reports whether an update of a RoleBinding changed
+// what Contributors reads of it: the user and role annotations, and
+// whether it is being deleted.
+func contributorChanged(_ any, old, new client.Object) bool {
+	oa, na := old.GetAnnotations(), new.GetAnnotations()
+	return oa[AnnotationUser] != na[AnnotationUser] || oa[AnnotationRole] != na[AnnotationRole] ||
+		old.GetDeletionTimestamp().IsZero() != new.GetDeletionTimestamp().IsZero()
 }
 
 // Kind returns "authpolicy".

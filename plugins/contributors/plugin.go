@@ -37,15 +37,17 @@ var _ plugins.Plugin = Plugin{}
 // hand-made binding or policy that held one of its names goes. KFAM
 // deletes a contributor's binding first and its policy a moment later: a
 // pass can write our binding and still meet KFAM's policy, and only the
-// policy's own deletion brings the Profile back to write ours.
+// policy's own deletion brings the Profile back to write ours. The watches
+// wake a Profile only for what the plugin reads of such an object: that it
+// is there, and whose it is (its ownership labels).
 func Definition() plugins.Definition {
 	return plugins.Definition{
 		Plugin:    Plugin{},
 		NewConfig: func() any { return NewConfig() },
 		Owns:      []schema.GroupVersionKind{roleBindingGVK, policyGVK},
 		Watches: []plugins.Watch{
-			{Object: apply.NewMetadata(roleBindingGVK), Profiles: handMadeContributor},
-			{Object: apply.NewMetadata(policyGVK), Profiles: handMadeContributor},
+			{Object: apply.NewMetadata(roleBindingGVK), Profiles: handMadeContributor, Changed: holderChanged},
+			{Object: apply.NewMetadata(policyGVK), Profiles: handMadeContributor, Changed: holderChanged},
 		},
 	}
 }
@@ -53,12 +55,26 @@ func Definition() plugins.Definition {
 // handMadeContributor maps a RoleBinding or AuthorizationPolicy in the
 // shape of a KFAM contributor (the user annotation) that this plugin did
 // not write to the Profile of its namespace, which has the namespace's
-// name. The map runs on both sides of an update and on a delete.
+// name. The map runs on both sides of an update and on a delete. The
+// upstream names (the owner's namespaceAdmin and ns-owner-access-istio,
+// which the core plugin or the upstream controller makes) are never a
+// contributor's, and wake nothing.
 func handMadeContributor(_ context.Context, o client.Object) []string {
-	if _, ok := o.GetAnnotations()[core.AnnotationUser]; !ok || o.GetLabels()[plugins.LabelPlugin] == Kind {
+	if _, ok := o.GetAnnotations()[core.AnnotationUser]; !ok || o.GetLabels()[plugins.LabelPlugin] == Kind || plugins.IsUpstreamName(o.GetName()) {
 		return nil
 	}
 	return []string{o.GetNamespace()}
+}
+
+// holderChanged reports whether an update of a binding or policy changed
+// what the plugin reads of it: its ownership labels (whose it is, see
+// isForeign) or its contributor annotation (its shape).
+func holderChanged(_ any, old, new client.Object) bool {
+	_, wasShaped := old.GetAnnotations()[core.AnnotationUser]
+	_, isShaped := new.GetAnnotations()[core.AnnotationUser]
+	ol, nl := old.GetLabels(), new.GetLabels()
+	return wasShaped != isShaped || ol[plugins.LabelManagedBy] != nl[plugins.LabelManagedBy] ||
+		ol[plugins.LabelPlugin] != nl[plugins.LabelPlugin] || ol[plugins.LabelProfile] != nl[plugins.LabelProfile]
 }
 
 // Kind returns "contributors".

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -34,7 +35,10 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // Definition returns the core plugin: its config, the kinds it owns, a
 // metadata watch on namespaces (so that a namespace someone else holds is
 // seen, and its release wakes the Profile), and Upstream, which lets it write
-// the namespace and upstream's names.
+// the namespace and upstream's names. The watch leaves the namespaces the
+// plugin made to the watch on its own objects, which drops the events of
+// its own writes, and wakes on the changes of a namespace's metadata that
+// mayWrite reads.
 func Definition() plugins.Definition {
 	ns := apply.NewMetadata(namespaceGVK)
 	return plugins.Definition{
@@ -47,11 +51,29 @@ func Definition() plugins.Definition {
 			rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 			securityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy"),
 		},
-		Watches: []plugins.Watch{{Object: ns, Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} }}},
+		Watches: []plugins.Watch{{Object: ns, Profiles: othersNamespace, Changed: metadataChanged}},
 		// The labels file is an input from outside the cluster.
 		Runner:   watchLabels,
 		Upstream: true,
 	}
+}
+
+// othersNamespace maps a namespace that the plugin did not make for the
+// Profile of its name to that Profile. One it made wakes the Profile
+// through the watch on its own objects.
+func othersNamespace(_ context.Context, o client.Object) []string {
+	if plugins.IsOwnedBy(o.GetLabels(), Kind, o.GetName()) {
+		return nil
+	}
+	return []string{o.GetName()}
+}
+
+// metadataChanged reports whether an update of a namespace changed what
+// the plugin reads of one it did not make: its labels, its annotations
+// (the owner's), or its deletion.
+func metadataChanged(_ any, old, new client.Object) bool {
+	return !maps.Equal(old.GetLabels(), new.GetLabels()) || !maps.Equal(old.GetAnnotations(), new.GetAnnotations()) ||
+		!old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp())
 }
 
 // Kind returns "core".

@@ -3,6 +3,7 @@ package namespacemeta
 import (
 	"context"
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,8 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // metadata watch on namespaces, so that a hand edit of one of its keys, or
 // the namespace's creation, wakes the Profile. It owns no object: it writes
 // single keys of the namespace that the core plugin or the upstream
-// controller makes.
+// controller makes. An update wakes the Profile only when it changes what
+// the plugin reads (see readsChanged).
 func Definition() plugins.Definition {
 	return plugins.Definition{
 		Plugin:    Plugin{},
@@ -34,8 +36,44 @@ func Definition() plugins.Definition {
 		Watches: []plugins.Watch{{
 			Object:   apply.NewMetadata(namespaceGVK),
 			Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetName()} },
+			Changed:  readsChanged,
 		}},
 	}
+}
+
+// readsChanged reports whether an update of a namespace changed what the
+// plugin reads of it under the host's config: a key the host allows (only
+// those can be a Profile's), what mayMark guards by (the owner annotation,
+// profilekit's ownership labels), or its deletion. Other keys, managed
+// fields and status wake nothing. A config of another type reads all.
+func readsChanged(hostConfig any, old, new client.Object) bool {
+	cfg, ok := hostConfig.(*Config)
+	if !ok || !old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp()) {
+		return true
+	}
+	labelRead := func(key string) bool {
+		guard := key == plugins.LabelManagedBy || key == plugins.LabelPlugin || key == plugins.LabelProfile
+		return guard || slices.ContainsFunc(cfg.Allow.Labels, func(r Rule) bool { return r.matches(key) })
+	}
+	annotationRead := func(key string) bool {
+		return key == core.AnnotationOwner || slices.ContainsFunc(cfg.Allow.Annotations, func(r Rule) bool { return r.matches(key) })
+	}
+	return differs(old.GetLabels(), new.GetLabels(), labelRead) || differs(old.GetAnnotations(), new.GetAnnotations(), annotationRead)
+}
+
+// differs reports whether a and b differ at a key that read picks.
+func differs(a, b map[string]string, read func(string) bool) bool {
+	for k, v := range a {
+		if w, ok := b[k]; (!ok || w != v) && read(k) {
+			return true
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && read(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Kind returns "namespacemeta".

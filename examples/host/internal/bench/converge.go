@@ -65,6 +65,10 @@ func (b *bench) converge(ctx context.Context, h *host, profiles []*kubeflowv1.Pr
 		return err
 	}
 	hostBefore, drvBefore, confBefore := h.counter.snapshot(), b.drv.snapshot(), h.counter.conflictCount()
+	wakesBefore, err := readWakes()
+	if err != nil {
+		return err
+	}
 	cpu, err := sampleCPU()
 	if err != nil {
 		return err
@@ -160,6 +164,16 @@ wait:
 	keep := b.hostResources(d.kinds())
 	srvReq := srvAfter.minus(srvBefore).only(keep).minus(drvReq)
 	b.res.Requests = requestReport(hostReq, srvReq, h.counter.conflictCount().minus(confBefore), len(d.objects))
+	wakesAfter, err := readWakes()
+	if err != nil {
+		return err
+	}
+	served := len(profiles)
+	if bulk != nil {
+		served += bulkProbes
+	}
+	b.res.Reconciles = reconcilesOf(wakesAfter.since(wakesBefore), served, len(b.defs))
+	b.res.Reconciles.write(b.Out)
 	return nil
 }
 

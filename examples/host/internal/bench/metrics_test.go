@@ -43,3 +43,32 @@ func TestByControllerSumsOurControllersOnly(t *testing.T) {
 		t.Errorf("active workers (-want +got):\n%s", diff)
 	}
 }
+
+func TestReconcilesPerProfileByPluginAndTrigger(t *testing.T) {
+	series := func(plugin, trigger string, v float64) *dto.Metric {
+		return &dto.Metric{
+			Label: []*dto.LabelPair{
+				{Name: proto.String("plugin"), Value: proto.String(plugin)},
+				{Name: proto.String("trigger"), Value: proto.String(trigger)},
+			},
+			Counter: &dto.Counter{Value: proto.Float64(v)},
+		}
+	}
+	fam := func(ms ...*dto.Metric) []*dto.MetricFamily {
+		return []*dto.MetricFamily{{Name: proto.String(reconcilesByTrigger), Metric: ms}}
+	}
+	before := wakesOf(fam(series("quotas", "profile", 5), series("core", "profile", 5)))
+	after := wakesOf(fam(series("quotas", "profile", 15), series("quotas", "namespace", 10), series("core", "profile", 15), series("core", "requeue", 5)))
+	got := reconcilesOf(after.since(before), 10, 2)
+	want := &Reconciles{
+		Profiles: 10, Plugins: 2, PerProfile: 3.5,
+		ByPlugin:  map[string]float64{"quotas": 2, "core": 1.5},
+		ByTrigger: map[string]map[string]float64{"quotas": {"profile": 1, "namespace": 1}, "core": {"profile": 1, "requeue": 0.5}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reconciles per Profile (-want +got):\n%s", diff)
+	}
+	if got.Target() != 4 {
+		t.Errorf("target %v, want plugins + 2 = 4", got.Target())
+	}
+}

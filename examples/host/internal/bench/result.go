@@ -69,13 +69,16 @@ type Result struct {
 	ProfilesAlone *Phase `json:"profilesAlone,omitempty"`
 	// WatchedFloor is the POST floor's client with a cache of the host's
 	// options watching what it writes (--watched-floor).
-	WatchedFloor *Phase      `json:"watchedFloor,omitempty"`
-	Ratios       Ratios      `json:"ratios"`
-	Requests     Requests    `json:"requests"`
-	Steady       Steady      `json:"steadyState"`
-	Drift        Drift       `json:"drift"`
-	Memory       Memory      `json:"memory"`
-	HostChange   *HostChange `json:"hostWideChange,omitempty"`
+	WatchedFloor *Phase   `json:"watchedFloor,omitempty"`
+	Ratios       Ratios   `json:"ratios"`
+	Requests     Requests `json:"requests"`
+	// Reconciles are the convergence's reconciles per Profile, per plugin
+	// and per trigger; runs before they were kept have none.
+	Reconciles *Reconciles `json:"reconciles,omitempty"`
+	Steady     Steady      `json:"steadyState"`
+	Drift      Drift       `json:"drift"`
+	Memory     Memory      `json:"memory"`
+	HostChange *HostChange `json:"hostWideChange,omitempty"`
 	// Regimes are the convergence figures of every regime run, the first
 	// one's (which the fields above hold too) first.
 	Regimes []Regime `json:"regimes,omitempty"`

@@ -106,6 +106,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t\n", k.Verb, k.Resource, rows[k].c, rows[k].s)
 	}
 	_ = tw.Flush()
+	if r.Reconciles != nil {
+		r.Reconciles.write(w)
+	}
 }
 
 func countsTotal(cs []Count) int {
