@@ -87,6 +87,12 @@ func giteaScenario(t *testing.T, retention plugins.Retention) plugintest.Scenari
 		Retained: retained,
 		Between:  finishArgoCDDeletions,
 		Observe:  observeGitea,
+		Equivalent: map[string]string{
+			plugintest.CallTwice.Name: "every PostgreSQL call is idempotent: Inspect and LogsIn only read; Ensure reads the catalog and makes only the role, " +
+				"database and grants that are missing or not as wanted, so made again at once it finds them made and changes nothing; Drop drops only what is " +
+				"there with the Profile's proof, so made again it finds nothing. The second call costs reads and changes nothing PostgreSQL, the record or the " +
+				"harness can tell (the lost plans, which make each call again on the next pass, pass as well)",
+		},
 	}
 }
 

@@ -7,7 +7,10 @@ package plugintest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // moveOn is where a Profile goes while the host is down: step next of the
@@ -85,6 +88,7 @@ func (r *run) deleted(ctx context.Context, t T, plan string) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
+		grants = slices.DeleteFunc(grants, func(g string) bool { return r.foreign[r.generic(g)] })
 		if len(grants) > 0 {
 			fail(t, plan, "left behind: outside grants still name the deleted Profile:\n\t%s", strings.Join(grants, "\n\t"))
 			ok = false
@@ -95,13 +99,22 @@ func (r *run) deleted(ctx context.Context, t T, plan string) bool {
 
 // moveOn makes the watcher's bounds those of the step the Profile moved
 // on to as well: a grant it gives is allowed, and only what all three
-// steps hold alike is protected. A deletion protects nothing.
-func (w *watcher) moveOn(base *baseline, next int) {
+// steps hold alike is protected, user data only what that step keeps too.
+// A deletion protects nothing but the user data the host retains.
+func (w *watcher) moveOn(ctx context.Context, base *baseline, next int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if next < 0 {
 		w.kept, w.protected = map[string]bool{}, map[string]string{}
+		if w.r.sc.Retention == plugins.RetentionDelete {
+			w.data = map[string]string{} // the deletion may take the Profile's data
+		}
 		return
+	}
+	for name := range w.data {
+		if _, kept := base.data[next][w.r.generic(name)]; !kept {
+			delete(w.data, name) // the step moved on to may take it
+		}
 	}
 	for g := range base.grants[next] {
 		w.grants[g] = true
@@ -111,9 +124,5 @@ func (w *watcher) moveOn(base *baseline, next int) {
 			delete(w.kept, g)
 		}
 	}
-	for k, v := range w.protected {
-		if base.states[next][k] != v {
-			delete(w.protected, k)
-		}
-	}
+	w.protected = w.r.protects(ctx, w.protected, base.states[next])
 }

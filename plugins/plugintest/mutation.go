@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // MutantEnv, set in the environment, makes Survives score the harness
@@ -31,16 +33,38 @@ type Score struct {
 	By     string
 	// Plans are the plans run until the first failure.
 	Plans int
+	// Equivalent is why the scenario declares the mutant equivalent for
+	// its plugin (Scenario.Equivalent), or "".
+	Equivalent string
 }
 
+// Result is the score in a word or two: killed, survived, equivalent
+// (declared so, and it survived), not reached, or wrongly equivalent
+// (declared so, and killed).
+func (s Score) Result() string {
+	switch {
+	case s.Killed && s.Equivalent != "":
+		return "wrongly equivalent"
+	case s.Killed:
+		return "killed"
+	case s.Equivalent != "":
+		return "equivalent"
+	case !s.Reached:
+		return "not reached"
+	}
+	return "survived"
+}
+
+// String is the Result with what shows it: the first finding of a killed
+// mutant, the reason of an equivalent one, the plans run.
 func (s Score) String() string {
 	switch {
 	case s.Killed:
-		return fmt.Sprintf("killed after %d plans: %s", s.Plans, s.By)
-	case !s.Reached:
-		return fmt.Sprintf("not reached (%d plans)", s.Plans)
+		return fmt.Sprintf("%s after %d plans: %s", s.Result(), s.Plans, s.By)
+	case s.Equivalent != "":
+		return fmt.Sprintf("%s (survived %d plans): %s", s.Result(), s.Plans, s.Equivalent)
 	}
-	return fmt.Sprintf("survived %d plans", s.Plans)
+	return fmt.Sprintf("%s (%d plans)", s.Result(), s.Plans)
 }
 
 // mutantsFrom returns the mutants that names (MutantEnv's form) picks.
@@ -79,7 +103,7 @@ func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario,
 			sc := newScenario(t)
 			plans := s.run(func() Plans { return p.run(hm, s, sc) })
 			score.Plans += plans.Run
-			if !run.reached.Load() {
+			if !run.reached.Load() && !m.planned {
 				break // the plugin never calls what the mutant changes
 			}
 		}
@@ -87,8 +111,10 @@ func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario,
 		if first := s.first(); first != "" {
 			score.Killed, score.By = true, first
 		}
+		sc := newScenario(t)
+		score.Equivalent = sc.Equivalent[m.Name]
 		scores = append(scores, score)
-		t.Logf("mutant %s %s: %s", newScenario(t).Def.Kind(), m.Name, score)
+		t.Logf("mutant %s %s: %s", scenarioName(sc), m.Name, score)
 	}
 	return scores
 }
@@ -105,11 +131,23 @@ func (h Harness) mutationMode(t *testing.T, newScenario func(t *testing.T) Scena
 		t.Fatal(err)
 	}
 	for _, s := range h.Mutation(t, newScenario, mutants, patterns...) {
-		if s.Reached && !s.Killed {
+		switch {
+		case s.Killed && s.Equivalent != "":
+			t.Errorf("mutant %s is declared equivalent (%s) and was killed: the declaration is wrong", s.Mutant, s.Equivalent)
+		case s.Reached && !s.Killed && s.Equivalent == "":
 			t.Errorf("mutant %s survived every plan: the harness would not notice that %s", s.Mutant, mutantDoes(s.Mutant))
 		}
 	}
 	return true
+}
+
+// scenarioName names a scenario in the mutation report: its plugin, and
+// the host's retention when it deletes user data.
+func scenarioName(sc Scenario) string {
+	if sc.Retention == plugins.RetentionDelete {
+		return sc.Def.Kind() + "/retention-delete"
+	}
+	return sc.Def.Kind()
 }
 
 func mutantDoes(name string) string {

@@ -25,6 +25,9 @@ type baseline struct {
 	grants     []map[string]bool
 	data       []map[string]string
 	leftBehind []string
+	// removedLeft is what the plugin kept after a Remove step and should
+	// have let go (see revokedLeft).
+	removedLeft []string
 	// reads are the kinds its passes read.
 	reads []read
 }
@@ -78,6 +81,13 @@ func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
 			if b.leftBehind, err = r.leftBehind(ctx); err != nil {
 				return nil, err
 			}
+		}
+		if s.Remove {
+			left, err := r.revokedLeft(ctx)
+			if err != nil {
+				return nil, err
+			}
+			b.removedLeft = append(b.removedLeft, left...)
 		}
 	}
 	b.reads = r.reads.all()
@@ -217,6 +227,10 @@ func (h Harness) begin(t T, sc Scenario, pattern string) (*baseline, Plans) {
 		fail(t, sc.Def.Kind()+" "+pattern+" baseline", "left behind: the deleted Profile's plugin leaves what nothing takes:\n\t%s", strings.Join(base.leftBehind, "\n\t"))
 		plans.Failed++
 	}
+	if len(base.removedLeft) > 0 {
+		fail(t, sc.Def.Kind()+" "+pattern+" baseline", "left behind: the removed plugin keeps what it should have let go:\n\t%s", strings.Join(base.removedLeft, "\n\t"))
+		plans.Failed++
+	}
 	return base, plans
 }
 
@@ -321,7 +335,7 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 		if err := r.set(ctx, at.then.step(sc)); err != nil {
 			t.Fatal(err)
 		}
-		r.watch.moveOn(base, at.then.next)
+		r.watch.moveOn(ctx, base, at.then.next)
 	}
 	passes, err := r.quiet(ctx)
 	if err != nil {

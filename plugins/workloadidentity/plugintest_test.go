@@ -141,6 +141,18 @@ func workloadIdentityScenario(t *testing.T) plugintest.Scenario {
 			}
 			return out, nil
 		},
+		// A rival may name the Profile's accounts, which serve one Profile.
+		RivalDefaults: func(profile string) []byte {
+			var allowed []any
+			for _, suffix := range runAccounts {
+				allowed = append(allowed, map[string]any{"identity": profile + suffix})
+			}
+			b, err := json.Marshal(map[string]any{"serviceAccounts": runServiceAccounts, "allowedIdentities": allowed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
 		Touches:  touches,
 		Retained: retained,
 	}

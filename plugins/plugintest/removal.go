@@ -1,0 +1,43 @@
+package plugintest
+
+// This file holds what a plugin may leave once it no longer applies to a
+// Profile that stays: retained data, and no grant.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// revokedLeft returns what the plugin still holds for the Profile once a
+// Remove step is quiet and that it should have let go: outside state that
+// Observe reports and that is not retained ([Scenario.Retained]), and any
+// grant that still names the Profile (its RoleBindings' subjects, its
+// AuthorizationPolicies' rules, what Scenario.Grants reports) and that
+// was not there before the plugin's first pass.
+func (r *run) revokedLeft(ctx context.Context) ([]string, error) {
+	var out []string
+	if r.sc.Observe != nil {
+		seen, err := r.sc.Observe(ctx, r.profile.Name)
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		for k := range seen {
+			if !slices.ContainsFunc(r.sc.Retained, func(p string) bool { return strings.HasPrefix(r.generic(k), p) }) {
+				out = append(out, "observed "+r.generic(k)+" outlives the plugin's removal")
+			}
+		}
+	}
+	grants, err := r.grants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for g := range grants {
+		if !r.foreign[g] {
+			out = append(out, "grant "+g+" outlives the plugin's removal")
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
