@@ -60,13 +60,12 @@ MUTANTS        ?= all
 MUTATION_FLAGS ?= -short
 
 .PHONY: mutation
-mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print killed, survived or not reached per plugin and mutant, then the survivors; the whole output goes to bin/mutation.log.
+mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print per plugin and mutant whether it was killed, survived, is declared equivalent or was not reached, the score per plugin, then the survivors; the whole output goes to bin/mutation.log.
 	@PLUGINTEST_MUTANT='$(MUTANTS)' go test -count=1 -timeout 60m $(MUTATION_FLAGS) -run '$(HARNESS_TESTS)' -v $(addprefix ./,$(HARNESS_PKGS)) > $(LOCALBIN)/mutation.log 2>&1; status=$$?; \
 	grep -E '^(ok|FAIL)' $(LOCALBIN)/mutation.log; \
-	printf '%-18s %-18s %s\n' plugin mutant result; \
-	sed -nE 's/^ *[a-z_]+\.go:[0-9]+: mutant ([^ ]+) ([^:]+): (killed|survived|not reached)(.*)$$/\1 \2 \3\4/p' $(LOCALBIN)/mutation.log | \
-		awk '{ r=$$3; if (r=="not") r="not reached"; printf "%-18s %-18s %s\n", $$1, $$2, r }'; \
-	echo "surviving mutants:"; grep -E 'mutant [^ ]+ [^:]+: survived' $(LOCALBIN)/mutation.log | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /\t/' || echo "	none"; \
+	sed -nE 's/^ *[a-z_]+\.go:[0-9]+: mutant ([^ ]+) ([^:]+): (killed|survived|equivalent|not reached|wrongly equivalent)( .*)?$$/\1|\2|\3/p' $(LOCALBIN)/mutation.log | \
+		awk -F'|' -f hack/mutation-table.awk; \
+	echo "surviving mutants:"; grep -E 'mutant [^ ]+ [^:]+: (survived|wrongly equivalent)' $(LOCALBIN)/mutation.log | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /\t/' || echo "	none"; \
 	exit $$status
 
 .PHONY: envtest-assets
