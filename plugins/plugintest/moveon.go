@@ -7,6 +7,7 @@ package plugintest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,7 +78,8 @@ func (r *run) deleted(ctx context.Context, t T, plan string) bool {
 	ok := true
 	left, err := r.leftBehind(ctx)
 	if err != nil {
-		t.Fatal(err)
+		fail(t, plan, "after the deletion: %v", err)
+		return false
 	}
 	if len(left) > 0 {
 		fail(t, plan, "left behind: the deleted Profile's plugin leaves what nothing takes:\n\t%s", strings.Join(left, "\n\t"))
@@ -106,10 +108,15 @@ func (w *watcher) moveOn(ctx context.Context, base *baseline, next int) {
 	defer w.mu.Unlock()
 	if next < 0 {
 		w.kept, w.protected = map[string]bool{}, map[string]string{}
-		if w.r.sc.Retention == plugins.RetentionDelete {
+		switch last := len(base.data) - 1; {
+		case w.r.sc.Steps[last].Delete:
+			next = last // the data the baseline's deletion keeps
+		case w.r.sc.Retention == plugins.RetentionDelete:
 			w.data = map[string]string{} // the deletion may take the Profile's data
+			return
+		default:
+			return // retained: all of it
 		}
-		return
 	}
 	for name := range w.data {
 		if _, kept := base.data[next][w.r.generic(name)]; !kept {
@@ -125,4 +132,21 @@ func (w *watcher) moveOn(ctx context.Context, base *baseline, next int) {
 		}
 	}
 	w.protected = w.r.protects(ctx, w.protected, base.states[next])
+}
+
+// unfinished is want, what the step the Profile moved on to holds, for a
+// plan whose step s the host left unfinished: when that step revokes (the
+// plugin removed) and keeps what was made (retained data, the core
+// plugin's namespace), what step s would have made and did not may be
+// missing; nothing else may.
+func (r *run) unfinished(sc Scenario, base *baseline, at point, want, state map[string]string) map[string]string {
+	if at.then.next < 0 || !sc.Steps[at.then.next].Remove {
+		return want
+	}
+	out := maps.Clone(want)
+	maps.DeleteFunc(out, func(k, v string) bool {
+		_, held := state[k]
+		return !held && (at.from < 0 || base.states[at.from][k] != v)
+	})
+	return out
 }

@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -161,48 +160,6 @@ func anyWrite(Write) bool { return true }
 
 // outsideCall takes the outside calls alone.
 func outsideCall(w Write) bool { return w.Verb == "call" }
-
-// errRefused and errLost are the outside system's failures a plan makes.
-var (
-	errRefused = errors.New("plugintest: connection refused before the call reached the system")
-	errLost    = errors.New("plugintest: the call was made and its answer lost")
-)
-
-// FailEveryOutsideCall runs, for every outside call k of each step's first
-// pass, a plan in which that call fails before it reaches the system (a
-// connection refused, a timeout), and the pass goes on as the plugin
-// lets it; then the step runs to quiet. The invariants of
-// CrashAfterEveryWrite hold.
-func (h Harness) FailEveryOutsideCall(t T, sc Scenario) Plans {
-	t.Helper()
-	return h.each(t, sc, "refused", outsideCall, func(ctx context.Context, r *run, k int, rec *recorder) error {
-		_ = r.pass(ctx, h.Client, rec, perturbation{allow: -1, fail: func(i int, made bool) error {
-			if i == k && !made {
-				return errRefused
-			}
-			return nil
-		}})
-		return nil
-	})
-}
-
-// LoseEveryOutsideAnswer runs, for every outside call k of each step's
-// first pass, a plan in which the call is made and succeeds but the
-// plugin sees a failure (the ambiguous write: a reset connection, a
-// timeout after the server acted); then the step runs to quiet. The
-// invariants of CrashAfterEveryWrite hold.
-func (h Harness) LoseEveryOutsideAnswer(t T, sc Scenario) Plans {
-	t.Helper()
-	return h.each(t, sc, "lost", outsideCall, func(ctx context.Context, r *run, k int, rec *recorder) error {
-		_ = r.pass(ctx, h.Client, rec, perturbation{allow: -1, fail: func(i int, made bool) error {
-			if i == k && made {
-				return errLost
-			}
-			return nil
-		}})
-		return nil
-	})
-}
 
 // each runs one plan per step and write of the baseline that at takes.
 func (h Harness) each(t T, sc Scenario, pattern string, at func(Write) bool, perturb perturber) Plans {
@@ -365,6 +322,9 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 		// be missing; nothing else may.
 		want = maps.Clone(want)
 		maps.DeleteFunc(want, func(k, _ string) bool { _, held := state[k]; return !held })
+	}
+	if at.then != nil {
+		want = r.unfinished(sc, base, at, want, state)
 	}
 	if diff := cmp.Diff(want, state); diff != "" {
 		fail(t, plan, "liveness: what the plugin holds differs from the run without perturbation (-want +got):\n%s\twrites of the perturbed passes: %v\n\tthen, to quiet: %v", diff, rec.writes, passes)

@@ -1,7 +1,7 @@
 package plugintest
 
 // This file holds what a plugin may leave once it no longer applies to a
-// Profile that stays: retained data, and no grant.
+// Profile that stays: retained data, and no outside grant.
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 // revokedLeft returns what the plugin still holds for the Profile once a
 // Remove step is quiet and that it should have let go: outside state that
 // Observe reports and that is not retained ([Scenario.Retained]), and any
-// grant that still names the Profile (its RoleBindings' subjects, its
-// AuthorizationPolicies' rules, what Scenario.Grants reports) and that
-// was not there before the plugin's first pass.
+// outside grant ([Scenario.Grants]) that was not there before the
+// plugin's first pass. Its objects in the cluster are the plugin's to keep
+// or delete under the host's retention (the core plugin keeps the
+// namespace, the Profile's data, and what is in it).
 func (r *run) revokedLeft(ctx context.Context) ([]string, error) {
 	var out []string
 	if r.sc.Observe != nil {
@@ -29,13 +30,15 @@ func (r *run) revokedLeft(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
-	grants, err := r.grants(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for g := range grants {
-		if !r.foreign[g] {
-			out = append(out, "grant "+g+" outlives the plugin's removal")
+	if r.sc.Grants != nil {
+		grants, err := r.sc.Grants(ctx, r.profile.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range grants {
+			if g = r.generic(g); !r.foreign[g] {
+				out = append(out, "outside grant "+g+" outlives the plugin's removal")
+			}
 		}
 	}
 	slices.Sort(out)
