@@ -103,4 +103,3 @@ func TestHarnessSeesWhatIsNotItsOwn(t *testing.T) {
 		})
 	}
 }
-

@@ -14,7 +14,9 @@ import (
 // Remove step is quiet and that it should have let go: outside state that
 // Observe reports and that is not retained ([Scenario.Retained]), and any
 // outside grant ([Scenario.Grants]) that was not there before the
-// plugin's first pass. Its objects in the cluster are the plugin's to keep
+// plugin's first pass, and any key of its outside-state record but those
+// it remembers ([Scenario.Remembered]): a key left names a piece the
+// plugin still takes for its own. Its objects in the cluster are the plugin's to keep
 // or delete under the host's retention (the core plugin keeps the
 // namespace, the Profile's data, and what is in it).
 func (r *run) revokedLeft(ctx context.Context) ([]string, error) {
@@ -39,6 +41,15 @@ func (r *run) revokedLeft(ctx context.Context) ([]string, error) {
 			if g = r.generic(g); !r.foreign[g] {
 				out = append(out, "outside grant "+g+" outlives the plugin's removal")
 			}
+		}
+	}
+	keys, err := r.recorded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if !slices.ContainsFunc(r.sc.Remembered, func(p string) bool { return strings.HasPrefix(r.generic(k), p) }) {
+			out = append(out, "record key "+r.generic(k)+" outlives the plugin's removal")
 		}
 	}
 	slices.Sort(out)

@@ -163,6 +163,10 @@ func workloadIdentityScenario(t *testing.T) plugintest.Scenario {
 		},
 		Touches:  touches,
 		Retained: retained,
+		// What it learnt of someone else's members stays in the record
+		// once it is removed, so that a later pass that fails closed
+		// leaves them (see revokeAll).
+		Remembered: []string{"foreign/"},
 	}
 }
 
