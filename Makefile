@@ -46,6 +46,7 @@ test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm ku
 	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
 	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
 	status=$$?; set +x; echo "harness (-short sample): $$(( $$(date +%s) - start )) s"; exit $$status
+	@$(MAKE) --no-print-directory mutation-sample
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: harness
@@ -55,9 +56,17 @@ harness: envtest-assets test-servers argocd-crds postgres-server ## Run every pl
 
 # MUTANTS picks the contract-level mutants of plugins/plugintest ("all", or
 # names separated by commas); MUTATION_FLAGS, the plans (-short: the first
-# and the last write of each step, as make test).
-MUTANTS        ?= all
-MUTATION_FLAGS ?= -short
+# and the last write of each step, as make test). A run of every mutant
+# writes MUTATION_RECORD, which make test's sample reads: the plan that
+# killed each mutant.
+MUTANTS         ?= all
+MUTATION_FLAGS  ?= -short
+MUTATION_RECORD := $(CURDIR)/plugins/plugintest/testdata/mutation.txt
+
+.PHONY: mutation-sample
+mutation-sample: envtest-assets test-servers argocd-crds postgres-server ## Run each contract-level mutant under the one plan that killed it in MUTATION_RECORD, for every plugin with a harness test (make test runs it); fails when one survives.
+	@start=$$(date +%s); set -x; PLUGINTEST_MUTANT=all PLUGINTEST_MUTANT_RECORD=$(MUTATION_RECORD) go test -count=1 -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
+	status=$$?; set +x; echo "contract-level mutation sample: $$(( $$(date +%s) - start )) s"; exit $$status
 
 .PHONY: mutation
 mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print per plugin and mutant whether it was killed, survived, is declared equivalent or was not reached, the score per plugin, then the survivors; the whole output goes to bin/mutation.log.
@@ -66,6 +75,12 @@ mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the har
 	sed -nE 's/^ *[a-z_]+\.go:[0-9]+: mutant ([^ ]+) ([^:]+): (killed|survived|equivalent|not reached|wrongly equivalent)( .*)?$$/\1|\2|\3/p' $(LOCALBIN)/mutation.log | \
 		awk -F'|' -f hack/mutation-table.awk; \
 	echo "surviving mutants:"; grep -E 'mutant [^ ]+ [^:]+: (survived|wrongly equivalent)' $(LOCALBIN)/mutation.log | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /\t/' || echo "	none"; \
+	if [ '$(MUTANTS)' = all ] && [ '$(MUTATION_FLAGS)' = -short ]; then \
+		mkdir -p $(dir $(MUTATION_RECORD)); \
+		{ echo "# make mutation's record: test, mutant, result, the pattern and the plan that killed it (tab-separated); make test's sample reads it."; \
+		  sed -nE 's/^ *[a-z_]+\.go:[0-9]+: record //p' $(LOCALBIN)/mutation.log | sort; } > $(MUTATION_RECORD); \
+		echo "record written to $(MUTATION_RECORD)"; \
+	fi; \
 	exit $$status
 
 .PHONY: envtest-assets

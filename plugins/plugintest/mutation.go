@@ -4,10 +4,13 @@ package plugintest
 // contract-level mutant, and a mutant is killed when any plan fails.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +39,10 @@ type Score struct {
 	// Equivalent is why the scenario declares the mutant equivalent for
 	// its plugin (Scenario.Equivalent), or "".
 	Equivalent string
+	// Pattern and Plan name what killed it: the pattern whose plans ran,
+	// and the plan that failed ("" when the pattern's run without
+	// perturbation did).
+	Pattern, Plan string
 }
 
 // Result is the score in a word or two: killed, survived, equivalent
@@ -86,37 +93,54 @@ func mutantsFrom(names string) ([]Mutant, error) {
 // Mutation runs the scenario newScenario makes under each mutant, with the
 // patterns in turn, and stops a mutant's plans at its first failure, or
 // after the first pattern when the plugin never called what it changes. It
-// logs one line per mutant, "mutant <kind> <mutant>: <score>".
+// logs one line per mutant, "mutant <scenario> <mutant>: <score>", and one
+// for make mutation's record, "record <test>\t<mutant>\t<result>\t<pattern>\t<plan>".
 func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario, mutants []Mutant, patterns ...Pattern) []Score {
 	t.Helper()
 	var scores []Score
 	for _, m := range mutants {
-		run := &mutantRun{Mutant: m}
-		score := Score{Mutant: m.Name}
-		s := &catcher{t: t}
-		hm := h
-		hm.mutant, hm.stop = run, s.failed
-		for _, p := range patterns {
-			if s.failed() {
-				break
-			}
-			sc := newScenario(t)
-			plans := s.run(func() Plans { return p.run(hm, s, sc) })
-			score.Plans += plans.Run
-			if !run.reached.Load() && !m.planned {
-				break // the plugin never calls what the mutant changes
-			}
-		}
-		score.Reached = run.reached.Load()
-		if first := s.first(); first != "" {
-			score.Killed, score.By = true, first
-		}
-		sc := newScenario(t)
-		score.Equivalent = sc.Equivalent[m.Name]
-		scores = append(scores, score)
-		t.Logf("mutant %s %s: %s", scenarioName(sc), m.Name, score)
+		scores = append(scores, h.score(t, newScenario, m, "", patterns))
 	}
 	return scores
+}
+
+// score runs the scenario under mutant m with the patterns in turn (only
+// the plan named only, when set) and logs its score.
+func (h Harness) score(t *testing.T, newScenario func(t *testing.T) Scenario, m Mutant, only string, patterns []Pattern) Score {
+	t.Helper()
+	run := &mutantRun{Mutant: m}
+	score := Score{Mutant: m.Name}
+	s := &catcher{t: t}
+	hm := h
+	hm.mutant, hm.stop, hm.only = run, s.failed, only
+	if m.planned {
+		// The plans that give such a mutant something to change first.
+		patterns = slices.Clone(patterns)
+		slices.SortStableFunc(patterns, func(a, b Pattern) int { return cmp.Compare(planning(b), planning(a)) })
+	}
+	for _, p := range patterns {
+		if s.failed() {
+			break
+		}
+		sc := newScenario(t)
+		plans := s.run(func() Plans { return p.run(hm, s, sc) })
+		score.Plans += plans.Run
+		if s.failed() {
+			score.Pattern = p.Name
+		}
+		if !run.reached.Load() && !m.planned {
+			break // the plugin never calls what the mutant changes
+		}
+	}
+	score.Reached = run.reached.Load()
+	if first := s.first(); first != "" {
+		score.Killed, score.By, score.Plan = true, first, s.plan()
+	}
+	sc := newScenario(t)
+	score.Equivalent = sc.Equivalent[m.Name]
+	t.Logf("mutant %s %s: %s", scenarioName(sc), m.Name, score)
+	t.Logf("record %s\t%s\t%s\t%s\t%s", t.Name(), m.Name, score.Result(), score.Pattern, score.Plan)
+	return score
 }
 
 // mutationMode scores the harness when MutantEnv asks for it, and reports
@@ -130,6 +154,10 @@ func (h Harness) mutationMode(t *testing.T, newScenario func(t *testing.T) Scena
 	if err != nil {
 		t.Fatal(err)
 	}
+	if path := os.Getenv(MutantRecordEnv); path != "" {
+		h.sample(t, newScenario, mutants, patterns, path)
+		return true
+	}
 	for _, s := range h.Mutation(t, newScenario, mutants, patterns...) {
 		switch {
 		case s.Killed && s.Equivalent != "":
@@ -139,6 +167,15 @@ func (h Harness) mutationMode(t *testing.T, newScenario func(t *testing.T) Scena
 		}
 	}
 	return true
+}
+
+// planning reports whether p's plans are the ones that give a planned
+// mutant (StaleGuard, DropClaim) what it changes: a name taken, a rival.
+func planning(p Pattern) int {
+	if p.Name == Taken.Name || p.Name == Rival.Name {
+		return 1
+	}
+	return 0
 }
 
 // scenarioName names a scenario in the mutation report: its plugin, and
@@ -208,6 +245,28 @@ func (c *catcher) failed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.findings) > 0
+}
+
+// rerunPlan finds the plan in a finding's rerun line (see fail).
+var rerunPlan = regexp.MustCompile(PlanEnv + `=("(?:[^"\\]|\\.)*")`)
+
+// plan is the plan of the first finding, "" when it names none (the run
+// without perturbation failed).
+func (c *catcher) plan() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.findings) == 0 {
+		return ""
+	}
+	m := rerunPlan.FindStringSubmatch(c.findings[0])
+	if m == nil {
+		return ""
+	}
+	plan, err := strconv.Unquote(m[1])
+	if err != nil {
+		return ""
+	}
+	return plan
 }
 
 // first is the first finding, its first line.
