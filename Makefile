@@ -77,7 +77,7 @@ mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the har
 	echo "surviving mutants:"; grep -E 'mutant [^ ]+ [^:]+: (survived|wrongly equivalent)' $(LOCALBIN)/mutation.log | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /\t/' || echo "	none"; \
 	if [ '$(MUTANTS)' = all ] && [ '$(MUTATION_FLAGS)' = -short ]; then \
 		mkdir -p $(dir $(MUTATION_RECORD)); \
-		{ echo "# make mutation's record: test, mutant, result, the pattern and the plan that killed it (tab-separated); make test's sample reads it."; \
+		{ echo "# make mutation's record: scenario and test, mutant, result, the pattern and the plan that killed it (tab-separated); make test's sample reads it."; \
 		  sed -nE 's/^ *[a-z_]+\.go:[0-9]+: record //p' $(LOCALBIN)/mutation.log | sort; } > $(MUTATION_RECORD); \
 		echo "record written to $(MUTATION_RECORD)"; \
 	fi; \

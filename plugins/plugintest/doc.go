@@ -128,7 +128,7 @@
 // a killed mutant's first finding names the plan that killed it, with the
 // line that reruns it. The run of
 // every mutant writes its record (plugins/plugintest/testdata/mutation.txt:
-// test, mutant, result, pattern and plan); make test runs the sample
+// scenario and test, mutant, result, pattern and plan); make test runs the sample
 // ([MutantRecordEnv]): each mutant the record holds as killed under the
 // one plan that killed it, and fails when it survives, or when the record
 // holds a survivor or nothing for it.

@@ -94,7 +94,7 @@ func mutantsFrom(names string) ([]Mutant, error) {
 // patterns in turn, and stops a mutant's plans at its first failure, or
 // after the first pattern when the plugin never called what it changes. It
 // logs one line per mutant, "mutant <scenario> <mutant>: <score>", and one
-// for make mutation's record, "record <test>\t<mutant>\t<result>\t<pattern>\t<plan>".
+// for make mutation's record, "record <scenario> <test>\t<mutant>\t<result>\t<pattern>\t<plan>".
 func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario, mutants []Mutant, patterns ...Pattern) []Score {
 	t.Helper()
 	var scores []Score
@@ -139,7 +139,7 @@ func (h Harness) score(t *testing.T, newScenario func(t *testing.T) Scenario, m 
 	sc := newScenario(t)
 	score.Equivalent = sc.Equivalent[m.Name]
 	t.Logf("mutant %s %s: %s", scenarioName(sc), m.Name, score)
-	t.Logf("record %s\t%s\t%s\t%s\t%s", t.Name(), m.Name, score.Result(), score.Pattern, score.Plan)
+	t.Logf("record %s\t%s\t%s\t%s\t%s", recordName(sc, t), m.Name, score.Result(), score.Pattern, score.Plan)
 	return score
 }
 
@@ -185,6 +185,12 @@ func scenarioName(sc Scenario) string {
 		return sc.Def.Kind() + "/retention-delete"
 	}
 	return sc.Def.Kind()
+}
+
+// recordName names a scenario in the record: its name and its test's,
+// which together are unique (tests of several packages share a name).
+func recordName(sc Scenario, t *testing.T) string {
+	return scenarioName(sc) + " " + t.Name()
 }
 
 func mutantDoes(name string) string {

@@ -207,7 +207,7 @@ func (p *Plans) try(plan string, run func() bool) {
 // try runs a plan as Plans.try does, unless the harness is told to stop
 // (a mutant's plans, once one failed).
 func (h Harness) try(p *Plans, plan string, run func() bool) {
-	if h.stop != nil && h.stop() || h.only != "" && plan != h.only {
+	if h.stop != nil && h.stop() || h.only != "" && planKey(plan) != planKey(h.only) {
 		p.Skipped++
 		return
 	}

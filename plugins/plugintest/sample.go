@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,8 @@ import (
 
 // MutantRecordEnv, set in the environment with MutantEnv, names the
 // record make mutation writes (plugins/plugintest/testdata/mutation.txt,
-// one line per test and mutant: its result and what killed it). Then
+// one line per scenario, its test and mutant: its result and what killed
+// it). Then
 // Survives runs each mutant the record holds as killed under the one
 // pattern and plan that killed it, and fails when it survives that plan,
 // when the record holds the mutant as surviving, or holds nothing for it:
@@ -28,7 +30,7 @@ const MutantRecordEnv = "PLUGINTEST_MUTANT_RECORD"
 // recorded is one line of the record.
 type recorded struct{ result, pattern, plan string }
 
-// readRecord reads the record at path, by test name and mutant.
+// readRecord reads the record at path, by scenario and test, and mutant.
 func readRecord(path string) (map[[2]string]recorded, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -52,6 +54,14 @@ func readRecord(path string) (map[[2]string]recorded, error) {
 	return out, lines.Err()
 }
 
+// writeOf cuts a plan's description after its write's index: how many
+// writes the pass makes, and which object the write names, may differ
+// from run to run of a mutant (a pruned object's deletes, say).
+var writeOf = regexp.MustCompile(`(write \d+) of \d+: .*$`)
+
+// planKey is the part of a plan's description that names it across runs.
+func planKey(plan string) string { return writeOf.ReplaceAllString(plan, "$1") }
+
 // noPlan matches no plan: only the pattern's run without perturbation
 // runs (what killed a mutant whose record names no plan).
 const noPlan = "\x00"
@@ -66,7 +76,7 @@ func (h Harness) sample(t *testing.T, newScenario func(t *testing.T) Scenario, m
 	sc := newScenario(t)
 	name := scenarioName(sc)
 	for _, m := range mutants {
-		rec, ok := record[[2]string{t.Name(), m.Name}]
+		rec, ok := record[[2]string{recordName(sc, t), m.Name}]
 		switch {
 		case !ok:
 			t.Errorf("mutant %s %s: the record %s holds no result for it: run make mutation", name, m.Name, path)
