@@ -46,6 +46,7 @@ test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm ku
 	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
 	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
 	status=$$?; set +x; echo "harness (-short sample): $$(( $$(date +%s) - start )) s"; exit $$status
+	@$(MAKE) --no-print-directory mutation-sample
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: harness
@@ -55,19 +56,58 @@ harness: envtest-assets test-servers argocd-crds postgres-server ## Run every pl
 
 # MUTANTS picks the contract-level mutants of plugins/plugintest ("all", or
 # names separated by commas); MUTATION_FLAGS, the plans (-short: the first
-# and the last write of each step, as make test).
-MUTANTS        ?= all
-MUTATION_FLAGS ?= -short
+# and the last write of each step, as make test). A run of every mutant
+# writes MUTATION_RECORD, which make test's sample reads: the plan that
+# killed each mutant.
+MUTANTS         ?= all
+MUTATION_FLAGS  ?= -short
+MUTATION_RECORD := $(CURDIR)/plugins/plugintest/testdata/mutation.txt
+
+.PHONY: mutation-sample
+mutation-sample: envtest-assets test-servers argocd-crds postgres-server ## Run each contract-level mutant under the one plan that killed it in MUTATION_RECORD, for every plugin with a harness test (make test runs it); fails when one survives.
+	@start=$$(date +%s); set -x; PLUGINTEST_MUTANT=all PLUGINTEST_MUTANT_RECORD=$(MUTATION_RECORD) go test -count=1 -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
+	status=$$?; set +x; echo "contract-level mutation sample: $$(( $$(date +%s) - start )) s"; exit $$status
 
 .PHONY: mutation
-mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print killed, survived or not reached per plugin and mutant, then the survivors; the whole output goes to bin/mutation.log.
+mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print per plugin and mutant whether it was killed, survived, is declared equivalent or was not reached, the score per plugin, then the survivors; the whole output goes to bin/mutation.log.
 	@PLUGINTEST_MUTANT='$(MUTANTS)' go test -count=1 -timeout 60m $(MUTATION_FLAGS) -run '$(HARNESS_TESTS)' -v $(addprefix ./,$(HARNESS_PKGS)) > $(LOCALBIN)/mutation.log 2>&1; status=$$?; \
 	grep -E '^(ok|FAIL)' $(LOCALBIN)/mutation.log; \
-	printf '%-18s %-18s %s\n' plugin mutant result; \
-	sed -nE 's/^ *[a-z_]+\.go:[0-9]+: mutant ([^ ]+) ([^:]+): (killed|survived|not reached)(.*)$$/\1 \2 \3\4/p' $(LOCALBIN)/mutation.log | \
-		awk '{ r=$$3; if (r=="not") r="not reached"; printf "%-18s %-18s %s\n", $$1, $$2, r }'; \
-	echo "surviving mutants:"; grep -E 'mutant [^ ]+ [^:]+: survived' $(LOCALBIN)/mutation.log | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /\t/' || echo "	none"; \
+	sed -nE 's/^ *[a-z_]+\.go:[0-9]+: mutant ([^ ]+) ([^:]+): (killed|survived|equivalent|not reached|wrongly equivalent)( .*)?$$/\1|\2|\3/p' $(LOCALBIN)/mutation.log | \
+		awk -F'|' -f hack/mutation-table.awk; \
+	echo "surviving mutants:"; grep -E 'mutant [^ ]+ [^:]+: (survived|wrongly equivalent)' $(LOCALBIN)/mutation.log | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /\t/' || echo "	none"; \
+	if [ '$(MUTANTS)' = all ] && [ '$(MUTATION_FLAGS)' = -short ]; then \
+		mkdir -p $(dir $(MUTATION_RECORD)); \
+		{ echo "# make mutation's record: scenario and test, mutant, result, the pattern and the plan that killed it (tab-separated); make test's sample reads it."; \
+		  sed -nE 's/^ *[a-z_]+\.go:[0-9]+: record //p' $(LOCALBIN)/mutation.log | sort; } > $(MUTATION_RECORD); \
+		echo "record written to $(MUTATION_RECORD)"; \
+	fi; \
 	exit $$status
+
+# Source-level mutation: gremlins, pinned, mutates the code of each package
+# of SOURCE_MUTATION_PKGS (operators: arithmetic, comparison boundaries and
+# negations, increments, negatives) and runs that package's tests for each
+# mutant, its plugintest scenario among them, with -short. gremlins copies
+# the module for each worker, so it runs on a copy of the source without
+# bin/ (the test servers are hundreds of megabytes), one worker at a time.
+GREMLINS_VERSION     := 0.6.0
+GREMLINS             := $(LOCALBIN)/gremlins-v$(GREMLINS_VERSION)
+SOURCE_MUTATION_PKGS ?= plugins/limitrange plugins/quotas plugins/contributors plugins/outside
+
+$(GREMLINS):
+	@mkdir -p $(LOCALBIN)
+	tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	GOBIN=$$tmp CGO_ENABLED=0 go install github.com/go-gremlins/gremlins/cmd/gremlins@v$(GREMLINS_VERSION) && mv $$tmp/gremlins $@
+
+.PHONY: mutation-source
+mutation-source: $(GREMLINS) envtest-assets test-servers argocd-crds postgres-server ## Source-level mutation testing with gremlins of SOURCE_MUTATION_PKGS, each scored by its own tests and harness scenario (-short); prints each package's score and the mutants that lived; the output goes to bin/mutation-source/.
+	@out=$(LOCALBIN)/mutation-source; rm -rf $$out; mkdir -p $$out/src; \
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $$out/src; \
+	status=0; for p in $(SOURCE_MUTATION_PKGS); do \
+		name=$$(echo $$p | tr / -); start=$$(date +%s); \
+		( cd $$out/src && GOFLAGS=-short $(GREMLINS) unleash --workers 1 --output $$out/$$name.json ./$$p ) > $$out/$$name.log 2>&1 || status=1; \
+		echo "$$p: $$(grep -E '^Killed:' $$out/$$name.log | tr -d '\n'), $$(grep -E '^Test efficacy' $$out/$$name.log) ($$(( $$(date +%s) - start )) s)"; \
+		sed -nE "s|^ *LIVED ([A-Z_]+) at (.*)$$|	lived: \1 at $$p/\2|p" $$out/$$name.log; \
+	done; exit $$status
 
 .PHONY: envtest-assets
 envtest-assets: $(ASSETS)/kube-apiserver $(ASSETS)/etcd $(ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager for envtest into bin/.

@@ -60,8 +60,12 @@ func giteaScenario(t *testing.T, retention plugins.Retention) plugintest.Scenari
 		t.Fatal(err)
 	}
 	retained := []string{"Secret ", "ConfigMap "} // in the namespace, which goes with the Profile
+	var remembered []string
 	if retention != plugins.RetentionDelete {
 		retained = append(retained, "role ", "database ")
+		// The retained database stays the Profile's, so that it gets it
+		// back when the plugin is added again.
+		remembered = []string{"database/"}
 	}
 	return plugintest.Scenario{
 		Def:       gitea.Definition(),
@@ -84,9 +88,16 @@ func giteaScenario(t *testing.T, retention plugins.Retention) plugintest.Scenari
 				unstructured.RemoveNestedField(u.Object, "metadata", "annotations", plugins.AnnotationAppliedHash)
 			}
 		},
-		Retained: retained,
-		Between:  finishArgoCDDeletions,
-		Observe:  observeGitea,
+		Retained:   retained,
+		Remembered: remembered,
+		Between:    finishArgoCDDeletions,
+		Observe:    observeGitea,
+		Equivalent: map[string]string{
+			plugintest.CallTwice.Name: "every PostgreSQL call is idempotent: Inspect and LogsIn only read; Ensure reads the catalog and makes only the role, " +
+				"database and grants that are missing or not as wanted, so made again at once it finds them made and changes nothing; Drop drops only what is " +
+				"there with the Profile's proof, so made again it finds nothing. The second call costs reads and changes nothing PostgreSQL, the record or the " +
+				"harness can tell (the lost plans, which make each call again on the next pass, pass as well)",
+		},
 	}
 }
 

@@ -128,6 +128,24 @@ func azureIdentityScenario(t *testing.T) plugintest.Scenario {
 			}
 			return out, nil
 		},
+		// A rival may name the Profile's identities, which serve one Profile.
+		RivalDefaults: func(profile string) []byte {
+			var allowed []any
+			for _, id := range runIdentities {
+				allowed = append(allowed, map[string]any{"identity": idOf("kf-" + profile + id.suffix)})
+			}
+			b, err := json.Marshal(map[string]any{"issuer": issuer, "tenantId": tenantID, "serviceAccounts": runServiceAccounts, "allowedIdentities": allowed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Equivalent: map[string]string{
+			plugintest.CallTwice.Name: "every call is idempotent: the grant reads the credential and puts it only when it is missing or not as wanted " +
+				"(and refuses one that is not the Profile's), the revoke reads it and deletes it only when it is there and the Profile's; made again at " +
+				"once, each finds its work done and writes nothing. The second call costs one read and changes nothing the identity, the record or the " +
+				"harness can tell (the lost plans, which make each call again on the next pass, pass as well)",
+		},
 		Touches: touches,
 		// What outlives the Profile: the annotations (in its namespace,
 		// which goes with it) and the pipeline's credentials.

@@ -49,6 +49,17 @@ func TestDecode(t *testing.T) {
 				Max:            corev1.ResourceList{"cpu": resource.MustParse("8")},
 			},
 		},
+		{
+			reason: "a value at its bound is allowed: default at max, the ratio at its maximum, a zero minimum",
+			spec:   `{"container":{"default":{"cpu":"8"},"defaultRequest":{"cpu":"800m"},"min":{"memory":"0"},"maxLimitRequestRatio":{"cpu":"10"}}}`,
+			want: limitrange.Limits{
+				Default:              corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("1Gi")},
+				DefaultRequest:       corev1.ResourceList{"cpu": resource.MustParse("800m"), "memory": resource.MustParse("256Mi")},
+				Min:                  corev1.ResourceList{"memory": resource.MustParse("0")},
+				Max:                  corev1.ResourceList{"cpu": resource.MustParse("8")},
+				MaxLimitRequestRatio: corev1.ResourceList{"cpu": resource.MustParse("10")},
+			},
+		},
 		{reason: "default above max", spec: `{"container":{"default":{"cpu":"16"}}}`, wantErr: "container.default[cpu]=16 is above container.max[cpu]=8"},
 		{reason: "defaultRequest above default", spec: `{"container":{"defaultRequest":{"memory":"2Gi"}}}`, wantErr: "container.defaultRequest[memory]=2Gi is above container.default[memory]=1Gi"},
 		{reason: "min above max", spec: `{"container":{"min":{"cpu":"9"}}}`, wantErr: "container.min[cpu]=9 is above container.max[cpu]=8"},
@@ -93,6 +104,12 @@ func TestBuild(t *testing.T) {
 			cfg:    limitrange.Config{Name: "lr", Container: limitrange.Limits{Max: corev1.ResourceList{"cpu": resource.MustParse("2")}}},
 			want: corev1ac.LimitRange("lr", "team-a").WithSpec(corev1ac.LimitRangeSpec().WithLimits(
 				corev1ac.LimitRangeItem().WithType(corev1.LimitTypeContainer).WithMax(corev1.ResourceList{"cpu": resource.MustParse("2")}))),
+		},
+		{
+			reason: "a default alone sets no maximum",
+			cfg:    limitrange.Config{Name: "lr", Container: limitrange.Limits{Default: corev1.ResourceList{"cpu": resource.MustParse("1")}}},
+			want: corev1ac.LimitRange("lr", "team-a").WithSpec(corev1ac.LimitRangeSpec().WithLimits(
+				corev1ac.LimitRangeItem().WithType(corev1.LimitTypeContainer).WithDefault(corev1.ResourceList{"cpu": resource.MustParse("1")}))),
 		},
 	}
 	for _, tt := range tests {

@@ -8,10 +8,8 @@ import (
 	"github.com/profilekit/profilekit/plugins/core"
 	"github.com/profilekit/profilekit/plugins/egress"
 	"github.com/profilekit/profilekit/plugins/expose"
-	"github.com/profilekit/profilekit/plugins/limitrange"
 	"github.com/profilekit/profilekit/plugins/network"
 	"github.com/profilekit/profilekit/plugins/plugintest"
-	"github.com/profilekit/profilekit/plugins/quotas"
 	"github.com/profilekit/profilekit/plugins/rbac"
 )
 
@@ -37,19 +35,10 @@ func lifecycle(sc plugintest.Scenario) plugintest.Scenario {
 
 // scenarios are the object-writing plugins, each made, changed in a way
 // that rewrites, adds or deletes objects, removed, added again and
-// deleted with its Profile.
+// deleted with its Profile. quotas and limitrange keep theirs in their own
+// packages, whose tests make mutation-source runs.
 func scenarios(t *testing.T) []plugintest.Scenario {
 	scs := []plugintest.Scenario{
-		{Def: quotas.Definition(), Steps: []plugintest.Step{
-			{Name: "create", Spec: map[string]any{"hard": map[string]string{"limits.cpu": "4", "requests.memory": "8Gi"}}},
-			{Name: "change", Spec: map[string]any{"hard": map[string]string{"limits.cpu": "8"}}},
-			{Name: "remove", Remove: true},
-		}},
-		{Def: limitrange.Definition(), Steps: []plugintest.Step{
-			{Name: "create", Spec: map[string]any{"container": map[string]any{"max": map[string]string{"cpu": "2"}}}},
-			{Name: "change", Spec: map[string]any{"container": map[string]any{"max": map[string]string{"cpu": "4"}, "default": map[string]string{"cpu": "1"}}}},
-			{Name: "remove", Remove: true},
-		}},
 		{Def: rbac.Definition(), Defaults: mustJSON(t, map[string]any{
 			"bindings": []any{map[string]any{"name": "support-view", "roleRef": map[string]string{"kind": "ClusterRole", "name": "view"},
 				"subjects": []any{map[string]string{"kind": "Group", "name": "support@example.org"}}}},

@@ -107,6 +107,19 @@ func irsaScenario(t *testing.T) plugintest.Scenario {
 			}
 			return out, nil
 		},
+		// A rival may name the Profile's roles, which serve one Profile.
+		RivalDefaults: func(profile string) []byte {
+			return mustJSON(t, map[string]any{"oidcProvider": awsProvider, "allowedIdentities": []any{
+				map[string]any{"identity": awsRoles + profile + "-a"},
+				map[string]any{"identity": awsRoles + profile + "-b"},
+			}})
+		},
+		Equivalent: map[string]string{
+			plugintest.CallTwice.Name: "every call is a read and edit of one role's trust policy under the role's lock that writes only when the " +
+				"Profile's statement is missing (trust) or there (untrust): made again at once, it reads the policy, finds it as wanted and writes " +
+				"nothing. The second call costs one IAM read and changes nothing IAM, the record or the harness can tell (the lost plans, which make " +
+				"each call again on the next pass, pass as well)",
+		},
 		Touches:  []string{"ServiceAccount <profile>/" + irsa.DefaultServiceAccount},
 		Retained: []string{"annotation"}, // in the namespace, which goes with the Profile
 	}

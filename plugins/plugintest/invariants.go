@@ -52,11 +52,7 @@ func (r *run) newWatch(ctx context.Context, base *baseline, from, s int) (*watch
 				w.kept[g] = true
 			}
 		}
-		for k, v := range base.states[from] {
-			if base.states[s][k] == v {
-				w.protected[k] = v
-			}
-		}
+		w.protected = r.protects(ctx, base.states[from], base.states[s])
 	}
 	last, err := r.grants(ctx)
 	if err != nil {

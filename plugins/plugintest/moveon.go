@@ -7,7 +7,11 @@ package plugintest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // moveOn is where a Profile goes while the host is down: step next of the
@@ -74,7 +78,8 @@ func (r *run) deleted(ctx context.Context, t T, plan string) bool {
 	ok := true
 	left, err := r.leftBehind(ctx)
 	if err != nil {
-		t.Fatal(err)
+		fail(t, plan, "after the deletion: %v", err)
+		return false
 	}
 	if len(left) > 0 {
 		fail(t, plan, "left behind: the deleted Profile's plugin leaves what nothing takes:\n\t%s", strings.Join(left, "\n\t"))
@@ -85,6 +90,7 @@ func (r *run) deleted(ctx context.Context, t T, plan string) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
+		grants = slices.DeleteFunc(grants, func(g string) bool { return r.foreign[r.generic(g)] })
 		if len(grants) > 0 {
 			fail(t, plan, "left behind: outside grants still name the deleted Profile:\n\t%s", strings.Join(grants, "\n\t"))
 			ok = false
@@ -95,13 +101,27 @@ func (r *run) deleted(ctx context.Context, t T, plan string) bool {
 
 // moveOn makes the watcher's bounds those of the step the Profile moved
 // on to as well: a grant it gives is allowed, and only what all three
-// steps hold alike is protected. A deletion protects nothing.
-func (w *watcher) moveOn(base *baseline, next int) {
+// steps hold alike is protected, user data only what that step keeps too.
+// A deletion protects nothing but the user data the host retains.
+func (w *watcher) moveOn(ctx context.Context, base *baseline, next int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if next < 0 {
 		w.kept, w.protected = map[string]bool{}, map[string]string{}
-		return
+		switch last := len(base.data) - 1; {
+		case w.r.sc.Steps[last].Delete:
+			next = last // the data the baseline's deletion keeps
+		case w.r.sc.Retention == plugins.RetentionDelete:
+			w.data = map[string]string{} // the deletion may take the Profile's data
+			return
+		default:
+			return // retained: all of it
+		}
+	}
+	for name := range w.data {
+		if _, kept := base.data[next][w.r.generic(name)]; !kept {
+			delete(w.data, name) // the step moved on to may take it
+		}
 	}
 	for g := range base.grants[next] {
 		w.grants[g] = true
@@ -111,9 +131,22 @@ func (w *watcher) moveOn(base *baseline, next int) {
 			delete(w.kept, g)
 		}
 	}
-	for k, v := range w.protected {
-		if base.states[next][k] != v {
-			delete(w.protected, k)
-		}
+	w.protected = w.r.protects(ctx, w.protected, base.states[next])
+}
+
+// unfinished is want, what the step the Profile moved on to holds, for a
+// plan whose step s the host left unfinished: when that step revokes (the
+// plugin removed) and keeps what was made (retained data, the core
+// plugin's namespace), what step s would have made and did not may be
+// missing; nothing else may.
+func (r *run) unfinished(sc Scenario, base *baseline, at point, want, state map[string]string) map[string]string {
+	if at.then.next < 0 || !sc.Steps[at.then.next].Remove {
+		return want
 	}
+	out := maps.Clone(want)
+	maps.DeleteFunc(out, func(k, v string) bool {
+		_, held := state[k]
+		return !held && (at.from < 0 || base.states[at.from][k] != v)
+	})
+	return out
 }

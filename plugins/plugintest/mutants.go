@@ -25,14 +25,24 @@ type Mutant struct {
 	// Does says what it changes.
 	Does   string
 	mutate func(req *plugins.Request, m mutation)
+	// planned is true for a mutant that changes what the plugin sees only
+	// in some plans (a guard's read differs from the API server's in a
+	// stale view, a claim is held elsewhere only when a rival asks): its
+	// reach is known only once every pattern ran.
+	planned bool
 }
 
 // mutation is what a mutant is given for one pass: the plugin, the
-// client the pass reads from (the host's cache), and hit, which it calls
-// when it changed what the plugin asked for.
+// client the pass reads from (the host's cache), the API server, and hit,
+// which it calls when it changed what the plugin asked for: when the
+// mutant was reached and gave the plugin another answer, or made another
+// call, than the plugin's own code would have (a guard that read the same
+// from the cache as from the API server, or a sweep with nothing to sweep,
+// is not hit).
 type mutation struct {
 	def   plugins.Definition
 	cache client.Client
+	live  client.Reader
 	hit   func()
 }
 
@@ -58,14 +68,15 @@ var (
 	// given to Mark and Annotate).
 	StaleGuard = Mutant{Name: "stale-guard", Does: "the guards' reads go to the cache, not to the API server",
 		mutate: func(req *plugins.Request, m mutation) {
-			m.hit()
-			req.Live = m.cache
-			req.Objects = staleGuard{Objects: apply.New(m.cache, m.def.Kind(), req.Profile, m.def.Owns, apply.OptionsFor(m.def)...), cache: m.cache, hit: m.hit}
-		}}
+			stale := staleRead{cache: m.cache, live: m.live, hit: m.hit}
+			req.Live = stale
+			objects := apply.New(m.cache, m.def.Kind(), req.Profile, m.def.Owns, append(apply.OptionsFor(m.def), apply.WithLiveReader(stale))...)
+			req.Objects = staleGuard{Objects: objects, cache: stale}
+		}, planned: true}
 	// DropClaim: the guard that reads whether another Profile holds a
 	// piece (Claim, HeldElsewhere) finds no one.
 	DropClaim = Mutant{Name: "drop-claim", Does: "Claim and HeldElsewhere never find another holder",
-		mutate: func(req *plugins.Request, m mutation) { req.Outside = dropClaim{Outside: req.Outside, hit: m.hit} }}
+		mutate: func(req *plugins.Request, m mutation) { req.Outside = dropClaim{Outside: req.Outside, hit: m.hit} }, planned: true}
 )
 
 // Mutants returns every contract-level mutant.
@@ -118,8 +129,11 @@ type recordAfter struct {
 }
 
 func (r recordAfter) EnsureAhead(ctx context.Context, system, key string, desired any, fn func(context.Context) error) (bool, error) {
-	r.hit()
-	return r.Outside.Ensure(ctx, system, key, desired, fn)
+	called, err := r.Outside.Ensure(ctx, system, key, desired, fn)
+	if called {
+		r.hit()
+	}
+	return called, err
 }
 
 type skipSweep struct {
@@ -127,8 +141,18 @@ type skipSweep struct {
 	hit func()
 }
 
-func (s skipSweep) Sweep(context.Context, func(string) (string, bool), func(context.Context, string, []string) error) error {
-	s.hit()
+// Sweep is hit when the record holds a key the sweep would have taken.
+func (s skipSweep) Sweep(ctx context.Context, piece func(string) (string, bool), _ func(context.Context, string, []string) error) error {
+	keys, err := s.Recorded(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, ok := piece(k); ok {
+			s.hit()
+			break
+		}
+	}
 	return nil
 }
 
@@ -162,27 +186,22 @@ func (c callTwice) Call(ctx context.Context, system string, fn func(context.Cont
 
 type staleGuard struct {
 	plugins.Objects
-	cache client.Client
-	hit   func()
+	cache staleRead
 }
 
 func (s staleGuard) Annotate(ctx context.Context, _ client.Reader, obj plugins.Foreign, want map[string]string) (plugins.Change, error) {
-	s.hit()
 	return s.Objects.Annotate(ctx, s.cache, obj, want)
 }
 
 func (s staleGuard) Unannotate(ctx context.Context, _ client.Reader, obj plugins.Foreign, keys ...string) (plugins.Change, error) {
-	s.hit()
 	return s.Objects.Unannotate(ctx, s.cache, obj, keys...)
 }
 
 func (s staleGuard) Mark(ctx context.Context, _ client.Reader, obj plugins.Foreign, want plugins.Marks) (plugins.Change, error) {
-	s.hit()
 	return s.Objects.Mark(ctx, s.cache, obj, want)
 }
 
 func (s staleGuard) Unmark(ctx context.Context, _ client.Reader, obj plugins.Foreign) (plugins.Change, error) {
-	s.hit()
 	return s.Objects.Unmark(ctx, s.cache, obj)
 }
 
@@ -192,14 +211,19 @@ type dropClaim struct {
 }
 
 func (d dropClaim) Claim(ctx context.Context, piece string) (string, error) {
-	d.hit()
-	_, err := d.Outside.Claim(ctx, piece)
+	holder, err := d.Outside.Claim(ctx, piece)
+	if holder != "" {
+		d.hit()
+	}
 	return "", err
 }
 
-func (d dropClaim) HeldElsewhere(context.Context, func(string) bool) (string, error) {
-	d.hit()
-	return "", nil
+func (d dropClaim) HeldElsewhere(ctx context.Context, match func(string) bool) (string, error) {
+	holder, err := d.Outside.HeldElsewhere(ctx, match)
+	if holder != "" {
+		d.hit()
+	}
+	return "", err
 }
 
 // mutantRun is one mutant under way: whether it changed anything yet.
@@ -208,7 +232,8 @@ type mutantRun struct {
 	reached atomic.Bool
 }
 
-// apply mutates the request of one pass.
-func (m *mutantRun) apply(req *plugins.Request, def plugins.Definition, cache client.Client) {
-	m.mutate(req, mutation{def: def, cache: cache, hit: func() { m.reached.Store(true) }})
+// apply mutates the request of one pass, which reads from cache; live
+// reads from the API server.
+func (m *mutantRun) apply(req *plugins.Request, def plugins.Definition, cache client.Client, live client.Reader) {
+	m.mutate(req, mutation{def: def, cache: cache, live: live, hit: func() { m.reached.Store(true) }})
 }

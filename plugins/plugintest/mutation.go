@@ -4,13 +4,18 @@ package plugintest
 // contract-level mutant, and a mutant is killed when any plan fails.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // MutantEnv, set in the environment, makes Survives score the harness
@@ -31,16 +36,42 @@ type Score struct {
 	By     string
 	// Plans are the plans run until the first failure.
 	Plans int
+	// Equivalent is why the scenario declares the mutant equivalent for
+	// its plugin (Scenario.Equivalent), or "".
+	Equivalent string
+	// Pattern and Plan name what killed it: the pattern whose plans ran,
+	// and the plan that failed ("" when the pattern's run without
+	// perturbation did).
+	Pattern, Plan string
 }
 
+// Result is the score in a word or two: killed, survived, equivalent
+// (declared so, and it survived), not reached, or wrongly equivalent
+// (declared so, and killed).
+func (s Score) Result() string {
+	switch {
+	case s.Killed && s.Equivalent != "":
+		return "wrongly equivalent"
+	case s.Killed:
+		return "killed"
+	case s.Equivalent != "":
+		return "equivalent"
+	case !s.Reached:
+		return "not reached"
+	}
+	return "survived"
+}
+
+// String is the Result with what shows it: the first finding of a killed
+// mutant, the reason of an equivalent one, the plans run.
 func (s Score) String() string {
 	switch {
 	case s.Killed:
-		return fmt.Sprintf("killed after %d plans: %s", s.Plans, s.By)
-	case !s.Reached:
-		return fmt.Sprintf("not reached (%d plans)", s.Plans)
+		return fmt.Sprintf("%s after %d plans: %s", s.Result(), s.Plans, s.By)
+	case s.Equivalent != "":
+		return fmt.Sprintf("%s (survived %d plans): %s", s.Result(), s.Plans, s.Equivalent)
 	}
-	return fmt.Sprintf("survived %d plans", s.Plans)
+	return fmt.Sprintf("%s (%d plans)", s.Result(), s.Plans)
 }
 
 // mutantsFrom returns the mutants that names (MutantEnv's form) picks.
@@ -62,35 +93,54 @@ func mutantsFrom(names string) ([]Mutant, error) {
 // Mutation runs the scenario newScenario makes under each mutant, with the
 // patterns in turn, and stops a mutant's plans at its first failure, or
 // after the first pattern when the plugin never called what it changes. It
-// logs one line per mutant, "mutant <kind> <mutant>: <score>".
+// logs one line per mutant, "mutant <scenario> <mutant>: <score>", and one
+// for make mutation's record, "record <scenario> <test>\t<mutant>\t<result>\t<pattern>\t<plan>".
 func (h Harness) Mutation(t *testing.T, newScenario func(t *testing.T) Scenario, mutants []Mutant, patterns ...Pattern) []Score {
 	t.Helper()
 	var scores []Score
 	for _, m := range mutants {
-		run := &mutantRun{Mutant: m}
-		score := Score{Mutant: m.Name}
-		s := &catcher{t: t}
-		hm := h
-		hm.mutant, hm.stop = run, s.failed
-		for _, p := range patterns {
-			if s.failed() {
-				break
-			}
-			sc := newScenario(t)
-			plans := s.run(func() Plans { return p.run(hm, s, sc) })
-			score.Plans += plans.Run
-			if !run.reached.Load() {
-				break // the plugin never calls what the mutant changes
-			}
-		}
-		score.Reached = run.reached.Load()
-		if first := s.first(); first != "" {
-			score.Killed, score.By = true, first
-		}
-		scores = append(scores, score)
-		t.Logf("mutant %s %s: %s", newScenario(t).Def.Kind(), m.Name, score)
+		scores = append(scores, h.score(t, newScenario, m, "", patterns))
 	}
 	return scores
+}
+
+// score runs the scenario under mutant m with the patterns in turn (only
+// the plan named only, when set) and logs its score.
+func (h Harness) score(t *testing.T, newScenario func(t *testing.T) Scenario, m Mutant, only string, patterns []Pattern) Score {
+	t.Helper()
+	run := &mutantRun{Mutant: m}
+	score := Score{Mutant: m.Name}
+	s := &catcher{t: t}
+	hm := h
+	hm.mutant, hm.stop, hm.only = run, s.failed, only
+	if m.planned {
+		// The plans that give such a mutant something to change first.
+		patterns = slices.Clone(patterns)
+		slices.SortStableFunc(patterns, func(a, b Pattern) int { return cmp.Compare(planning(b), planning(a)) })
+	}
+	for _, p := range patterns {
+		if s.failed() {
+			break
+		}
+		sc := newScenario(t)
+		plans := s.run(func() Plans { return p.run(hm, s, sc) })
+		score.Plans += plans.Run
+		if s.failed() {
+			score.Pattern = p.Name
+		}
+		if !run.reached.Load() && !m.planned {
+			break // the plugin never calls what the mutant changes
+		}
+	}
+	score.Reached = run.reached.Load()
+	if first := s.first(); first != "" {
+		score.Killed, score.By, score.Plan = true, first, s.plan()
+	}
+	sc := newScenario(t)
+	score.Equivalent = sc.Equivalent[m.Name]
+	t.Logf("mutant %s %s: %s", scenarioName(sc), m.Name, score)
+	t.Logf("record %s\t%s\t%s\t%s\t%s", recordName(sc, t), m.Name, score.Result(), score.Pattern, score.Plan)
+	return score
 }
 
 // mutationMode scores the harness when MutantEnv asks for it, and reports
@@ -104,12 +154,43 @@ func (h Harness) mutationMode(t *testing.T, newScenario func(t *testing.T) Scena
 	if err != nil {
 		t.Fatal(err)
 	}
+	if path := os.Getenv(MutantRecordEnv); path != "" {
+		h.sample(t, newScenario, mutants, patterns, path)
+		return true
+	}
 	for _, s := range h.Mutation(t, newScenario, mutants, patterns...) {
-		if s.Reached && !s.Killed {
+		switch {
+		case s.Killed && s.Equivalent != "":
+			t.Errorf("mutant %s is declared equivalent (%s) and was killed: the declaration is wrong", s.Mutant, s.Equivalent)
+		case s.Reached && !s.Killed && s.Equivalent == "":
 			t.Errorf("mutant %s survived every plan: the harness would not notice that %s", s.Mutant, mutantDoes(s.Mutant))
 		}
 	}
 	return true
+}
+
+// planning reports whether p's plans are the ones that give a planned
+// mutant (StaleGuard, DropClaim) what it changes: a name taken, a rival.
+func planning(p Pattern) int {
+	if p.Name == Taken.Name || p.Name == Rival.Name {
+		return 1
+	}
+	return 0
+}
+
+// scenarioName names a scenario in the mutation report: its plugin, and
+// the host's retention when it deletes user data.
+func scenarioName(sc Scenario) string {
+	if sc.Retention == plugins.RetentionDelete {
+		return sc.Def.Kind() + "/retention-delete"
+	}
+	return sc.Def.Kind()
+}
+
+// recordName names a scenario in the record: its name and its test's,
+// which together are unique (tests of several packages share a name).
+func recordName(sc Scenario, t *testing.T) string {
+	return scenarioName(sc) + " " + t.Name()
 }
 
 func mutantDoes(name string) string {
@@ -170,6 +251,28 @@ func (c *catcher) failed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.findings) > 0
+}
+
+// rerunPlan finds the plan in a finding's rerun line (see fail).
+var rerunPlan = regexp.MustCompile(PlanEnv + `=("(?:[^"\\]|\\.)*")`)
+
+// plan is the plan of the first finding, "" when it names none (the run
+// without perturbation failed).
+func (c *catcher) plan() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.findings) == 0 {
+		return ""
+	}
+	m := rerunPlan.FindStringSubmatch(c.findings[0])
+	if m == nil {
+		return ""
+	}
+	plan, err := strconv.Unquote(m[1])
+	if err != nil {
+		return ""
+	}
+	return plan
 }
 
 // first is the first finding, its first line.

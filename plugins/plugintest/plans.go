@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -25,6 +24,9 @@ type baseline struct {
 	grants     []map[string]bool
 	data       []map[string]string
 	leftBehind []string
+	// removedLeft is what the plugin kept after a Remove step and should
+	// have let go (see revokedLeft).
+	removedLeft []string
 	// reads are the kinds its passes read.
 	reads []read
 }
@@ -78,6 +80,13 @@ func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
 			if b.leftBehind, err = r.leftBehind(ctx); err != nil {
 				return nil, err
 			}
+		}
+		if s.Remove {
+			left, err := r.revokedLeft(ctx)
+			if err != nil {
+				return nil, err
+			}
+			b.removedLeft = append(b.removedLeft, left...)
 		}
 	}
 	b.reads = r.reads.all()
@@ -152,48 +161,6 @@ func anyWrite(Write) bool { return true }
 // outsideCall takes the outside calls alone.
 func outsideCall(w Write) bool { return w.Verb == "call" }
 
-// errRefused and errLost are the outside system's failures a plan makes.
-var (
-	errRefused = errors.New("plugintest: connection refused before the call reached the system")
-	errLost    = errors.New("plugintest: the call was made and its answer lost")
-)
-
-// FailEveryOutsideCall runs, for every outside call k of each step's first
-// pass, a plan in which that call fails before it reaches the system (a
-// connection refused, a timeout), and the pass goes on as the plugin
-// lets it; then the step runs to quiet. The invariants of
-// CrashAfterEveryWrite hold.
-func (h Harness) FailEveryOutsideCall(t T, sc Scenario) Plans {
-	t.Helper()
-	return h.each(t, sc, "refused", outsideCall, func(ctx context.Context, r *run, k int, rec *recorder) error {
-		_ = r.pass(ctx, h.Client, rec, perturbation{allow: -1, fail: func(i int, made bool) error {
-			if i == k && !made {
-				return errRefused
-			}
-			return nil
-		}})
-		return nil
-	})
-}
-
-// LoseEveryOutsideAnswer runs, for every outside call k of each step's
-// first pass, a plan in which the call is made and succeeds but the
-// plugin sees a failure (the ambiguous write: a reset connection, a
-// timeout after the server acted); then the step runs to quiet. The
-// invariants of CrashAfterEveryWrite hold.
-func (h Harness) LoseEveryOutsideAnswer(t T, sc Scenario) Plans {
-	t.Helper()
-	return h.each(t, sc, "lost", outsideCall, func(ctx context.Context, r *run, k int, rec *recorder) error {
-		_ = r.pass(ctx, h.Client, rec, perturbation{allow: -1, fail: func(i int, made bool) error {
-			if i == k && made {
-				return errLost
-			}
-			return nil
-		}})
-		return nil
-	})
-}
-
 // each runs one plan per step and write of the baseline that at takes.
 func (h Harness) each(t T, sc Scenario, pattern string, at func(Write) bool, perturb perturber) Plans {
 	t.Helper()
@@ -217,6 +184,10 @@ func (h Harness) begin(t T, sc Scenario, pattern string) (*baseline, Plans) {
 		fail(t, sc.Def.Kind()+" "+pattern+" baseline", "left behind: the deleted Profile's plugin leaves what nothing takes:\n\t%s", strings.Join(base.leftBehind, "\n\t"))
 		plans.Failed++
 	}
+	if len(base.removedLeft) > 0 {
+		fail(t, sc.Def.Kind()+" "+pattern+" baseline", "left behind: the removed plugin keeps what it should have let go:\n\t%s", strings.Join(base.removedLeft, "\n\t"))
+		plans.Failed++
+	}
 	return base, plans
 }
 
@@ -236,7 +207,7 @@ func (p *Plans) try(plan string, run func() bool) {
 // try runs a plan as Plans.try does, unless the harness is told to stop
 // (a mutant's plans, once one failed).
 func (h Harness) try(p *Plans, plan string, run func() bool) {
-	if h.stop != nil && h.stop() {
+	if h.stop != nil && h.stop() || h.only != "" && planKey(plan) != planKey(h.only) {
 		p.Skipped++
 		return
 	}
@@ -321,7 +292,7 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 		if err := r.set(ctx, at.then.step(sc)); err != nil {
 			t.Fatal(err)
 		}
-		r.watch.moveOn(base, at.then.next)
+		r.watch.moveOn(ctx, base, at.then.next)
 	}
 	passes, err := r.quiet(ctx)
 	if err != nil {
@@ -351,6 +322,9 @@ func (h Harness) plan(t T, sc Scenario, base *baseline, at point, perturb pertur
 		// be missing; nothing else may.
 		want = maps.Clone(want)
 		maps.DeleteFunc(want, func(k, _ string) bool { _, held := state[k]; return !held })
+	}
+	if at.then != nil {
+		want = r.unfinished(sc, base, at, want, state)
 	}
 	if diff := cmp.Diff(want, state); diff != "" {
 		fail(t, plan, "liveness: what the plugin holds differs from the run without perturbation (-want +got):\n%s\twrites of the perturbed passes: %v\n\tthen, to quiet: %v", diff, rec.writes, passes)

@@ -82,6 +82,24 @@ type Scenario struct {
 	// Observe watches without the plugin owning it. Anything else Observe
 	// still reports after a Delete step is left behind.
 	Retained []string
+	// Remembered are the prefixes of the outside-state record's keys that
+	// the plugin keeps once it is removed from a Profile that stays (what
+	// it learnt of someone else's grants, say). Any other key left then
+	// names a piece the plugin still claims, and fails the run.
+	Remembered []string
+	// RivalDefaults, when set, returns the host's defaults under which a
+	// second Profile may ask for what the Profile named profile asks for
+	// in a shared space (its cloud identities allowed to every Profile,
+	// and not shared): the rival plans ([Harness.Rivals]) run with them,
+	// and the claim that keeps an identity to one Profile must refuse the
+	// rival.
+	RivalDefaults func(profile string) []byte
+	// Equivalent declares contract-level mutants (by Mutant name) that
+	// cannot change what this plugin does, each with the reason: make
+	// mutation counts them as equivalent rather than survived, and fails
+	// when one is killed after all. Declare one only with the proof in its
+	// reason (every call idempotent, say), never to quiet a survivor.
+	Equivalent map[string]string
 }
 
 // Step is one change of the Profile.
@@ -126,7 +144,9 @@ type Harness struct {
 	RecordsNamespace string
 
 	// mutant, when set, changes every pass (see Mutation); stop, when
-	// set, says that the plans left may be skipped.
+	// set, says that the plans left may be skipped; only, when set, is
+	// the one plan to run (the mutation sample's).
 	mutant *mutantRun
 	stop   func() bool
+	only   string
 }

@@ -48,12 +48,20 @@ type run struct {
 	defaults []byte
 	// waiting is what the last pass said it waits for (Result.Waiting).
 	waiting string
+	// conflict is true while a run to quiet must end with a terminal
+	// Conflict (someone else holds a name the plugin wants).
+	conflict bool
 	// watch, when set, is checked after every write of every pass.
 	watch *watcher
 	// reads are the kinds the run's passes read; views, those the
 	// scenario's baseline read, which a snapshot holds.
 	reads reads
 	views []read
+
+	// foreign are the grants there before the plugin's first pass, in the
+	// generic form: someone else's (a pipeline's credential on the
+	// Profile's identity), which no removal or deletion takes.
+	foreign map[string]bool
 
 	// callKey is the record key of the outside call under way.
 	mu      sync.Mutex
@@ -83,7 +91,12 @@ func (h Harness) newRun(ctx context.Context, sc Scenario, prefix string) (*run, 
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 	}
-	return &run{h: h, sc: sc, profile: p, records: outside.NewRecords(), defaults: sc.Defaults}, nil
+	r := &run{h: h, sc: sc, profile: p, records: outside.NewRecords(), defaults: sc.Defaults}
+	var err error
+	if r.foreign, err = r.grants(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (h Harness) recordsNamespace() string {
@@ -157,7 +170,9 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 	if r.watch != nil {
 		rec.after = func(call bool) { r.watch.check(ctx, call) }
 	}
-	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: reads, note: r.noteRead}
+	// req.Client reads what a host's cache holds of the view, req.Watched
+	// the kinds the plugin watches whole, req.Live the API server.
+	c := split{Client: rec.wrap(r.h.Client, pt.allow, pt.before), reads: cached{view: reads, scheme: r.h.Client.Scheme()}, note: r.noteRead}
 	record := outside.New(c, def.Kind(), r.profile, outside.Options{Namespace: r.h.recordsNamespace()},
 		outside.WithLiveReader(r.h.Client), outside.WithRecords(r.records), outside.WithCallGate(rec.outside(pt.allow, pt.before, pt.fail)))
 	req := plugins.Request{
@@ -168,8 +183,11 @@ func (r *run) pass(ctx context.Context, reads client.Reader, rec *recorder, pt p
 		Retention: cmp.Or(r.sc.Retention, plugins.RetentionRetain),
 		Live:      r.h.Client,
 	}
+	if len(def.Watches) > 0 {
+		req.Watched = split{Client: c.Client, reads: reads, note: r.noteRead}
+	}
 	if r.h.mutant != nil {
-		r.h.mutant.apply(&req, def, c)
+		r.h.mutant.apply(&req, def, c, r.h.Client)
 	}
 	req.Outside = observed{Outside: req.Outside, r: r}
 	var res plugins.Result
@@ -229,11 +247,18 @@ func (r *run) quiet(ctx context.Context) ([][]Write, error) {
 			continue
 		}
 		passes = append(passes, rec.writes)
+		if r.conflict && plugins.IsTerminal(err) && plugins.ReasonOf(err, "") == plugins.ReasonConflict {
+			return passes, nil // a host runs it again when something changes, not at once
+		}
 		if revoking && err == nil && r.waiting == "" {
 			return passes, nil
 		}
 		if len(rec.writes) == 0 {
 			switch {
+			case r.conflict:
+				if !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != plugins.ReasonConflict {
+					return passes, fmt.Errorf("the pass that wrote nothing ended with %v, not with a terminal %s", err, plugins.ReasonConflict)
+				}
 			case r.step.Error != "" && (err == nil || !strings.Contains(err.Error(), r.step.Error)):
 				return passes, fmt.Errorf("the pass that wrote nothing ended with %v, not with %q", err, r.step.Error)
 			case err != nil && r.step.Error == "":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,6 +23,9 @@ type Write struct {
 	Verb string
 	// Kind, Namespace and Name name the object.
 	Kind, Namespace, Name string
+	// refused is true when the API server refused the write: it changed
+	// nothing (a create-only apply of a name that is taken, say).
+	refused bool
 }
 
 func (w Write) String() string {
@@ -54,18 +58,29 @@ func (r *recorder) doneCall() {
 	}
 }
 
-// take records w unless the crash came before it.
-func (r *recorder) take(w Write, allow int, before func(i int)) error {
+// take records w unless the crash came before it, and returns its index.
+func (r *recorder) take(w Write, allow int, before func(i int)) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if allow >= 0 && len(r.writes) >= allow {
-		return errCrashed
+		return 0, errCrashed
 	}
 	if before != nil {
 		before(len(r.writes))
 	}
 	r.writes = append(r.writes, w)
-	return nil
+	return len(r.writes) - 1, nil
+}
+
+// sent notes how write i ended, runs after, and returns err.
+func (r *recorder) sent(i int, err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) || apierrors.IsNotFound(err) {
+		r.mu.Lock()
+		r.writes[i].refused = true
+		r.mu.Unlock()
+	}
+	r.done()
+	return err
 }
 
 // outside returns the gate that records each outside call as a write of
@@ -76,11 +91,12 @@ func (r *recorder) outside(allow int, before func(i int), fail func(i int, made 
 	var index int
 	return outside.CallGate{
 		Before: func(system string) error {
-			if err := r.take(Write{Verb: "call", Kind: system}, allow, before); err != nil {
+			i, err := r.take(Write{Verb: "call", Kind: system}, allow, before)
+			if err != nil {
 				return err
 			}
 			r.mu.Lock()
-			index = len(r.writes) - 1
+			index = i
 			r.mu.Unlock()
 			if fail != nil {
 				return fail(index, false)
@@ -103,7 +119,7 @@ func (r *recorder) outside(allow int, before func(i int), fail func(i int, made 
 // index.
 func (r *recorder) wrap(cl client.Client, allow int, before func(i int)) client.Client {
 	c := withWatch{cl}
-	gate := func(verb string, obj runtime.Object) error {
+	gate := func(verb string, obj runtime.Object) (int, error) {
 		w := Write{Verb: verb}
 		if gvk, err := apiutil.GVKForObject(obj, c.Scheme()); err == nil {
 			w.Kind = gvk.Kind
@@ -115,51 +131,50 @@ func (r *recorder) wrap(cl client.Client, allow int, before func(i int)) client.
 	}
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := gate("create", obj); err != nil {
+			i, err := gate("create", obj)
+			if err != nil {
 				return err
 			}
-			defer r.done()
-			return c.Create(ctx, obj, opts...)
+			return r.sent(i, c.Create(ctx, obj, opts...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			if err := gate("update", obj); err != nil {
+			i, err := gate("update", obj)
+			if err != nil {
 				return err
 			}
-			defer r.done()
-			return c.Update(ctx, obj, opts...)
+			return r.sent(i, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := gate("patch", obj); err != nil {
+			i, err := gate("patch", obj)
+			if err != nil {
 				return err
 			}
-			defer r.done()
-			return c.Patch(ctx, obj, patch, opts...)
+			return r.sent(i, c.Patch(ctx, obj, patch, opts...))
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 			if err != nil {
 				return err
 			}
-			o := unstructuredOf(u)
-			if err := gate("apply", o); err != nil {
+			i, err := gate("apply", unstructuredOf(u))
+			if err != nil {
 				return err
 			}
-			defer r.done()
-			return c.Apply(ctx, obj, opts...)
+			return r.sent(i, c.Apply(ctx, obj, opts...))
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := gate("delete", obj); err != nil {
+			i, err := gate("delete", obj)
+			if err != nil {
 				return err
 			}
-			defer r.done()
-			return c.Delete(ctx, obj, opts...)
+			return r.sent(i, c.Delete(ctx, obj, opts...))
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			if err := gate("deletecollection", obj); err != nil {
+			i, err := gate("deletecollection", obj)
+			if err != nil {
 				return err
 			}
-			defer r.done()
-			return c.DeleteAllOf(ctx, obj, opts...)
+			return r.sent(i, c.DeleteAllOf(ctx, obj, opts...))
 		},
 	})
 }

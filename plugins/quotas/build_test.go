@@ -52,6 +52,16 @@ func TestHard(t *testing.T) {
 			labels: map[string]string{"quotas.other.org/limits.cpu": "lots", "team": "a"},
 			want:   list("requests.cpu", "2", "limits.cpu", "4", "requests.memory", "8Gi"),
 		},
+		{
+			reason: "a value at its bound is allowed: at the cap, a request at its limit, zero",
+			labels: map[string]string{"quotas.example.org/limits.cpu": "16", "quotas.example.org/requests.cpu": "16", "quotas.example.org/gpu": "0"},
+			want:   list("requests.cpu", "16", "limits.cpu", "16", "requests.memory", "8Gi", "requests.nvidia.com/gpu", "0"),
+		},
+		{
+			reason:  "a bare cpu, memory or ephemeral-storage is a request, bounded by its limit",
+			labels:  map[string]string{"quotas.example.org/cpu": "5", "quotas.example.org/memory": "1Gi", "quotas.example.org/limits.memory": "512Mi", "quotas.example.org/ephemeral-storage": "2Gi", "quotas.example.org/limits.ephemeral-storage": "1Gi"},
+			wantErr: []string{"cpu 5 is above limits.cpu 4", "memory 1Gi is above limits.memory 512Mi", "ephemeral-storage 2Gi is above limits.ephemeral-storage 1Gi"},
+		},
 		{reason: "not a quantity", labels: map[string]string{"quotas.example.org/limits.cpu": "lots"}, wantErr: []string{`label quotas.example.org/limits.cpu="lots": not a quantity`}},
 		{reason: "above the cap", labels: map[string]string{"quotas.example.org/gpu": "3"}, wantErr: []string{`label quotas.example.org/gpu="3": requests.nvidia.com/gpu 3 is above the cap 2`}},
 		{reason: "a label for a resource a quota cannot limit", labels: map[string]string{"quotas.example.org/storage": "1Gi"}, wantErr: []string{`label quotas.example.org/storage="1Gi": storage: not a resource a quota can limit`}},
@@ -98,6 +108,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{reason: "built-in defaults are valid", mutate: func(*quotas.Config) {}},
 		{reason: "upstream's name is refused", mutate: func(c *quotas.Config) { c.Name = "kf-resource-quota" }, wantErr: "belongs to the upstream profile controller"},
+		{reason: "a zero cap is not negative", mutate: func(c *quotas.Config) { c.Hard = list("pods", "0"); c.Caps = list("pods", "0") }},
+		{reason: "a negative cap", mutate: func(c *quotas.Config) { c.Caps = list("pods", "-1") }, wantErr: "caps[pods]=-1 is negative"},
 		{reason: "a hard limit above its cap", mutate: func(c *quotas.Config) { c.Hard = list("pods", "20"); c.Caps = list("pods", "10") }, wantErr: "hard[pods]: pods 20 is above the cap 10"},
 		{reason: "an alias with a slash", mutate: func(c *quotas.Config) { c.Aliases["a/b"] = "x" }, wantErr: "aliases[a/b]"},
 		{reason: "a hard key that is not a resource name", mutate: func(c *quotas.Config) { c.Hard = list("bad_name!", "1") }, wantErr: "hard[bad_name!]: not a resource name"},

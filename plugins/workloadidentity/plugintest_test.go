@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/fakecloud"
 	"github.com/profilekit/profilekit/plugins/plugintest"
 	"github.com/profilekit/profilekit/plugins/workloadidentity"
@@ -113,10 +114,17 @@ func workloadIdentityScenario(t *testing.T) plugintest.Scenario {
 					out[k] = fmt.Sprintf("granted %d times", n)
 				}
 			}
-			// Whatever the step, the administrator's member stays: the run
-			// without perturbation is held to that as well.
+			// Whatever the step, the administrator's member stays while the
+			// Profile does: the run without perturbation is held to that as
+			// well. Once the Profile is deleted, a host that stopped before
+			// it recorded the member as someone else's removes it with
+			// every member of the namespace's (revocation fails closed).
 			viewer := workloadidentity.Member("proj-123.svc.id.goog", namespace, "default-viewer")
-			if _, ok := out["policy "+namespace+runAccounts[0]+" "+workloadidentity.RoleWorkloadIdentityUser+" "+viewer]; !ok {
+			var p kubeflowv1.Profile
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: namespace}, &p); err != nil {
+				return nil, err
+			}
+			if _, ok := out["policy "+namespace+runAccounts[0]+" "+workloadidentity.RoleWorkloadIdentityUser+" "+viewer]; !ok && p.DeletionTimestamp.IsZero() {
 				return nil, fmt.Errorf("%s lost %s, which an administrator granted before the plugin", namespace+runAccounts[0], viewer)
 			}
 			for _, name := range runServiceAccounts {
@@ -141,8 +149,24 @@ func workloadIdentityScenario(t *testing.T) plugintest.Scenario {
 			}
 			return out, nil
 		},
+		// A rival may name the Profile's accounts, which serve one Profile.
+		RivalDefaults: func(profile string) []byte {
+			var allowed []any
+			for _, suffix := range runAccounts {
+				allowed = append(allowed, map[string]any{"identity": profile + suffix})
+			}
+			b, err := json.Marshal(map[string]any{"serviceAccounts": runServiceAccounts, "allowedIdentities": allowed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
 		Touches:  touches,
 		Retained: retained,
+		// What it learnt of someone else's members stays in the record
+		// once it is removed, so that a later pass that fails closed
+		// leaves them (see revokeAll).
+		Remembered: []string{"foreign/"},
 	}
 }
 
