@@ -264,7 +264,7 @@ type Watch struct {
 	// every name returned is a pass.
 	Profiles func(ctx context.Context, obj client.Object) []string
 	// Changed, when set, reports whether an update of a watched object
-	// from old to new changed anything the plugin reads of it (a label it
+	// from before to after changed anything the plugin reads of it (a label it
 	// manages or a guard it checks), given the host's config (the decoded
 	// host defaults, as NewConfig's type). An update it returns false for
 	// wakes no Profile: a watched object's updates that only touch what the
@@ -273,7 +273,7 @@ type Watch struct {
 	// Nil: every update does. The host also wakes a Profile for a watched
 	// object only while the plugin applies to it or has something to take
 	// back from it.
-	Changed func(hostConfig any, old, new client.Object) bool
+	Changed func(hostConfig any, before, after client.Object) bool
 	// Scopes, when set, restricts the watch to the scopes it returns for the
 	// host's config (the decoded host defaults, as NewConfig's type): the
 	// host caches only objects of the kind inside them, one informer per

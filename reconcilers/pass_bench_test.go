@@ -71,7 +71,7 @@ func BenchmarkConfirmingPass(b *testing.B) {
 			if err := r.SetupWithManager(mgr); err != nil {
 				b.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(b.Context())
 			done := make(chan error, 1)
 			go func() { done <- mgr.Start(ctx) }()
 			defer func() { cancel(); <-done }()
@@ -96,7 +96,7 @@ func BenchmarkConfirmingPass(b *testing.B) {
 				if err := env.Client.Create(ctx, o); err != nil {
 					b.Fatal(err)
 				}
-				defer func() { _ = env.Client.Delete(context.Background(), o) }()
+				defer func() { _ = env.Client.Delete(b.Context(), o) }()
 			}
 			cond := c.def.Condition()
 			err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {

@@ -57,7 +57,7 @@ func createProfile(t *testing.T, name string, l map[string]string, ps ...kubeflo
 	if err := env.Client.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) }) //nolint:forbidigo // t.Context() is done when cleanups run
 }
 
 // selected lists only the objects that match sel.
@@ -78,7 +78,7 @@ func createCoreNamespace(t *testing.T, profile string) *corev1.Namespace {
 	if err := env.Client.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) }) //nolint:forbidigo // t.Context() is done when cleanups run
 	return ns
 }
 
@@ -161,7 +161,9 @@ func TestWatchedKindWakesOnlyProfilesServed(t *testing.T) {
 	def, _ := countingApplies(kind, plugins.Watch{
 		Object:   cm,
 		Profiles: func(_ context.Context, o client.Object) []string { return []string{o.GetNamespace()} },
-		Changed:  func(_ any, old, new client.Object) bool { return !maps.Equal(old.GetLabels(), new.GetLabels()) },
+		Changed: func(_ any, before, after client.Object) bool {
+			return !maps.Equal(before.GetLabels(), after.GetLabels())
+		},
 	})
 	def, fence := testhost.Fenced(def)
 	testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{reconcilers.WithResync(time.Hour)}})

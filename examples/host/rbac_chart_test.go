@@ -34,15 +34,6 @@ import (
 // for the host and bind its roles to.
 var chartSubject = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "profilekit", Namespace: hostNamespace}
 
-// underChart renders the chart for the host configuration cfg (with extra
-// helm arguments, such as -f values.yaml), applies what it binds to the
-// host's ServiceAccount to the cluster admin reaches, and returns a
-// configuration that acts as that ServiceAccount. See asDeployed.
-func underChart(t *testing.T, admin *rest.Config, cfg *hostconfig.Config, helmArgs ...string) *rest.Config {
-	t.Helper()
-	return asDeployed(t, admin, chartFor(t, cfg, helmArgs...))
-}
-
 // chartFor renders the chart for the host configuration cfg.
 func chartFor(t *testing.T, cfg *hostconfig.Config, helmArgs ...string) []*unstructured.Unstructured {
 	t.Helper()
@@ -57,7 +48,11 @@ func chartFor(t *testing.T, cfg *hostconfig.Config, helmArgs ...string) []*unstr
 	return helmTemplate(t, append([]string{"--set-file", "config=" + path}, helmArgs...)...)
 }
 
-// underChartFile is underChart for a configuration file.
+// underChartFile renders the chart for the host configuration file path
+// (with extra helm arguments, such as -f values.yaml), applies what it
+// binds to the host's ServiceAccount to the cluster admin reaches, and
+// returns a configuration that acts as that ServiceAccount. See
+// asDeployed.
 func underChartFile(t *testing.T, admin *rest.Config, path string, helmArgs ...string) *rest.Config {
 	t.Helper()
 	return asDeployed(t, admin, helmTemplate(t, append([]string{"--set-file", "config=" + path}, helmArgs...)...))

@@ -56,10 +56,10 @@ func contributorProfile(_ context.Context, o client.Object) []string {
 // contributorChanged reports whether an update of a RoleBinding changed
 // what Contributors reads of it: the user and role annotations, and
 // whether it is being deleted.
-func contributorChanged(_ any, old, new client.Object) bool {
-	oa, na := old.GetAnnotations(), new.GetAnnotations()
+func contributorChanged(_ any, before, after client.Object) bool {
+	oa, na := before.GetAnnotations(), after.GetAnnotations()
 	return oa[AnnotationUser] != na[AnnotationUser] || oa[AnnotationRole] != na[AnnotationRole] ||
-		old.GetDeletionTimestamp().IsZero() != new.GetDeletionTimestamp().IsZero()
+		before.GetDeletionTimestamp().IsZero() != after.GetDeletionTimestamp().IsZero()
 }
 
 // Kind returns "authpolicy".

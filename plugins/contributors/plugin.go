@@ -69,10 +69,10 @@ func handMadeContributor(_ context.Context, o client.Object) []string {
 // holderChanged reports whether an update of a binding or policy changed
 // what the plugin reads of it: its ownership labels (whose it is, see
 // isForeign) or its contributor annotation (its shape).
-func holderChanged(_ any, old, new client.Object) bool {
-	_, wasShaped := old.GetAnnotations()[core.AnnotationUser]
-	_, isShaped := new.GetAnnotations()[core.AnnotationUser]
-	ol, nl := old.GetLabels(), new.GetLabels()
+func holderChanged(_ any, before, after client.Object) bool {
+	_, wasShaped := before.GetAnnotations()[core.AnnotationUser]
+	_, isShaped := after.GetAnnotations()[core.AnnotationUser]
+	ol, nl := before.GetLabels(), after.GetLabels()
 	return wasShaped != isShaped || ol[plugins.LabelManagedBy] != nl[plugins.LabelManagedBy] ||
 		ol[plugins.LabelPlugin] != nl[plugins.LabelPlugin] || ol[plugins.LabelProfile] != nl[plugins.LabelProfile]
 }

@@ -71,9 +71,9 @@ func othersNamespace(_ context.Context, o client.Object) []string {
 // metadataChanged reports whether an update of a namespace changed what
 // the plugin reads of one it did not make: its labels, its annotations
 // (the owner's), or its deletion.
-func metadataChanged(_ any, old, new client.Object) bool {
-	return !maps.Equal(old.GetLabels(), new.GetLabels()) || !maps.Equal(old.GetAnnotations(), new.GetAnnotations()) ||
-		!old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp())
+func metadataChanged(_ any, before, after client.Object) bool {
+	return !maps.Equal(before.GetLabels(), after.GetLabels()) || !maps.Equal(before.GetAnnotations(), after.GetAnnotations()) ||
+		!before.GetDeletionTimestamp().Equal(after.GetDeletionTimestamp())
 }
 
 // Kind returns "core".

@@ -46,9 +46,9 @@ func Definition() plugins.Definition {
 // those can be a Profile's), what mayMark guards by (the owner annotation,
 // profilekit's ownership labels), or its deletion. Other keys, managed
 // fields and status wake nothing. A config of another type reads all.
-func readsChanged(hostConfig any, old, new client.Object) bool {
+func readsChanged(hostConfig any, before, after client.Object) bool {
 	cfg, ok := hostConfig.(*Config)
-	if !ok || !old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp()) {
+	if !ok || !before.GetDeletionTimestamp().Equal(after.GetDeletionTimestamp()) {
 		return true
 	}
 	labelRead := func(key string) bool {
@@ -58,7 +58,7 @@ func readsChanged(hostConfig any, old, new client.Object) bool {
 	annotationRead := func(key string) bool {
 		return key == core.AnnotationOwner || slices.ContainsFunc(cfg.Allow.Annotations, func(r Rule) bool { return r.matches(key) })
 	}
-	return differs(old.GetLabels(), new.GetLabels(), labelRead) || differs(old.GetAnnotations(), new.GetAnnotations(), annotationRead)
+	return differs(before.GetLabels(), after.GetLabels(), labelRead) || differs(before.GetAnnotations(), after.GetAnnotations(), annotationRead)
 }
 
 // differs reports whether a and b differ at a key that read picks.
