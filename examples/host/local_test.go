@@ -35,9 +35,6 @@ import (
 // with none of the processes it started left running and nothing left in
 // its temporary folder.
 func TestLocal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts a control plane of its own")
-	}
 	bin := filepath.Join(t.TempDir(), "profilekit")
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -101,9 +101,6 @@ func TestValidateProgress(t *testing.T) {
 // TestDiffAndReleaseProgress: diff --all and release over a cluster's
 // Profiles show their progress on a terminal only.
 func TestDiffAndReleaseProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
 	env, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -26,9 +26,6 @@ const wakeProfiles = 20
 // the events that can change what it wants, so that the whole convergence
 // takes at most one reconcile per plugin and two to spare per Profile.
 func TestConvergenceWakesOnlyWhoReads(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane and converges Profiles")
-	}
 	root := local.RepoRoot()
 	reg, err := plugins.NewRegistry(builtin.Definitions()...)
 	if err != nil {
