@@ -20,7 +20,8 @@ import (
 // the Applier would write, so nothing the plugin wants has changed, and yet
 // no longer holds it. Two controllers that each write their own form of one
 // object put it back in turn for ever; a gate that refuses after a few
-// repairs in a row stops that.
+// repairs in a row stops that. The Applier asks it about objects with the
+// upstream controller's names only (see WithUpstreamObjects).
 type RepairGate interface {
 	// Repair reports whether the Applier may put obj back now; when not,
 	// the object stays as it is, and hold says for how long.
@@ -51,9 +52,18 @@ func WithRepairGate(g RepairGate) Option {
 // and the error to report when its RepairGate holds the write back. A write
 // is a repair when live carries u's applied hash: the plugin wants what it
 // wrote last, so what changed was changed by someone else.
+//
+// Only objects with the upstream controller's names, which the core plugin
+// writes (WithUpstreamObjects), are ever held back: they are what another
+// controller, the upstream one, writes too, and what they hold a tenant
+// may already grant by its own rights. Every other object is put back
+// each time, so that a tenant who edits a plugin's NetworkPolicy or
+// RoleBinding a few times in a row never makes the host leave it as the
+// tenant made it.
 func (a *Applier) mayRepair(ctx context.Context, live *liveObject, u *unstructured.Unstructured) error {
 	hash := u.GetAnnotations()[plugins.AnnotationAppliedHash]
-	if a.repairs == nil || live.GetAnnotations()[plugins.AnnotationAppliedHash] != hash {
+	if a.repairs == nil || !a.upstream || !plugins.IsUpstreamName(u.GetName()) ||
+		live.GetAnnotations()[plugins.AnnotationAppliedHash] != hash {
 		return nil
 	}
 	hold, ok := a.repairs.Repair(u)
