@@ -44,7 +44,7 @@ func (a *Adapter[R, P]) applied(p *kubeflowv1.Profile, res plugins.Result) {
 		return
 	}
 	inSync := len(res.Changes) - res.Count(plugins.Deleted)
-	msg := plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d objects in sync", inSync))
+	msg := appliedMessage(inSync)
 	a.setCondition(p, &kubeflowv1.ProfileCondition{Type: a.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation})
 }
 
@@ -101,4 +101,14 @@ func (a *Adapter[R, P]) setCondition(p *kubeflowv1.Profile, c *kubeflowv1.Profil
 		a.env.status.Touch(p.Name)
 	}
 	return changed
+}
+
+// appliedMessage is a True condition's message: how many objects of the
+// plugin's hold what it wants.
+func appliedMessage(inSync int) string {
+	noun := "objects"
+	if inSync == 1 {
+		noun = "object"
+	}
+	return plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d %s in sync", inSync, noun))
 }

@@ -125,6 +125,6 @@ func ExampleNew() {
 	fmt.Printf("ResourceQuota %s/%s limits.cpu=%s, managed by %s for %s\n", rq.Namespace, rq.Name, cpu.String(),
 		rq.Labels[plugins.LabelPlugin], rq.Labels[plugins.LabelProfile])
 	// Output:
-	// QuotasReady True Applied: 1 objects in sync
+	// QuotasReady True Applied: 1 object in sync
 	// ResourceQuota example-standalone/profilekit-quota limits.cpu=16, managed by quotas for example-standalone
 }

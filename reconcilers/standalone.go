@@ -275,7 +275,7 @@ func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcil
 		return r.wait(ctx, p, res, "")
 	}
 	inSync := len(res.Changes) - res.Count(plugins.Deleted)
-	msg := plugins.ConditionMessage(plugins.ReasonApplied, fmt.Sprintf("%d objects in sync", inSync))
+	msg := appliedMessage(inSync)
 	if _, err := r.setCondition(ctx, p, &kubeflowv1.ProfileCondition{Type: r.def.Condition(), Status: plugins.ConditionTrue, Message: msg, ObservedGeneration: p.Generation}); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -28,7 +28,7 @@ func TestUnservedProfileGetsNoStatus(t *testing.T) {
 	p := getProfile(t, served)
 	p.Status.Conditions = []kubeflowv1.ProfileCondition{
 		{Type: "Failed", Message: "upstream's, left alone"},
-		{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: 1 objects in sync"},
+		{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: 1 object in sync"},
 		{Type: plugins.ConditionReady, Status: plugins.ConditionTrue, Message: "PluginsReady: 0 plugins ready"},
 	}
 	if err := env.Client.Status().Update(t.Context(), p); err != nil {

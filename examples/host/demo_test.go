@@ -21,7 +21,7 @@ func TestDemo(t *testing.T) {
 		"control plane up in",
 		"created Profile team-a",
 		"CRDs to install: profiles.kubeflow.org, authorizationpolicies.security.istio.io",
-		"quotas QuotasReady True Applied: 1 objects in sync",
+		"quotas QuotasReady True Applied: 1 object in sync",
 		"updated in place: limits.cpu=32",
 		`QuotasReady=False "InvalidLabel: label quotas.profilekit.dev/limits.memory=\"lots\": not a quantity"`,
 		"the quota is left as it was",

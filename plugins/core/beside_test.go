@@ -34,7 +34,7 @@ func TestBesideUpstream(t *testing.T) {
 	p := newProfile(t, name, run, "alice@example.org", func(p *kubeflowv1.Profile) { p.Spec.ResourceQuotaSpec = quota("cpu", "2") })
 	upstream := createUpstreamShape(t, p)
 
-	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "1 object in sync")
 	var rq corev1.ResourceQuota
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: quotas.DefaultName}, &rq); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestPluginsWaitForCoreNamespace(t *testing.T) {
 	)
 	newProfile(t, name, run, "alice@example.org", nil)
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
-	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, "QuotasReady", plugins.ConditionTrue, "1 object in sync")
 
 	if quotaApplies := h.Counter.Mutating("/resourcequotas/"); len(quotaApplies) != 1 {
 		t.Errorf("quota requests = %v, want one apply", quotaApplies)

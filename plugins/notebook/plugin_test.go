@@ -157,7 +157,7 @@ func TestProtectedBLifecycle(t *testing.T) {
 	want := wantSpec(t, "statcan.yaml", p, "protected-b")
 
 	pd := waitPodDefault(t, name, "protected-b", specIs(t, want))
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 object in sync")
 
 	t.Run("the option labels protected-b notebooks with their classification", func(t *testing.T) {
 		wantSpec := map[string]any{
@@ -241,7 +241,7 @@ func TestGatedPodDefaultFollowsProfileLabel(t *testing.T) {
 	setLabels(t, name, map[string]string{"gpu.example.org/enabled": "true"})
 	want := wantSpec(t, "gated.yaml", profile(name, map[string]string{"gpu.example.org/enabled": "true"}), "gpu-scratch")
 	waitPodDefault(t, name, "gpu-scratch", specIs(t, want))
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 object in sync")
 
 	t.Run("resync with nothing changed sends no mutating request", func(t *testing.T) {
 		assertNoMutationOnResync(t, h)

@@ -74,7 +74,7 @@ func TestQuotaLifecycle(t *testing.T) {
 	p := testhost.NewProfile(t, env.Client, name, nil, quotaPlugin(map[string]string{"requests.cpu": "2", "limits.cpu": "4"}))
 
 	rq := waitQuota(t, name, hardIs(corev1.ResourceList{"requests.cpu": resource.MustParse("2"), "limits.cpu": resource.MustParse("4")}))
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 object in sync")
 
 	t.Run("ownership", func(t *testing.T) {
 		if diff := cmp.Diff(plugins.OwnershipLabels(quotas.Kind, name), rq.Labels); diff != "" {

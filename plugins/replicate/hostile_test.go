@@ -78,7 +78,7 @@ func TestForgedOwnershipInAnotherNamespaceIsIgnored(t *testing.T) {
 	}
 	testhost.NewProfile(t, env.Client, victim, map[string]string{"run": run})
 	waitCopy(t, victim, "regcred", map[string]string{"token": v})
-	testhost.WaitCondition(t, env.Client, victim, condType, plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, victim, condType, plugins.ConditionTrue, "1 object in sync")
 	time.Sleep(time.Second)
 	got, err := getSecret(attacker, "regcred")
 	if err != nil {

@@ -51,5 +51,5 @@ func TestSourceRecreatedWithAnotherType(t *testing.T) {
 		return c.Type == "example.org/token" && string(c.Data["token"]) == v2,
 			fmt.Sprintf("copy has type %q and the old value %t", c.Type, string(c.Data["token"]) == v)
 	})
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 object in sync")
 }

@@ -302,7 +302,7 @@ func TestHandEditDeleteAndResync(t *testing.T) {
 	testhost.NewProfile(t, env.Client, name, map[string]string{"run": run})
 	want := map[string]string{"password": v}
 	waitCopy(t, name, "pull", want)
-	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 objects in sync")
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "1 object in sync")
 
 	t.Run("a second pass sends no mutating request", func(t *testing.T) {
 		if got := h.ResyncWrites(t, 3, replicate.Kind); len(got) != 0 {
