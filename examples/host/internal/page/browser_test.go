@@ -14,31 +14,37 @@ import (
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/examples/host/internal/page"
 	"github.com/profilekit/profilekit/internal/testenv"
+	"github.com/profilekit/profilekit/plugins/apps"
 )
+
+// screenshot writes the tenant page's screenshot into docs/, for the
+// README; without it the picture goes to a temporary folder.
+var screenshot = flag.Bool("page.screenshot", false, "TestInDashboard and TestOverviewInBrowser: write the screenshots to docs/page-tenant.png and docs/page-overview.png")
 
 // TestInDashboard opens a stand-in dashboard that shows the page in an
 // iframe and speaks library.js's protocol, in headless Chromium; switching
 // the dashboard's namespace switches the page's. It saves a screenshot of
 // the page to docs/page-tenant.png.
-// screenshot writes the tenant page's screenshot into docs/, for the
-// README; without it the picture goes to a temporary folder.
-var screenshot = flag.Bool("page.screenshot", false, "TestInDashboard and TestOverviewInBrowser: write the screenshots to docs/page-tenant.png and docs/page-overview.png")
-
 func TestInDashboard(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium is not installed: run make chromium (make test does), or apt-get install chromium")
 	}
 	viewClusterRole(t)
-	h := host(t)
+	argo := "argocd-" + rand.String(5)
+	must(t, env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argo}}))
+	h := hostWith(t, page.Options{AppsNamespace: argo}, apps.ApplicationKind)
 	first := tenant(t, "first", "alice@example.org",
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: waiting for contributors"},
-		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 objects in sync"},
-		kubeflowv1.ProfileCondition{Type: "LimitRangeReady", Status: "True", Message: "Applied: 1 objects in sync"},
-		kubeflowv1.ProfileCondition{Type: "BudgetsReady", Status: "True", Message: "Applied: 1 objects in sync"},
+		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 object in sync"},
+		kubeflowv1.ProfileCondition{Type: "LimitRangeReady", Status: "True", Message: "Applied: 1 object in sync"},
+		kubeflowv1.ProfileCondition{Type: "BudgetsReady", Status: "True", Message: "Applied: 1 object in sync"},
 		kubeflowv1.ProfileCondition{Type: "ContributorsReady", Status: "False", Message: "InvalidSpec: entry 1 (User bob): role admin is not allowed on this cluster; use edit or view"},
 		kubeflowv1.ProfileCondition{Type: "AwsIamForServiceAccountReady", Status: "False", Message: `IdentityNotAllowed: identity "arn:aws:iam::123456789012:role/shared-data" is not among the identities the host allows this Profile (allowedIdentities); nothing was granted`})
 	bind(t, first, "core", "User", "alice@example.org", "admin")
@@ -46,6 +52,10 @@ func TestInDashboard(t *testing.T) {
 	bind(t, second, "contributors", "User", "alice@example.org", "edit")
 	eventually(t, h, "/", "alice@example.org", "", `value="`+second+`"`)
 	figures(t, first, "One NVIDIA GPU for training")
+	application(t, argo, first+"-mlflow", first, first, map[string]any{
+		"sync": map[string]any{"status": "Synced"}, "health": map[string]any{"status": "Healthy"}})
+	application(t, argo, first+"-tracker", first, first, map[string]any{
+		"sync": map[string]any{"status": "OutOfSync"}, "health": map[string]any{"status": "Progressing", "message": "Waiting for rollout to finish: 0 of 1 updated replicas are available"}})
 	bind(t, first, "contributors", "User", "carol@example.org", "view")
 	kfam(t, first, "User", "dan@example.org", "edit")
 	share(t, first, "vision-lab",

@@ -4,7 +4,8 @@
 // who can fix it), quota use against its limits, the namespace's share of
 // a team budget with its use and headroom, the LimitRange defaults a
 // container gets, the owner and contributors and where each came from, the
-// cloud identity of each ServiceAccount, the volumes and their phase, the
+// cloud identity of each ServiceAccount and whether it is in effect, the
+// volumes and their phase, the Argo CD apps and their health, the
 // PodDefaults a notebook can pick, and links to the dashboard's Manage
 // Contributors and Volumes pages.
 //
@@ -36,12 +37,28 @@
 // and the plugin's condition while it waits or fails. That quota is not
 // listed again with the namespace's own quota.
 //
+// A cloud identity is in effect when the plugin that grants it (irsa,
+// workloadidentity, azureidentity) holds its annotation on the
+// ServiceAccount (the cache keeps profilekit's managed-fields entries) and
+// reports Ready. Under a plugin that is not ready the page says why; an
+// annotation someone in the namespace wrote by hand is said to be no grant
+// at all, since anyone who may edit the namespace's ServiceAccounts may
+// write one.
+//
+// When the host runs the apps plugin, the apps section lists the
+// Applications that plugin keeps for the Profile in the Argo CD namespace
+// (by profilekit's labels, and deploying into the namespace), from the
+// cache the plugin fills, with Argo CD's sync and health status and, for
+// an app that is not healthy, Argo CD's message.
+//
 // # Requests to the API server per view
 //
 // One SubjectAccessReview for each namespace the view shows or offers in
 // its picker whose answer for the user is not in the access cache (30 s by
 // default); nothing else. A view that repeats within the cache's time
-// sends none.
+// sends none. A view that the cache and the API server cannot answer
+// within Options.Timeout (10 s by default; say, a kind the host may not
+// list, whose cache never fills) answers 503 and shows nothing.
 //
 // # Who sees what
 //

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,19 @@ type Options struct {
 	// Members reads every RoleBinding (NewMembers), so that the page
 	// shows the contributors added in the dashboard too. Required.
 	Members client.Reader
+	// AppsNamespace is where the apps plugin keeps its Argo CD
+	// Applications, when the host runs it: the page then shows each app of
+	// the namespace and its health, from the cache the plugin fills. Empty
+	// leaves the apps section out.
+	AppsNamespace string
+	// Timeout bounds one view: a view that the cache or the API server
+	// cannot answer in time (say, a kind the host may not list, whose
+	// cache never fills) answers 503. Default DefaultTimeout.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Options.Timeout's default.
+const DefaultTimeout = 10 * time.Second
 
 // Handler serves the tenant page: GET / lists the namespaces the user may
 // see, GET /?ns=<name> shows one, /static/ holds its script and style.
@@ -64,8 +77,11 @@ func New(cache client.Reader, scheme *runtime.Scheme, access *Access, opts Optio
 	if opts.FrameAncestors == "" {
 		opts.FrameAncestors = "'self'"
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
 	return &Handler{
-		read:   reader{Reader: cache, scheme: scheme, whole: opts.Whole, members: opts.Members},
+		read:   reader{Reader: cache, scheme: scheme, whole: opts.Whole, members: opts.Members, appsNamespace: opts.AppsNamespace},
 		access: access,
 		opts:   opts,
 		static: http.StripPrefix("/static/", http.FileServerFS(sub)),
@@ -107,7 +123,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no user identity: reach this page through the Kubeflow gateway", http.StatusUnauthorized)
 		return
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
+	defer cancel()
 	p := page{User: u.Name, Selected: r.URL.Query().Get("ns")}
 	var err error
 	if p.Namespaces, err = h.visible(ctx, u); err != nil {

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
 	testenv.Main(m, &env, testenv.Options{
 		CRDPaths: []string{filepath.Join(testenv.RepoRoot(), "plugins", "notebook", "testdata", "poddefault-crd.yaml")},
+		ArgoCD:   true,
 	})
 }
 
@@ -48,6 +49,13 @@ func TestMain(m *testing.M) {
 // and returns the page's handler on it, reading the cache, with the kinds
 // the host caches whole: WholeKinds and whole.
 func host(t *testing.T, whole ...schema.GroupVersionKind) http.Handler {
+	t.Helper()
+	return hostWith(t, page.Options{}, whole...)
+}
+
+// hostWith is host with the page's options opts, whose user headers,
+// Whole and Members it sets.
+func hostWith(t *testing.T, opts page.Options, whole ...schema.GroupVersionKind) http.Handler {
 	t.Helper()
 	s, err := server.NewScheme()
 	if err != nil {
@@ -73,10 +81,9 @@ func host(t *testing.T, whole ...schema.GroupVersionKind) http.Handler {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return page.New(mgr.GetClient(), s, page.NewAccess(env.Client, 30*time.Second, 100), page.Options{
-		UserIDHeader: "kubeflow-userid", UserIDPrefix: "accounts.example.org:", GroupsHeader: "kubeflow-groups",
-		Whole: append(slices.Clone(page.WholeKinds), whole...), Members: members,
-	})
+	opts.UserIDHeader, opts.UserIDPrefix, opts.GroupsHeader = "kubeflow-userid", "accounts.example.org:", "kubeflow-groups"
+	opts.Whole, opts.Members = append(slices.Clone(page.WholeKinds), whole...), members
+	return page.New(mgr.GetClient(), s, page.NewAccess(env.Client, 30*time.Second, 100), opts)
 }
 
 // get asks h for target as user (groups comma-separated) and returns the

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/budgets"
@@ -35,7 +36,9 @@ func figures(t *testing.T, ns, desc string) {
 	must(t, env.Client.Create(ctx, lr))
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default-editor", Namespace: ns, Labels: labels("core", ns),
 		Annotations: map[string]string{irsa.AnnotationRoleARN: "arn:aws:iam::123456789012:role/" + ns}}}
-	must(t, env.Client.Create(ctx, sa))
+	// Made by the irsa plugin's field manager, which then holds the
+	// annotation, as when the plugin annotates core's ServiceAccount.
+	must(t, env.Client.Create(ctx, sa, client.FieldOwner(plugins.FieldManagerFor(irsa.Kind))))
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "workspace", Namespace: ns, Labels: labels("volumes", ns)},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}}

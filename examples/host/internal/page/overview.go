@@ -151,7 +151,8 @@ func (o *Overview) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no user identity: reach this page through the Kubeflow gateway", http.StatusUnauthorized)
 		return
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithTimeout(r.Context(), o.tenant.opts.Timeout)
+	defer cancel()
 	allowed, err := o.tenant.access.MayOpenOverview(ctx, u)
 	if err != nil {
 		o.tenant.fail(ctx, w, err)

@@ -135,7 +135,7 @@ func profile(tb testing.TB, prefix, owner string, labels map[string]string, cond
 func ready(types ...string) []kubeflowv1.ProfileCondition {
 	conds := []kubeflowv1.ProfileCondition{{Type: "Ready", Status: "True", Message: fmt.Sprintf("PluginsReady: %d plugins ready", len(types))}}
 	for _, t := range types {
-		conds = append(conds, kubeflowv1.ProfileCondition{Type: t, Status: "True", Message: "Applied: 1 objects in sync"})
+		conds = append(conds, kubeflowv1.ProfileCondition{Type: t, Status: "True", Message: "Applied: 1 object in sync"})
 	}
 	return conds
 }

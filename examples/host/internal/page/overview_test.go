@@ -30,7 +30,7 @@ func TestOverviewWhoSees(t *testing.T) {
 	bind(t, okNS, "core", "User", "alice@example.org", "admin")
 	failing := profile(t, "failing", "bob@example.org", nil,
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "ApplyFailed: NetworkReady is False: the API server timed out"},
-		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 objects in sync"},
+		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 object in sync"},
 		kubeflowv1.ProfileCondition{Type: "NetworkReady", Status: "False", Message: "ApplyFailed: the API server timed out"}).Name
 	pending := profile(t, "pending", "bob@example.org", nil,
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: BudgetsReady has not been reported yet"}).Name

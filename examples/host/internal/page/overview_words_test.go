@@ -96,7 +96,7 @@ func TestBlocked(t *testing.T) {
 		want   string
 	}{
 		{"no condition", nil, "vision", ""},
-		{"in good standing", &kubeflowv1.ProfileCondition{Type: "BudgetsReady", Status: "True", Message: "Applied: 1 objects in sync"}, "vision", ""},
+		{"in good standing", &kubeflowv1.ProfileCondition{Type: "BudgetsReady", Status: "True", Message: "Applied: 1 object in sync"}, "vision", ""},
 		{"asked and got nothing", &kubeflowv1.ProfileCondition{Status: "Unknown",
 			Message: "Waiting: waiting for headroom in budget vision for requests.cpu: nothing is free and no other member has any to give (requests.cpu share 0, used 0)"}, "vision", "waits for headroom"},
 		{"another budget's wait", &kubeflowv1.ProfileCondition{Status: "Unknown",

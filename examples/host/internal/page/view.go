@@ -17,10 +17,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
-	"github.com/profilekit/profilekit/plugins/azureidentity"
-	"github.com/profilekit/profilekit/plugins/irsa"
 	"github.com/profilekit/profilekit/plugins/notebook"
-	"github.com/profilekit/profilekit/plugins/workloadidentity"
 )
 
 // Kinds the page reads.
@@ -44,14 +41,6 @@ var WholeKinds = []schema.GroupVersionKind{claimGVK, limitRangeGVK, quotaGVK, no
 // list and watch them all, whichever plugins it runs.
 var Reads = append(slices.Clip(WholeKinds), serviceAccountGVK, roleBindingGVK)
 
-// identityKeys are the annotations that give a ServiceAccount a cloud
-// identity, and the cloud each names.
-var identityKeys = []struct{ key, cloud string }{
-	{irsa.AnnotationRoleARN, "AWS IAM role"},
-	{workloadidentity.AnnotationGSA, "Google service account"},
-	{azureidentity.AnnotationClientID, "Azure client ID"},
-}
-
 // View is everything the page shows of one namespace.
 type View struct {
 	Namespace string
@@ -70,6 +59,10 @@ type View struct {
 	Identities  []Identity
 	Volumes     []Volume
 	PodDefaults []Pair
+	// Apps are the namespace's Argo CD apps; ShowApps says whether the
+	// host runs the apps plugin at all.
+	Apps     []App
+	ShowApps bool
 	// Missing names the sections the cluster does not serve (no CRD).
 	Missing []string
 }
@@ -100,6 +93,10 @@ type Member struct {
 // Identity is the cloud identity of one ServiceAccount.
 type Identity struct {
 	ServiceAccount, Cloud, Value string
+	// NotReady says why the identity may not work yet: the plugin that
+	// grants it is not ready, or did not write this annotation. Empty
+	// when it is in effect.
+	NotReady string
 }
 
 // Volume is one PersistentVolumeClaim.
@@ -115,6 +112,8 @@ type reader struct {
 	scheme  *runtime.Scheme
 	whole   []schema.GroupVersionKind
 	members client.Reader
+	// appsNamespace is Options.AppsNamespace.
+	appsNamespace string
 }
 
 // list returns the objects of gvk in ns.
@@ -202,6 +201,16 @@ func (r reader) view(ctx context.Context, p *kubeflowv1.Profile) (*View, error) 
 			s.add(o)
 		}
 	}
+	if r.appsNamespace != "" {
+		var err error
+		v.ShowApps = true
+		switch v.Apps, err = r.apps(ctx, r.appsNamespace, ns); {
+		case meta.IsNoMatchError(err):
+			v.Missing = append(v.Missing, "apps")
+		case err != nil:
+			return nil, err
+		}
+	}
 	// The owner first, then everyone by name.
 	slices.SortStableFunc(v.Members, func(a, b Member) int {
 		if (a.Source == FromOwner) != (b.Source == FromOwner) {
@@ -247,14 +256,6 @@ func (v *View) addLimitRange(o client.Object) {
 		for _, n := range sortedKeys(names) {
 			v.Limits = append(v.Limits, Limit{LimitRange: lr.Name, Type: string(item.Type), Resource: string(n),
 				DefaultRequest: amount(item.DefaultRequest, n), Default: amount(item.Default, n), Min: amount(item.Min, n), Max: amount(item.Max, n)})
-		}
-	}
-}
-
-func (v *View) addIdentity(o client.Object) {
-	for _, k := range identityKeys {
-		if val := o.GetAnnotations()[k.key]; val != "" {
-			v.Identities = append(v.Identities, Identity{ServiceAccount: o.GetName(), Cloud: k.cloud, Value: val})
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/profilekit/profilekit/examples/host/internal/hostconfig"
 	"github.com/profilekit/profilekit/examples/host/internal/page"
+	"github.com/profilekit/profilekit/plugins/apps"
 	"github.com/profilekit/profilekit/plugins/budgets"
 )
 
@@ -25,9 +26,13 @@ func addPage(mgr manager.Manager, cfg *hostconfig.Config, whole []schema.GroupVe
 	if err != nil {
 		return err
 	}
+	appsNamespace, err := appsNamespace(cfg)
+	if err != nil {
+		return err
+	}
 	h := page.New(mgr.GetClient(), mgr.GetScheme(), page.NewAccess(mgr.GetClient(), pc.TTL(), pc.AccessEntries), page.Options{
 		UserIDHeader: pc.UserIDHeader, UserIDPrefix: pc.UserIDPrefix, GroupsHeader: pc.GroupsHeader,
-		FrameAncestors: pc.FrameAncestors, Whole: whole, Members: members,
+		FrameAncestors: pc.FrameAncestors, Whole: whole, Members: members, AppsNamespace: appsNamespace,
 	})
 	ov, err := overviewOptions(cfg)
 	if err != nil {
@@ -46,6 +51,23 @@ func addPage(mgr manager.Manager, cfg *hostconfig.Config, whole []schema.GroupVe
 		return fmt.Errorf("add the admin overview's sampler: %w", err)
 	}
 	return nil
+}
+
+// appsNamespace returns where the apps plugin keeps its Applications when
+// the host runs it, else "": the page's apps section reads them from the
+// cache the plugin fills.
+func appsNamespace(cfg *hostconfig.Config) (string, error) {
+	sec, on := cfg.Section(apps.Kind)
+	if !on {
+		return "", nil
+	}
+	ac := apps.NewConfig()
+	if len(sec.Defaults) > 0 {
+		if err := json.Unmarshal(sec.Defaults, ac); err != nil {
+			return "", fmt.Errorf("tenant page: apps: %w", err)
+		}
+	}
+	return ac.ApplicationNamespace(), nil
 }
 
 // overviewOptions returns what the admin overview shows of cfg: the
