@@ -3,6 +3,7 @@ package page_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,7 +76,16 @@ func TestInDashboard(t *testing.T) {
 		http.ServeFile(w, r, filepath.Join("testdata", "dashboard.html"))
 	})
 	mux.Handle("/profilekit/", http.StripPrefix("/profilekit", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Set("kubeflow-userid", "accounts.example.org:alice@example.org")
+		// The user signed in: alice, unless the test's cookies name
+		// another user and their groups.
+		user := "alice@example.org"
+		if c, err := r.Cookie("user"); err == nil {
+			user = c.Value
+		}
+		r.Header.Set("kubeflow-userid", "accounts.example.org:"+user)
+		if c, err := r.Cookie("groups"); err == nil {
+			r.Header.Set("kubeflow-groups", c.Value)
+		}
 		h.ServeHTTP(w, r)
 	})))
 	gw := httptest.NewServer(mux)
@@ -136,4 +146,50 @@ func TestInDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot of the tenant page: %s (%d bytes)", out, len(png))
+
+	// alice owns first and contributes to second: both are offered, a
+	// third she has no part in is not found; a member of the group that
+	// third's binding names sees it; a contributor's name holding a
+	// script tag is text.
+	third := tenant(t, "third", "carol@example.org")
+	kfam(t, third, "Group", "team-g", "view")
+	kfamNamed(t, second, "user-script", "User", script, "view")
+	seeAs(t, ctx, gw.URL, "alice@example.org", "", "/profilekit/", "#ns option", first+","+second)
+	seeAs(t, ctx, gw.URL, "alice@example.org", "", "/profilekit/?ns="+third, "#notfound", "No namespace "+third+" that you can see.")
+	seeAs(t, ctx, gw.URL, "erin@example.org", "team-g", "/profilekit/?ns="+third, "#namespace", third)
+	seeAs(t, ctx, gw.URL, "alice@example.org", "", "/profilekit/?ns="+second, "#members td.member", script+",alice@example.org")
+	scripts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scripts.length`))
+	must(t, err)
+	if scripts != 2 {
+		t.Errorf("the page holds %d script elements, want its own 2 (the dashboard's library and page.js)", scripts)
+	}
+}
+
+// seeAs opens target on the gateway at gw as user with groups in the
+// browser of ctx, until the text of the elements selector matches holds
+// want (joined by commas).
+func seeAs(t *testing.T, ctx context.Context, gw, user, groups, target, selector, want string) {
+	t.Helper()
+	set := fmt.Sprintf(`document.cookie = "user=%s; path=/"; document.cookie = "groups=%s; path=/"; true`, user, groups)
+	read := fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(e => e.textContent.trim()).join(",")`, selector)
+	var got string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(gw+"/")); err != nil {
+			t.Fatalf("open the gateway: %v", err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](set)); err != nil {
+			t.Fatalf("sign in as %s: %v", user, err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(gw+target)); err != nil {
+			t.Fatalf("open %s: %v", target, err)
+		}
+		var err error
+		if got, err = chromedp.Run(ctx, chromedp.Evaluate[string](read)); err != nil {
+			t.Fatalf("read %s: %v", selector, err)
+		}
+		if got == want {
+			return
+		}
+	}
+	t.Errorf("%s as %s (groups %q): %s shows %q, want %q", target, user, groups, selector, got, want)
 }
