@@ -154,10 +154,10 @@ func TestInDashboard(t *testing.T) {
 	third := tenant(t, "third", "carol@example.org")
 	kfam(t, third, "Group", "team-g", "view")
 	kfamNamed(t, second, "user-script", "User", script, "view")
-	seeAs(t, ctx, gw.URL, "alice@example.org", "", "/profilekit/", "#ns option", first+","+second)
-	seeAs(t, ctx, gw.URL, "alice@example.org", "", "/profilekit/?ns="+third, "#notfound", "No namespace "+third+" that you can see.")
-	seeAs(t, ctx, gw.URL, "erin@example.org", "team-g", "/profilekit/?ns="+third, "#namespace", third)
-	seeAs(t, ctx, gw.URL, "alice@example.org", "", "/profilekit/?ns="+second, "#members td.member", script+",alice@example.org")
+	seeAs(ctx, t, gw.URL, "alice@example.org", "", "/profilekit/", "#ns option", first+","+second)
+	seeAs(ctx, t, gw.URL, "alice@example.org", "", "/profilekit/?ns="+third, "#notfound", "No namespace "+third+" that you can see.")
+	seeAs(ctx, t, gw.URL, "erin@example.org", "team-g", "/profilekit/?ns="+third, "#namespace", third)
+	seeAs(ctx, t, gw.URL, "alice@example.org", "", "/profilekit/?ns="+second, "#members td.member", script+",alice@example.org")
 	scripts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scripts.length`))
 	must(t, err)
 	if scripts != 2 {
@@ -168,7 +168,7 @@ func TestInDashboard(t *testing.T) {
 // seeAs opens target on the gateway at gw as user with groups in the
 // browser of ctx, until the text of the elements selector matches holds
 // want (joined by commas).
-func seeAs(t *testing.T, ctx context.Context, gw, user, groups, target, selector, want string) {
+func seeAs(ctx context.Context, t *testing.T, gw, user, groups, target, selector, want string) {
 	t.Helper()
 	set := fmt.Sprintf(`document.cookie = "user=%s; path=/"; document.cookie = "groups=%s; path=/"; true`, user, groups)
 	read := fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(e => e.textContent.trim()).join(",")`, selector)
