@@ -219,6 +219,18 @@ $(GOLANGCI_LINT):
 	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install -trimpath \
 		github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$(GOLANGCI_LINT_VERSION) && mv $$tmp/golangci-lint $@ && rmdir $$tmp
 
+# One plugin's loop: P is a plugin's kind (quotas) or a package folder
+# (plugins/quotas, gitea).
+P ?=
+
+.PHONY: plugin
+plugin: envtest-assets test-servers argocd-crds postgres-server $(GOLANGCI_LINT) ## One plugin's loop, P=<kind> (or a folder): its package's tests with the race detector, its harness's -short sample, and lint of the package; prints its time.
+	@[ -n "$(P)" ] || { echo "make plugin P=<kind>, e.g. P=quotas"; exit 2; }
+	@start=$$(date +%s); dir=plugins/$(P); [ -d "$$dir" ] || dir=$(P); \
+	[ -d "$$dir" ] || { echo "no folder plugins/$(P) or $(P)"; exit 2; }; \
+	go test -race -count=1 -short ./$$dir/... && $(GOLANGCI_LINT) run ./$$dir/...; \
+	status=$$?; echo "plugin loop $$dir: $$(( $$(date +%s) - start )) s"; exit $$status
+
 # kustomize for the tests that build the kustomize base and overlays
 # (examples/deploy), so that they need no kubectl on the machine.
 KUSTOMIZE_VERSION := 5.7.1
