@@ -65,7 +65,9 @@
 //     holds, gives no grant (a RoleBinding subject, an AuthorizationPolicy
 //     rule, what [Scenario.Grants] reports) that neither gives, and deletes
 //     no user data ([Scenario.Data]) that the step keeps, including data
-//     made during the plan (safety);
+//     made during the plan, from the first check that sees it: a pass that
+//     decides from a stale view may not delete what the pass before it
+//     made, not even to make it again (safety);
 //   - protection never drops: whatever the step before and the step after
 //     both hold (an object of the plugin's, a grant, a key Observe reports
 //     such as a Pod Security label) is present, even when its content
