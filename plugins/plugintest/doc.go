@@ -40,7 +40,13 @@
 //   - a rival ([Harness.Rivals], [Rival]): a second Profile asks for what
 //     the first holds in a shared space (its cloud identity), under host
 //     defaults that allow it to ask ([Scenario.RivalDefaults]); the claim
-//     must refuse it.
+//     must refuse it;
+//   - a record lost ([Harness.LoseRecordThenRevoke], [RecordLost]): once a
+//     step is quiet, the Profile's outside-state record is deleted (an
+//     administrator's mistake, a restore without it), and then the Profile
+//     is deleted, or the next step removes the plugin; revocation fails
+//     closed, and no outside grant ([Scenario.Grants]) may name the Profile
+//     after it, whatever the record said.
 //
 // [ClusterPatterns] are every plugin's; [EveryPattern] adds those of
 // outside systems. -short runs, for each step and pattern, the plans of the
@@ -171,9 +177,10 @@
 // [Harness.StaleAtEveryWrite], [Harness.UnobservedAtEveryWrite],
 // [Harness.CrashThenMoveOn], [Harness.TakenNames],
 // [Harness.FailEveryOutsideCall], [Harness.LoseEveryOutsideAnswer],
-// [Harness.Rivals] and [Harness.Mutation]; [Pattern] with [Crash],
-// [Stale], [Unobserved], [MovedOn], [Taken], [Refused], [Lost], [Rival],
-// [ClusterPatterns] and [EveryPattern]; [Scenario], [Step], [Plans],
+// [Harness.Rivals], [Harness.LoseRecordThenRevoke] and [Harness.Mutation];
+// [Pattern] with [Crash], [Stale], [Unobserved], [MovedOn], [Taken],
+// [Refused], [Lost], [Rival], [RecordLost], [ClusterPatterns] and
+// [EveryPattern]; [Scenario], [Step], [Plans],
 // [Write], [T] and [PlanEnv]; the contract-level mutants ([Mutant],
 // [Mutants], [MutantEnv], [MutantRecordEnv], [Score] and the operators
 // [PruneThenWrite], [RecordAfter], [SkipSweep], [CallTwice],
