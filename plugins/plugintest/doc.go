@@ -153,6 +153,26 @@
 // Go mutation tool, is not among the modules this project's builds can
 // install.
 //
+// # Breakages
+//
+// make breakages proves that the harness alone, in make test's -short
+// sample, catches bugs a reviewer would plant: each patch in
+// plugins/plugintest/testdata/breakages breaks one plugin's source (a
+// pass that prunes everything before it writes again, a namespace's keys
+// taken off and set again, a grant made before its record, a revoke that
+// trusts its record, a claim deleted from a stale view), and the target
+// applies it to a copy of the tree, runs that plugin's harness test and
+// nothing else, and fails unless the test fails with a plan; it prints
+// each failing plan's findings and, per patch, the first plan that caught
+// it. To add one, break the plugin in your tree (its source, never the
+// harness or the tests), save git diff as
+// <NN>-<plugin>-<what>.patch there with a first line "# Breaks <plugin>:
+// <what>", and undo the change; the target runs the EveryPerturbation
+// tests of ./plugins/<plugin> (a plugin whose scenario lives elsewhere, as
+// irsa's in this package, gets a line in the Makefile's case). A breakage
+// the harness misses asks for a plan or an invariant, for every plugin,
+// never for a weaker patch.
+//
 // # A plugin of your own
 //
 // A plugin of your own gets the same proof from its tests, as
