@@ -83,6 +83,50 @@ mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the har
 	fi; \
 	exit $$status
 
+# Breakages: deliberate bugs in plugins' source, one patch each in
+# BREAKAGES_DIR (<NN>-<plugin>-<what>.patch, its first line saying what it
+# breaks), that the harness alone must catch. make breakages applies each
+# to a copy of the tree (the files git tracks and those it does not ignore,
+# bin/ linked) and runs that plugin's harness test there, and only it
+# (HARNESS_TESTS in ./plugins/<plugin>; irsa's is in plugins/plugintest),
+# with BREAKAGE_FLAGS (-short: make test's sample); the logs go to
+# BREAKAGES_LOGS.
+BREAKAGES_DIR  ?= plugins/plugintest/testdata/breakages
+BREAKAGE_FLAGS ?= -short
+BREAKAGES_LOGS ?= $(LOCALBIN)/breakages
+
+.PHONY: breakages
+breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each patch of plugins/plugintest/testdata/breakages to a copy of the tree and run only its plugin's harness test, which must fail: prints the plans that failed, a line per breakage and the time; fails when a patch no longer applies or the harness misses one.
+	@start=$$(date +%s); status=0; summary=(); mkdir -p $(BREAKAGES_LOGS); \
+	for patch in $(sort $(wildcard $(BREAKAGES_DIR)/*.patch)); do \
+		name=$$(basename $$patch .patch); plugin=$$(echo $$name | cut -d- -f2); log=$(BREAKAGES_LOGS)/$$name.log; \
+		case $$plugin in \
+			irsa) pkg=./plugins/plugintest run='^TestIRSASurvivesEveryPerturbation$$' ;; \
+			*) pkg=./plugins/$$plugin run='$(HARNESS_TESTS)' ;; \
+		esac; \
+		echo "$$name: $$(sed -n '1s/^# *//p' $$patch)"; \
+		tmp=$$(mktemp -d); t0=$$(date +%s); \
+		git ls-files -co --exclude-standard -z | grep -zv '^bin$$' | xargs -0 cp --parents -t $$tmp; \
+		ln -s $$(readlink -f $(LOCALBIN)) $$tmp/bin; \
+		abs=$$(realpath $$patch); if ! (cd $$tmp && git apply $$abs); then \
+			summary+=("$$name: does not apply"); status=1; rm -rf $$tmp; continue; \
+		fi; \
+		echo "	go test -count=1 -failfast $(BREAKAGE_FLAGS) -run '$$run' $$pkg"; \
+		(cd $$tmp && go test -count=1 -failfast -timeout 30m $(BREAKAGE_FLAGS) -run "$$run" $$pkg) > $$log 2>&1; rc=$$?; \
+		rm -rf $$tmp; secs=$$(( $$(date +%s) - t0 )); \
+		plan=$$(awk -v first=1 -f hack/breakage-plans.awk $$log); \
+		if [ $$rc -ne 0 ] && [ -n "$$plan" ]; then \
+			awk -f hack/breakage-plans.awk $$log; \
+			summary+=("$$name: caught by $$plan ($$secs s)"); \
+		elif [ $$rc -eq 0 ]; then \
+			summary+=("$$name: NOT caught: the harness passed ($$secs s, see $$log)"); status=1; \
+		else \
+			tail -20 $$log; summary+=("$$name: the test failed without a failing plan ($$secs s, see $$log)"); status=1; \
+		fi; \
+	done; \
+	printf '%s\n' "$${summary[@]}"; \
+	echo "breakages: $$(( $$(date +%s) - start )) s"; exit $$status
+
 # Source-level mutation: gremlins, pinned, mutates the code of each package
 # of SOURCE_MUTATION_PKGS (operators: arithmetic, comparison boundaries and
 # negations, increments, negatives) and runs that package's tests for each

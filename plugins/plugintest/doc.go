@@ -22,13 +22,12 @@
 //     [MovedOn]): the host stops after write k, and the Profile takes the
 //     next step, or is deleted, before it starts again; a grant made and
 //     not yet recorded shows only then. A scenario asks for it by name:
-//     it is not among [ClusterPatterns] and [EveryPattern] yet, because
-//     the volumes plugin fails it for a real bug (the host stops while it
-//     removes a home claim that has not bound yet, after it took the
-//     volume's reservation back and before it deleted the claim; the
-//     plugin is added again and the claim, which names the volume, never
-//     binds), and because it doubles the crash plans of a -short run that
-//     already takes longer than make test's budget;
+//     it is not among [ClusterPatterns] and [EveryPattern], because it
+//     doubles the crash plans of a -short run that already takes longer
+//     than make test's budget. It found a bug in the volumes plugin (a
+//     host that stopped between taking back a home volume's reservation
+//     and deleting its claim left the claim waiting for good once the
+//     plugin was added again), whose tests run the plans of that step;
 //   - a name taken ([Harness.TakenNames], [Taken]): someone else (a
 //     tenant, another controller) holds an object of a name the plugin
 //     wants, before the first step or, in a namespace the plugin makes,
@@ -40,7 +39,13 @@
 //   - a rival ([Harness.Rivals], [Rival]): a second Profile asks for what
 //     the first holds in a shared space (its cloud identity), under host
 //     defaults that allow it to ask ([Scenario.RivalDefaults]); the claim
-//     must refuse it.
+//     must refuse it;
+//   - a record lost ([Harness.LoseRecordThenRevoke], [RecordLost]): once a
+//     step is quiet, the Profile's outside-state record is deleted (an
+//     administrator's mistake, a restore without it), and then the Profile
+//     is deleted, or the next step removes the plugin; revocation fails
+//     closed, and no outside grant ([Scenario.Grants]) may name the Profile
+//     after it, whatever the record said.
 //
 // [ClusterPatterns] are every plugin's; [EveryPattern] adds those of
 // outside systems. -short runs, for each step and pattern, the plans of the
@@ -65,7 +70,9 @@
 //     holds, gives no grant (a RoleBinding subject, an AuthorizationPolicy
 //     rule, what [Scenario.Grants] reports) that neither gives, and deletes
 //     no user data ([Scenario.Data]) that the step keeps, including data
-//     made during the plan (safety);
+//     made during the plan, from the first check that sees it: a pass that
+//     decides from a stale view may not delete what the pass before it
+//     made, not even to make it again (safety);
 //   - protection never drops: whatever the step before and the step after
 //     both hold (an object of the plugin's, a grant, a key Observe reports
 //     such as a Pod Security label) is present, even when its content
@@ -145,6 +152,26 @@
 // Go mutation tool, is not among the modules this project's builds can
 // install.
 //
+// # Breakages
+//
+// make breakages proves that the harness alone, in make test's -short
+// sample, catches bugs a reviewer would plant: each patch in
+// plugins/plugintest/testdata/breakages breaks one plugin's source (a
+// pass that prunes everything before it writes again, a namespace's keys
+// taken off and set again, a grant made before its record, a revoke that
+// trusts its record, a claim deleted from a stale view), and the target
+// applies it to a copy of the tree, runs that plugin's harness test and
+// nothing else, and fails unless the test fails with a plan; it prints
+// each failing plan's findings and, per patch, the first plan that caught
+// it. To add one, break the plugin in your tree (its source, never the
+// harness or the tests), save git diff as
+// <NN>-<plugin>-<what>.patch there with a first line "# Breaks <plugin>:
+// <what>", and undo the change; the target runs the EveryPerturbation
+// tests of ./plugins/<plugin> (a plugin whose scenario lives elsewhere, as
+// irsa's in this package, gets a line in the Makefile's case). A breakage
+// the harness misses asks for a plan or an invariant, for every plugin,
+// never for a weaker patch.
+//
 // # A plugin of your own
 //
 // A plugin of your own gets the same proof from its tests, as
@@ -169,9 +196,10 @@
 // [Harness.StaleAtEveryWrite], [Harness.UnobservedAtEveryWrite],
 // [Harness.CrashThenMoveOn], [Harness.TakenNames],
 // [Harness.FailEveryOutsideCall], [Harness.LoseEveryOutsideAnswer],
-// [Harness.Rivals] and [Harness.Mutation]; [Pattern] with [Crash],
-// [Stale], [Unobserved], [MovedOn], [Taken], [Refused], [Lost], [Rival],
-// [ClusterPatterns] and [EveryPattern]; [Scenario], [Step], [Plans],
+// [Harness.Rivals], [Harness.LoseRecordThenRevoke] and [Harness.Mutation];
+// [Pattern] with [Crash], [Stale], [Unobserved], [MovedOn], [Taken],
+// [Refused], [Lost], [Rival], [RecordLost], [ClusterPatterns] and
+// [EveryPattern]; [Scenario], [Step], [Plans],
 // [Write], [T] and [PlanEnv]; the contract-level mutants ([Mutant],
 // [Mutants], [MutantEnv], [MutantRecordEnv], [Score] and the operators
 // [PruneThenWrite], [RecordAfter], [SkipSweep], [CallTwice],

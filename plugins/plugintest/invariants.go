@@ -24,8 +24,11 @@ type watcher struct {
 	// the generic form.
 	grants map[string]bool
 	// data are the identities of the user data the step keeps, by name as
-	// the run sees it.
-	data map[string]string
+	// the run sees it: what was there when the step began, and what the
+	// plan made since, from the first check that saw it; keeps are the
+	// names (generic) of the user data the step keeps.
+	data  map[string]string
+	keeps map[string]bool
 	// kept are the grants, and protected what the plugin holds (objects
 	// and what Observe reports, in the generic form), that the step before
 	// and the step after hold alike: present at every moment.
@@ -41,7 +44,7 @@ type watcher struct {
 // newWatch watches r through step s of base, from step from (none when
 // negative).
 func (r *run) newWatch(ctx context.Context, base *baseline, from, s int) (*watcher, error) {
-	w := &watcher{r: r, grants: map[string]bool{}, data: map[string]string{}, kept: map[string]bool{}, protected: map[string]string{}}
+	w := &watcher{r: r, grants: map[string]bool{}, data: map[string]string{}, keeps: map[string]bool{}, kept: map[string]bool{}, protected: map[string]string{}}
 	for g := range base.grants[s] {
 		w.grants[g] = true
 	}
@@ -66,8 +69,11 @@ func (r *run) newWatch(ctx context.Context, base *baseline, from, s int) (*watch
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
+	for name := range base.data[s] {
+		w.keeps[name] = true
+	}
 	for name, id := range data {
-		if _, kept := base.data[s][r.generic(name)]; kept {
+		if w.keeps[r.generic(name)] {
 			w.data[name] = id
 		}
 	}
@@ -100,20 +106,7 @@ func (w *watcher) check(ctx context.Context, call bool) {
 		found = append(found, w.checkCall(ctx, before, grants)...)
 	}
 	found = append(found, w.checkProtected(ctx)...)
-	if w.r.sc.Data != nil && len(w.data) > 0 {
-		data, err := w.r.sc.Data(ctx, w.r.profile.Name)
-		if err != nil {
-			found = append(found, "data: "+err.Error())
-		}
-		for name, id := range w.data {
-			switch now, ok := data[name]; {
-			case !ok:
-				found = append(found, "user data: "+w.r.generic(name)+" was deleted, which the step keeps")
-			case now != id:
-				found = append(found, "user data: "+w.r.generic(name)+" was deleted and made again ("+id+" became "+now+")")
-			}
-		}
-	}
+	found = append(found, w.checkData(ctx)...)
 	if len(found) == 0 {
 		return
 	}
@@ -124,6 +117,39 @@ func (w *watcher) check(ctx context.Context, call bool) {
 			w.findings = append(w.findings, f)
 		}
 	}
+}
+
+// checkData finds the user data the step keeps that was deleted since the
+// step began, or since the plan made it: data made during the plan (by
+// the pass a crash cut short, say) is the tenant's from the moment it
+// exists, and a pass that decides from a stale view may not delete it
+// either, not even to make it again.
+func (w *watcher) checkData(ctx context.Context) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.r.sc.Data == nil || len(w.keeps) == 0 {
+		return nil
+	}
+	data, err := w.r.sc.Data(ctx, w.r.profile.Name)
+	if err != nil {
+		return []string{"data: " + err.Error()}
+	}
+	var found []string
+	for name, id := range w.data {
+		switch now, ok := data[name]; {
+		case !ok:
+			found = append(found, "user data: "+w.r.generic(name)+" was deleted, which the step keeps")
+		case now != id:
+			found = append(found, "user data: "+w.r.generic(name)+" was deleted and made again ("+id+" became "+now+")")
+		}
+	}
+	for name, id := range data {
+		if _, seen := w.data[name]; !seen && w.keeps[w.r.generic(name)] {
+			w.data[name] = id // made during the plan: protected from now on
+		}
+	}
+	slices.Sort(found)
+	return found
 }
 
 // checkProtected finds what the step before and this one hold alike

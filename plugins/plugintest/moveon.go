@@ -112,7 +112,7 @@ func (w *watcher) moveOn(ctx context.Context, base *baseline, next int) {
 		case w.r.sc.Steps[last].Delete:
 			next = last // the data the baseline's deletion keeps
 		case w.r.sc.Retention == plugins.RetentionDelete:
-			w.data = map[string]string{} // the deletion may take the Profile's data
+			w.data, w.keeps = map[string]string{}, map[string]bool{} // the deletion may take the Profile's data
 			return
 		default:
 			return // retained: all of it
@@ -121,6 +121,11 @@ func (w *watcher) moveOn(ctx context.Context, base *baseline, next int) {
 	for name := range w.data {
 		if _, kept := base.data[next][w.r.generic(name)]; !kept {
 			delete(w.data, name) // the step moved on to may take it
+		}
+	}
+	for name := range w.keeps {
+		if _, kept := base.data[next][name]; !kept {
+			delete(w.keeps, name)
 		}
 	}
 	for g := range base.grants[next] {

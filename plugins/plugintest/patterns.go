@@ -12,7 +12,8 @@ type Pattern struct {
 
 // The patterns: the host stopping, a stale view, an unobserved event (and
 // two steps seen as one), an outside call refused, an outside answer lost,
-// and the host stopping while the Profile moves on.
+// the host stopping while the Profile moves on, a name taken, a rival, and
+// the outside-state record lost before a revoke.
 var (
 	Crash      = Pattern{Name: "crash", run: Harness.CrashAfterEveryWrite}
 	Stale      = Pattern{Name: "stale", run: Harness.StaleAtEveryWrite}
@@ -22,13 +23,14 @@ var (
 	MovedOn    = Pattern{Name: "crash-moved-on", run: Harness.CrashThenMoveOn}
 	Taken      = Pattern{Name: "taken", run: Harness.TakenNames}
 	Rival      = Pattern{Name: "rival", run: Harness.Rivals}
+	RecordLost = Pattern{Name: "record-lost", run: Harness.LoseRecordThenRevoke}
 )
 
 // ClusterPatterns perturb what a pass writes to and reads from the API
 // server: every plugin's. EveryPattern adds its calls to outside systems.
 var (
 	ClusterPatterns = []Pattern{Crash, Stale, Unobserved, Taken}
-	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Taken, Refused, Lost, Rival}
+	EveryPattern    = []Pattern{Crash, Stale, Unobserved, Taken, Refused, Lost, Rival, RecordLost}
 )
 
 // Survives runs the scenario newScenario makes (once per pattern, so that
@@ -56,13 +58,16 @@ func (h Harness) Survives(t *testing.T, newScenario func(t *testing.T) Scenario,
 
 // needs reports whether the scenario must give the pattern something to
 // perturb: the taken plans need objects the plugin owns, the rival plans
-// a scenario that says how a rival may ask.
+// a scenario that says how a rival may ask, the record-lost plans one
+// that says what grants the plugin gives.
 func (p Pattern) needs(sc Scenario) bool {
 	switch p.Name {
 	case Taken.Name:
 		return len(sc.Def.Owns) > 0
 	case Rival.Name:
 		return sc.RivalDefaults != nil
+	case RecordLost.Name:
+		return sc.Grants != nil
 	}
 	return true
 }

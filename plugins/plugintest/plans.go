@@ -29,6 +29,9 @@ type baseline struct {
 	removedLeft []string
 	// reads are the kinds its passes read.
 	reads []read
+	// recorded says, after each step, whether the outside-state record
+	// held a key.
+	recorded []bool
 }
 
 // Baseline runs sc without perturbation and returns, for each step, the
@@ -72,6 +75,11 @@ func (h Harness) baseline(ctx context.Context, sc Scenario) (*baseline, error) {
 				data[r.generic(name)] = id
 			}
 		}
+		keys, err := r.recorded(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.recorded = append(b.recorded, len(keys) > 0)
 		b.writes = append(b.writes, first)
 		b.states = append(b.states, state)
 		b.grants = append(b.grants, grants)

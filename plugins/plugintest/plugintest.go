@@ -60,7 +60,8 @@ type Scenario struct {
 	// Profile of namespace (databases, containers, volumes) as name ->
 	// identity (a UID, an OID, a creation time: what changes when it is
 	// deleted and made again). Checked after every write of a plan: what
-	// the step keeps may not be deleted, not even to be made again.
+	// the step keeps may not be deleted, not even to be made again, from
+	// the moment it exists (data a pass of the plan made included).
 	Data func(ctx context.Context, namespace string) (map[string]string, error)
 	// Between, when set, acts as the other controllers the plugin's objects
 	// wait for: Argo CD removing what a deleted Application deployed and

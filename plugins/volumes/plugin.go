@@ -149,7 +149,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		}
 		volumeName := ""
 		switch {
-		case live != nil && live.Spec.VolumeName != "":
+		case live != nil && live.Spec.VolumeName != "" && !takenBack(find(pvs, live.Spec.VolumeName), live, prof):
 			volumeName = live.Spec.VolumeName
 			pv := find(pvs, volumeName)
 			if pv == nil || pv.Spec.ClaimRef == nil {
@@ -279,6 +279,20 @@ func (p Plugin) release(ctx context.Context, req plugins.Request, cfg *Config, p
 	marked, err := applyState(ctx, req.Client, pv, state)
 	res.Merge(marked)
 	return res, err
+}
+
+// takenBack reports whether pv, the volume that the claim live names, is
+// one that a Revoke of this Profile took back from the claim before it
+// bound (its claimRef names the claim with the Profile's uid, see
+// unreserve), the host having stopped before it deleted the claim. The
+// claim then waits for a volume reserved for another: a Profile that lists
+// the plugin again must reserve the volume anew.
+func takenBack(pv *corev1.PersistentVolume, live *corev1.PersistentVolumeClaim, p *kubeflowv1.Profile) bool {
+	if pv == nil || pv.Spec.ClaimRef == nil {
+		return false
+	}
+	ref := pv.Spec.ClaimRef
+	return ref.UID == p.UID && ref.Namespace == live.Namespace && ref.Name == live.Name
 }
 
 // ownedByUID reports whether o has an owner reference to the Profile with uid.

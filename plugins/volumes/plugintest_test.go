@@ -198,3 +198,19 @@ func TestSurvivesEveryPerturbation(t *testing.T) {
 	sc := scenario(t) // once: its sources and policies serve every pattern
 	plugintest.Harness{Client: env.Client}.Survives(t, func(*testing.T) plugintest.Scenario { return sc }, plugintest.ClusterPatterns...)
 }
+
+// TestHomeClaimBindsAfterAnInterruptedRemove runs the plans in which the
+// host stops while it removes the plugin and the Profile moves on (the
+// plugin added again, or the Profile deleted) before it starts again. A
+// host that stopped after it took back the home volume's reservation and
+// before it deleted the home claim left the claim, which names the
+// volume, waiting for good once the plugin was added again: the volume
+// must be reserved for it anew.
+func TestHomeClaimBindsAfterAnInterruptedRemove(t *testing.T) {
+	t.Setenv(plugintest.PlanEnv, "crash-moved-on step 2 (remove)")
+	plans := plugintest.Harness{Client: env.Client}.CrashThenMoveOn(t, scenario(t))
+	if plans.Run == 0 {
+		t.Fatalf("no plan of the removal step ran (%d left out): the scenario's steps changed", plans.Skipped)
+	}
+	t.Logf("%d crash-moved-on plans of the removal step, %d failed", plans.Run, plans.Failed)
+}
