@@ -46,6 +46,9 @@ func NewObject(s *runtime.Scheme, gvk schema.GroupVersionKind) (client.Object, e
 		if !ok {
 			return nil, fmt.Errorf("%s is not an object", gvk)
 		}
+		// A scheme may know the kind as an unstructured or metadata-only
+		// type, whose empty object carries no kind of its own.
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		return obj, nil
 	}
 	u := &unstructured.Unstructured{}

@@ -103,3 +103,22 @@ func readPodDefault(ctx context.Context, ns, name string) (*unstructured.Unstruc
 func TestSurvivesEveryPerturbation(t *testing.T) {
 	plugintest.Harness{Client: env.Client}.Survives(t, scenario, plugintest.ClusterPatterns...)
 }
+
+// TestHarnessLeavesTheSchemeAlone: the harness's stale views are fake
+// clients, which register every unstructured kind they are handed in
+// their scheme; the test's scheme, which the test's hosts share, must not
+// learn PodDefaults that way, or a host made after the harness builds its
+// watch on PodDefaults from an object without a kind and never starts.
+func TestHarnessLeavesTheSchemeAlone(t *testing.T) {
+	s := env.Client.Scheme()
+	if s.Recognizes(notebook.GroupVersionKind) {
+		t.Fatalf("the test's scheme knows %s before the harness ran", notebook.GroupVersionKind)
+	}
+	plans := plugintest.Harness{Client: env.Client}.StaleAtEveryWrite(t, scenario(t))
+	if plans.Run == 0 {
+		t.Fatal("no stale plan ran")
+	}
+	if s.Recognizes(notebook.GroupVersionKind) {
+		t.Errorf("after %d stale plans the test's scheme knows %s: the harness's fake clients registered it there", plans.Run, notebook.GroupVersionKind)
+	}
+}

@@ -138,7 +138,7 @@ func (h Harness) StaleAtEveryWrite(t T, sc Scenario) Plans {
 		if err != nil {
 			return err
 		}
-		stale := fake.NewClientBuilder().WithScheme(h.Client.Scheme()).WithObjects(snap...).Build()
+		stale := fake.NewClientBuilder().WithScheme(ownScheme(h.Client.Scheme())).WithObjects(snap...).Build()
 		_ = r.pass(ctx, stale, rec, whole) // decided from the stale view; its error is retried
 		return nil
 	})

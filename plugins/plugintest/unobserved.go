@@ -38,7 +38,7 @@ func (h Harness) UnobservedAtEveryWrite(t T, sc Scenario) Plans {
 			return err
 		}
 		view := withoutEvent(after, before, rec.writes, k)
-		blind := fake.NewClientBuilder().WithScheme(h.Client.Scheme()).WithObjects(view...).Build()
+		blind := fake.NewClientBuilder().WithScheme(ownScheme(h.Client.Scheme())).WithObjects(view...).Build()
 		_ = r.pass(ctx, blind, rec, whole) // decided from a view that missed one event; its error is retried
 		return nil
 	})
