@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/outside"
 )
@@ -17,15 +16,11 @@ import (
 // new Ledger value), and grants nothing from a record that is not the
 // plugin's or does not decode.
 func TestLedger(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
 	ctx := t.Context()
+	ns := recordsNamespace(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	ledger := func(name string, at time.Time) outside.Ledger {
-		return outside.Ledger{Reader: env.Client, Writer: env.Client, Key: client.ObjectKey{Namespace: "default", Name: name},
+		return outside.Ledger{Reader: env.Client, Writer: env.Client, Key: client.ObjectKey{Namespace: ns, Name: name},
 			Kind: "sweeper", Max: 3, Window: time.Hour, Now: func() time.Time { return at }}
 	}
 
@@ -55,7 +50,7 @@ func TestLedger(t *testing.T) {
 		{"a record that does not decode", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "garbled", Labels: plugins.OwnershipLabels("sweeper", "")}, Data: map[string]string{"actions.json": "{"}}, outside.ReasonLedger},
 	} {
 		cm := tc.cm
-		cm.Namespace = "default"
+		cm.Namespace = ns
 		if err := env.Client.Create(ctx, &cm); err != nil {
 			t.Fatal(err)
 		}
