@@ -1,6 +1,7 @@
 package outside_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -58,9 +59,39 @@ func TestLedger(t *testing.T) {
 		if got != 0 || !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != tc.want {
 			t.Errorf("%s: TakeUpTo = %d, %v; want 0 and a terminal %s", tc.reason, got, err, tc.want)
 		}
+		// Asking for nothing is granted without a look at the ledger: a
+		// pass with nothing to delete is not held up by one it cannot use.
+		if ok, err := ledger(cm.Name, now).TakeAll(ctx, 0); !ok || err != nil {
+			t.Errorf("%s: TakeAll(0) = %t, %v; want true and no error", tc.reason, ok, err)
+		}
 		var after corev1.ConfigMap
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&cm), &after); err != nil || after.ResourceVersion != cm.ResourceVersion {
 			t.Errorf("%s: the ConfigMap was written (%v)", tc.reason, err)
+		}
+	}
+}
+
+func TestConfigMapRefValidate(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		ref    outside.ConfigMapRef
+		want   []string // what the error names; none for a valid ref
+	}{
+		{reason: "unset: the host's default", ref: outside.ConfigMapRef{}},
+		{reason: "a namespace and a name", ref: outside.ConfigMapRef{Namespace: "profilekit-system", Name: "volumes.sweep"}},
+		{reason: "a namespace is a DNS label", ref: outside.ConfigMapRef{Namespace: "kube.system", Name: "ledger"}, want: []string{`namespace "kube.system"`}},
+		{reason: "a name is a DNS subdomain", ref: outside.ConfigMapRef{Name: "Ledger_1"}, want: []string{`name "Ledger_1"`}},
+		{reason: "both wrong: both named", ref: outside.ConfigMapRef{Namespace: "A", Name: "B"}, want: []string{`namespace "A"`, `name "B"`}},
+	} {
+		err := tc.ref.Validate()
+		if (err != nil) != (len(tc.want) > 0) {
+			t.Errorf("%s: Validate(%+v) = %v, want an error naming %q", tc.reason, tc.ref, err, tc.want)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: Validate(%+v) = %v, want it to name %s", tc.reason, tc.ref, err, w)
+			}
 		}
 	}
 }
