@@ -41,6 +41,9 @@ func TestLedger(t *testing.T) {
 	if ok, err := ledger("counts", now.Add(61*time.Minute)).TakeAll(ctx, 2); err != nil || !ok {
 		t.Errorf("TakeAll(2) once the first two left the window = %t, %v; want true", ok, err)
 	}
+	if ok, err := ledger("counts", now.Add(62*time.Minute)).TakeAll(ctx, 1); err != nil || !ok {
+		t.Errorf("TakeAll(1) with one left = %t, %v; want true: the last of the window", ok, err)
+	}
 
 	for _, tc := range []struct {
 		reason string
