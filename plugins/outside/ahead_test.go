@@ -14,22 +14,6 @@ import (
 	"github.com/profilekit/profilekit/plugins/outside"
 )
 
-// recordBehind is a cache that answers reads of the outside-state record
-// with the copy it held when behind was set, as an informer that has not
-// yet shown the latest writes does; everything else goes to the server.
-type recordBehind struct {
-	client.Client
-	held *corev1.ConfigMap
-}
-
-func (r recordBehind) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if cm, ok := obj.(*corev1.ConfigMap); ok && r.held != nil && key.Name == r.held.Name {
-		r.held.DeepCopyInto(cm)
-		return nil
-	}
-	return r.Client.Get(ctx, key, obj, opts...)
-}
-
 // TestOutsideRemovedPieceIsMadeAgainWhileTheCacheIsBehind: a piece removed
 // by one pass and named again by the next, whose cache still shows the
 // record from before the removal, is made true again. Trusting that copy
@@ -63,7 +47,7 @@ func TestOutsideRemovedPieceIsMadeAgainWhileTheCacheIsBehind(t *testing.T) {
 	}
 
 	// It names role/a again; the cache still holds the record from before.
-	behind := recordBehind{Client: server, held: &before}
+	behind := cacheView{Client: server, shows: map[string]*corev1.ConfigMap{before.Name: &before}}
 	pass(t, record(behind), made, map[string]any{"role/a": 1, "role/b": 2})
 	if diff := cmp.Diff(calls{"role/a": 1, "role/b": 1}, made); diff != "" {
 		t.Errorf("pieces in place after the pass (-want +got):\n%s", diff)
@@ -77,23 +61,12 @@ func TestOutsideRemovedPieceIsMadeAgainWhileTheCacheIsBehind(t *testing.T) {
 	}
 	live := &countingReader{Reader: server}
 	settled := calls{}
-	o = outside.New(recordBehind{Client: server, held: &now}, "iam", p, outside.Options{},
+	o = outside.New(cacheView{Client: server, shows: map[string]*corev1.ConfigMap{now.Name: &now}}, "iam", p, outside.Options{},
 		outside.WithLiveReader(live), outside.WithRecords(records))
 	pass(t, o, settled, map[string]any{"role/a": 1, "role/b": 2})
 	if len(settled) != 0 || live.n != 0 {
 		t.Errorf("a pass over a cache that shows the last write: calls %v, reads from the API server %d; want none", settled, live.n)
 	}
-}
-
-// countingReader counts reads.
-type countingReader struct {
-	client.Reader
-	n int
-}
-
-func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	c.n++
-	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
 // refusedRecord is a client whose writes of ConfigMaps are refused.

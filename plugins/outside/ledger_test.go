@@ -1,6 +1,7 @@
 package outside_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/outside"
 )
@@ -17,15 +17,11 @@ import (
 // new Ledger value), and grants nothing from a record that is not the
 // plugin's or does not decode.
 func TestLedger(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
 	ctx := t.Context()
+	ns := recordsNamespace(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	ledger := func(name string, at time.Time) outside.Ledger {
-		return outside.Ledger{Reader: env.Client, Writer: env.Client, Key: client.ObjectKey{Namespace: "default", Name: name},
+		return outside.Ledger{Reader: env.Client, Writer: env.Client, Key: client.ObjectKey{Namespace: ns, Name: name},
 			Kind: "sweeper", Max: 3, Window: time.Hour, Now: func() time.Time { return at }}
 	}
 
@@ -45,6 +41,9 @@ func TestLedger(t *testing.T) {
 	if ok, err := ledger("counts", now.Add(61*time.Minute)).TakeAll(ctx, 2); err != nil || !ok {
 		t.Errorf("TakeAll(2) once the first two left the window = %t, %v; want true", ok, err)
 	}
+	if ok, err := ledger("counts", now.Add(62*time.Minute)).TakeAll(ctx, 1); err != nil || !ok {
+		t.Errorf("TakeAll(1) with one left = %t, %v; want true: the last of the window", ok, err)
+	}
 
 	for _, tc := range []struct {
 		reason string
@@ -55,7 +54,7 @@ func TestLedger(t *testing.T) {
 		{"a record that does not decode", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "garbled", Labels: plugins.OwnershipLabels("sweeper", "")}, Data: map[string]string{"actions.json": "{"}}, outside.ReasonLedger},
 	} {
 		cm := tc.cm
-		cm.Namespace = "default"
+		cm.Namespace = ns
 		if err := env.Client.Create(ctx, &cm); err != nil {
 			t.Fatal(err)
 		}
@@ -63,9 +62,39 @@ func TestLedger(t *testing.T) {
 		if got != 0 || !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != tc.want {
 			t.Errorf("%s: TakeUpTo = %d, %v; want 0 and a terminal %s", tc.reason, got, err, tc.want)
 		}
+		// Asking for nothing is granted without a look at the ledger: a
+		// pass with nothing to delete is not held up by one it cannot use.
+		if ok, err := ledger(cm.Name, now).TakeAll(ctx, 0); !ok || err != nil {
+			t.Errorf("%s: TakeAll(0) = %t, %v; want true and no error", tc.reason, ok, err)
+		}
 		var after corev1.ConfigMap
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&cm), &after); err != nil || after.ResourceVersion != cm.ResourceVersion {
 			t.Errorf("%s: the ConfigMap was written (%v)", tc.reason, err)
+		}
+	}
+}
+
+func TestConfigMapRefValidate(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		ref    outside.ConfigMapRef
+		want   []string // what the error names; none for a valid ref
+	}{
+		{reason: "unset: the host's default", ref: outside.ConfigMapRef{}},
+		{reason: "a namespace and a name", ref: outside.ConfigMapRef{Namespace: "profilekit-system", Name: "volumes.sweep"}},
+		{reason: "a namespace is a DNS label", ref: outside.ConfigMapRef{Namespace: "kube.system", Name: "ledger"}, want: []string{`namespace "kube.system"`}},
+		{reason: "a name is a DNS subdomain", ref: outside.ConfigMapRef{Name: "Ledger_1"}, want: []string{`name "Ledger_1"`}},
+		{reason: "both wrong: both named", ref: outside.ConfigMapRef{Namespace: "A", Name: "B"}, want: []string{`namespace "A"`, `name "B"`}},
+	} {
+		err := tc.ref.Validate()
+		if (err != nil) != (len(tc.want) > 0) {
+			t.Errorf("%s: Validate(%+v) = %v, want an error naming %q", tc.reason, tc.ref, err, tc.want)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: Validate(%+v) = %v, want it to name %s", tc.reason, tc.ref, err, w)
+			}
 		}
 	}
 }

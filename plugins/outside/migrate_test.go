@@ -84,6 +84,11 @@ func TestMigrateRecordsMovesWhatEarlierVersionsWrote(t *testing.T) {
 	if err != nil || moved != 2 {
 		t.Fatalf("MigrateRecords = %d, %v; want 2 records moved", moved, err)
 	}
+	var done corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: outside.RecordsMigratedName}, &done); err != nil ||
+		done.Labels[plugins.LabelRole] != outside.RoleMigrated {
+		t.Errorf("the mark of a finished move in the default records' namespace: %v, labels %v", err, done.Labels)
+	}
 	type state struct{ Recorded, Made []string }
 	read := func(kind string) state {
 		o := outside.New(c, kind, team, outside.Options{})

@@ -96,35 +96,6 @@ func TestOutsideCallsOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-func TestOutsideReverify(t *testing.T) {
-	c := outsideClient(t)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	opts := outside.Options{Reverify: 6 * time.Hour}
-	desired := map[string]any{"role": "r"}
-	got := calls{}
-
-	pass(t, outside.New(c, "db", newProfile(nil), opts, outside.WithClock(clock)), got, desired)
-	now = now.Add(6 * time.Hour) // within the 10% stretch at the earliest
-	pass(t, outside.New(c, "db", newProfile(nil), opts, outside.WithClock(clock)), got, desired)
-	if got["role"] != 1 {
-		t.Errorf("calls at the period's end = %d, want 1 (the period is stretched, never shortened)", got["role"])
-	}
-	now = now.Add(37 * time.Minute) // past any stretch of up to 10%
-	pass(t, outside.New(c, "db", newProfile(nil), opts, outside.WithClock(clock)), got, desired)
-	if got["role"] != 2 {
-		t.Errorf("calls past the stretched period = %d, want 2", got["role"])
-	}
-
-	// The manual trigger calls again at once, and once only per value.
-	trigger := map[string]string{plugins.AnnotationReverify: "now"}
-	pass(t, outside.New(c, "db", newProfile(trigger), opts, outside.WithClock(clock)), got, desired)
-	pass(t, outside.New(c, "db", newProfile(trigger), opts, outside.WithClock(clock)), got, desired)
-	if got["role"] != 3 {
-		t.Errorf("calls after the trigger twice = %d, want 3", got["role"])
-	}
-}
-
 func TestOutsideFailures(t *testing.T) {
 	ctx := t.Context()
 	c := outsideClient(t)

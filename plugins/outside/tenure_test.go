@@ -1,6 +1,7 @@
 package outside_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,9 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -156,5 +159,92 @@ func TestPredecessorsAreTheOwnersEarlierProfiles(t *testing.T) {
 	}
 	if got, err := outside.New(c, "test", ownedProfile("team-x", "uid-4", mallory), outside.Options{}).Predecessors(ctx); err != nil || len(got) != 0 {
 		t.Errorf("mallory's predecessors = %v (%v), want none", got, err)
+	}
+}
+
+// A cache may not show a tenure yet, or still show one that was released:
+// Check and Hold then ask the API server (Live), and trust the cache when
+// it shows the name held by the Profile's own owner.
+func TestTenureLooksPastTheCache(t *testing.T) {
+	ctx := t.Context()
+	c := outsideClient(t)
+	name := outside.TenureName("team-x")
+	if err := (outside.Tenures{Reader: c, Writer: c}).Hold(ctx, ownedProfile("team-x", "uid-1", alice)); err != nil {
+		t.Fatal(err)
+	}
+	var held corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: outside.DefaultRecordsNamespace, Name: name}, &held); err != nil {
+		t.Fatal(err)
+	}
+
+	live := &countingReader{Reader: c}
+	unseen := outside.Tenures{Reader: cacheView{Client: c, shows: map[string]*corev1.ConfigMap{name: nil}}, Live: live, Writer: c}
+	if err := unseen.Check(ctx, ownedProfile("team-x", "uid-2", mallory)); tenureOf(err) == nil {
+		t.Errorf("another owner, the cache not showing the tenure yet: %v, want the TenureError", err)
+	}
+
+	live.n = 0
+	shown := outside.Tenures{Reader: cacheView{Client: c, shows: map[string]*corev1.ConfigMap{name: &held}}, Live: live, Writer: c}
+	if err := shown.Check(ctx, ownedProfile("team-x", "uid-1", alice)); err != nil || live.n != 0 {
+		t.Errorf("the holder, shown by the cache: %v with %d reads from the API server; want nil and none", err, live.n)
+	}
+
+	if _, err := shown.Release(ctx, "team-x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := shown.Hold(ctx, ownedProfile("team-x", "uid-2", mallory)); err != nil {
+		t.Errorf("another owner after a release the cache does not show yet: %v, want the name", err)
+	}
+}
+
+// Two passes may take one name in the same moment: the one whose create
+// fails judges what the other wrote, or, when its reader cannot show it,
+// tries again later.
+func TestTenureTakenInTheSameMoment(t *testing.T) {
+	ctx := t.Context()
+	c := outsideClient(t)
+	name := outside.TenureName("team-x")
+	if err := (outside.Tenures{Reader: c, Writer: c}).Hold(ctx, ownedProfile("team-x", "uid-1", alice)); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	catchingUp := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if key.Name == name {
+				if reads++; reads == 1 {
+					return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	if err := (outside.Tenures{Reader: catchingUp, Writer: c}).Hold(ctx, ownedProfile("team-x", "uid-2", mallory)); tenureOf(err) == nil {
+		t.Errorf("a create that finds the name taken by another owner: %v, want the TenureError", err)
+	}
+
+	never := outside.Tenures{Reader: cacheView{Client: c, shows: map[string]*corev1.ConfigMap{name: nil}}, Writer: c}
+	err := never.Hold(ctx, ownedProfile("team-x", "uid-2", mallory))
+	if err == nil || tenureOf(err) != nil || plugins.IsTerminal(err) || !strings.Contains(err.Error(), "trying again") {
+		t.Errorf("a create that finds the name taken, its reader showing none: %v, want an error that is tried again", err)
+	}
+}
+
+// A tenure written before it listed the holder's Profiles names the latest
+// one only: that Profile is the next one's predecessor.
+func TestTenureOfTheEarlierForm(t *testing.T) {
+	ctx := t.Context()
+	c := outsideClient(t)
+	first, next := ownedProfile("team-x", "uid-1", alice), ownedProfile("team-x", "uid-2", alice)
+	earlier := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: outside.DefaultRecordsNamespace, Name: outside.TenureName("team-x"),
+			Labels: map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelRole: outside.RoleTenure, plugins.LabelProfile: "team-x"}},
+		Data: map[string]string{"owner": outside.OwnerKey(first), "uid": "uid-1"},
+	}
+	if err := c.Create(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	got, err := outside.New(c, "test", next, outside.Options{}).Predecessors(ctx)
+	if diff := cmp.Diff([]string{"uid-1"}, got); err != nil || diff != "" {
+		t.Errorf("predecessors from a tenure of the earlier form (%v) (-want +got):\n%s", err, diff)
 	}
 }
