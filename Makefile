@@ -26,7 +26,9 @@ AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
-GO_TEST_FLAGS  ?= -race -count=1
+# -p 4: most test packages wait on their control plane more than they
+# compute, so four at a time on two cores keep the machine busy.
+GO_TEST_FLAGS  ?= -race -count=1 -p 4
 PKGS           ?= ./...
 # The harness's tests (plugins/plugintest) and the packages that hold them:
 # make test runs their -short sample, make harness every plan.
