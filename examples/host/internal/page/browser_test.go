@@ -41,17 +41,17 @@ func TestInDashboard(t *testing.T) {
 	argo := "argocd-" + rand.String(5)
 	must(t, env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argo}}))
 	h := hostWith(t, page.Options{AppsNamespace: argo}, apps.ApplicationKind)
-	first := tenant(t, "first", "alice@example.org",
+	first := tenant(t, "first", "amara@example.org",
 		kubeflowv1.ProfileCondition{Type: "Ready", Status: "False", Message: "Pending: waiting for contributors"},
 		kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: "True", Message: "Applied: 1 object in sync"},
 		kubeflowv1.ProfileCondition{Type: "LimitRangeReady", Status: "True", Message: "Applied: 1 object in sync"},
 		kubeflowv1.ProfileCondition{Type: "BudgetsReady", Status: "True", Message: "Applied: 1 object in sync"},
 		kubeflowv1.ProfileCondition{Type: "ContributorsReady", Status: "False", Message: "InvalidSpec: entry 1 (User bob): role admin is not allowed on this cluster; use edit or view"},
 		kubeflowv1.ProfileCondition{Type: "AwsIamForServiceAccountReady", Status: "False", Message: `IdentityNotAllowed: identity "arn:aws:iam::123456789012:role/shared-data" is not among the identities the host allows this Profile (allowedIdentities); nothing was granted`})
-	bind(t, first, "core", "User", "alice@example.org", "admin")
+	bind(t, first, "core", "User", "amara@example.org", "admin")
 	second := tenant(t, "second", "bob@example.org")
-	bind(t, second, "contributors", "User", "alice@example.org", "edit")
-	eventually(t, h, "/", "alice@example.org", "", `value="`+second+`"`)
+	bind(t, second, "contributors", "User", "amara@example.org", "edit")
+	eventually(t, h, "/", "amara@example.org", "", `value="`+second+`"`)
 	figures(t, first, "One NVIDIA GPU for training")
 	application(t, argo, first+"-mlflow", first, first, map[string]any{
 		"sync": map[string]any{"status": "Synced"}, "health": map[string]any{"status": "Healthy"}})
@@ -76,9 +76,9 @@ func TestInDashboard(t *testing.T) {
 		http.ServeFile(w, r, filepath.Join("testdata", "dashboard.html"))
 	})
 	mux.Handle("/profilekit/", http.StripPrefix("/profilekit", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The user signed in: alice, unless the test's cookies name
+		// The user signed in: amara, unless the test's cookies name
 		// another user and their groups.
-		user := "alice@example.org"
+		user := "amara@example.org"
 		if c, err := r.Cookie("user"); err == nil {
 			user = c.Value
 		}
@@ -147,17 +147,18 @@ func TestInDashboard(t *testing.T) {
 	}
 	t.Logf("screenshot of the tenant page: %s (%d bytes)", out, len(png))
 
-	// alice owns first and contributes to second: both are offered, a
-	// third she has no part in is not found; a member of the group that
+	// amara (a user of this test alone, so that other tests' namespaces
+	// are not hers) owns first and contributes to second: both are
+	// offered, a third she has no part in is not found; a member of the group that
 	// third's binding names sees it; a contributor's name holding a
 	// script tag is text.
 	third := tenant(t, "third", "carol@example.org")
 	kfam(t, third, "Group", "team-g", "view")
 	kfamNamed(t, second, "user-script", "User", script, "view")
-	seeAs(ctx, t, gw.URL, "alice@example.org", "", "/profilekit/", "#ns option", first+","+second)
-	seeAs(ctx, t, gw.URL, "alice@example.org", "", "/profilekit/?ns="+third, "#notfound", "No namespace "+third+" that you can see.")
+	seeAs(ctx, t, gw.URL, "amara@example.org", "", "/profilekit/", "#ns option", first+","+second)
+	seeAs(ctx, t, gw.URL, "amara@example.org", "", "/profilekit/?ns="+third, "#notfound", "No namespace "+third+" that you can see.")
 	seeAs(ctx, t, gw.URL, "erin@example.org", "team-g", "/profilekit/?ns="+third, "#namespace", third)
-	seeAs(ctx, t, gw.URL, "alice@example.org", "", "/profilekit/?ns="+second, "#members td.member", script+",alice@example.org")
+	seeAs(ctx, t, gw.URL, "amara@example.org", "", "/profilekit/?ns="+second, "#members td.member", script+",amara@example.org")
 	scripts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scripts.length`))
 	must(t, err)
 	if scripts != 2 {
