@@ -26,9 +26,7 @@ AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
-# -p 4: most test packages wait on their control plane more than they
-# compute, so four at a time on two cores keep the machine busy.
-GO_TEST_FLAGS  ?= -race -count=1 -p 4
+GO_TEST_FLAGS  ?= -race -count=1
 PKGS           ?= ./...
 # The harness's tests (plugins/plugintest) and the packages that hold them:
 # make test runs their -short sample, make harness every plan.
