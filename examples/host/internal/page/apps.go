@@ -32,6 +32,11 @@ type App struct {
 // Healthy reports whether Argo CD finds the app healthy and in sync.
 func (a App) Healthy() bool { return a.Health == "Healthy" && a.Sync == "Synced" }
 
+// Failing reports whether Argo CD finds the app broken (Degraded) or gone
+// (Missing); an app that is still rolling out or syncing is neither
+// healthy nor failing.
+func (a App) Failing() bool { return a.Health == "Degraded" || a.Health == "Missing" }
+
 // apps returns the Applications in ns (the Argo CD namespace) that the
 // apps plugin keeps for Profile name, whose destination is its namespace.
 func (r reader) apps(ctx context.Context, ns, name string) ([]App, error) {

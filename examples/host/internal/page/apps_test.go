@@ -66,7 +66,7 @@ func TestAppsSection(t *testing.T) {
 		`<tr class="ok"><td class="app">` + ns + `-mlflow</td><td><code>https://charts.example.org · mlflow</code></td><td class="sync">Synced</td><td class="health">Healthy</td></tr>`,
 		`<tr class="bad"><td class="app">` + ns + `-tracker</td>`,
 		`<td class="sync">OutOfSync</td><td class="health">Degraded: <span class="message">Deployment tracker: ` + html.EscapeString(script) + `</span></td>`,
-		`<td class="app">` + ns + `-new</td><td><code>https://charts.example.org · mlflow</code></td><td class="sync">Unknown</td><td class="health">Unknown</td>`,
+		`<tr><td class="app">` + ns + `-new</td><td><code>https://charts.example.org · mlflow</code></td><td class="sync">Unknown</td><td class="health">Unknown</td>`,
 	} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("the apps section lacks %s:\n%s", want, sec)
