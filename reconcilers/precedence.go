@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -48,7 +51,8 @@ const DefaultPrecedenceWait = time.Second
 // call, but it holds a worker of its plugin: so each event that comes into
 // the plugin's queue while passes wait ends one wait (freshWork), and that
 // pass gives its worker to the newest work and comes back, without running,
-// for the rest of its wait, counted from its first. Without that, a Profile
+// when no urgent pass is under way any more, at the latest for the rest of
+// its wait, counted from its first. Without that, a Profile
 // created while every worker waited would wait the whole bound for each
 // plugin in turn. A pass whose guess was wrong loses at most the wait.
 type Precedence struct {
@@ -113,12 +117,22 @@ func (p *Precedence) yield(ctx context.Context, fresh <-chan struct{}, limit tim
 	return time.Since(start), woken
 }
 
+// clearing returns a channel closed when no urgent pass is under way any
+// more, or nil when none is now.
+func (p *Precedence) clearing() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clear
+}
+
 // deferrals are the confirmations of one Reconciler that gave their worker
 // to new work while they waited, and since when each has waited, so that
 // the bound counts from the first wait however often new work comes.
 type deferrals struct {
 	mu    sync.Mutex
 	first map[string]time.Time
+	// kept tells deferredSource that a confirmation was kept.
+	kept chan struct{}
 }
 
 // since returns when the Profile's confirmation began to wait, or now.
@@ -139,6 +153,21 @@ func (d *deferrals) keep(profile string, t time.Time) {
 		d.first = map[string]time.Time{}
 	}
 	d.first[profile] = t
+	select {
+	case d.kept <- struct{}{}:
+	default:
+	}
+}
+
+// profiles returns the Profiles whose confirmations were kept.
+func (d *deferrals) profiles() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	names := make([]string, 0, len(d.first))
+	for name := range d.first {
+		names = append(names, name)
+	}
+	return names
 }
 
 // end forgets the Profile's confirmation: it runs, or the pass is urgent.
@@ -146,6 +175,38 @@ func (d *deferrals) end(profile string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.first, profile)
+}
+
+// deferredSource brings a confirmation that gave its worker up back as
+// soon as no urgent pass is under way: its requeue after the rest of its
+// wait is only the bound. Without it, a confirmation woken by new work
+// would wait its whole bound even when the urgent pass ended at once.
+func (r *Reconciler) deferredSource() source.TypedSource[reconcile.Request] {
+	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		go r.runDeferred(ctx, q)
+		return nil
+	})
+}
+
+// runDeferred runs deferredSource until ctx ends.
+func (r *Reconciler) runDeferred(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.deferrals.kept:
+		}
+		if cleared := r.precedence.clearing(); cleared != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-cleared:
+			}
+		}
+		for _, name := range r.deferrals.profiles() {
+			enqueueLow(q, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+	}
 }
 
 // freshWork ends one wait of a pass of r that only confirms, if one is

@@ -161,7 +161,8 @@ func TestConfirmingPassesWaitAtMostTheBound(t *testing.T) {
 // TestNewWorkEndsAWait: a confirming pass that waits holds its worker; a
 // Profile created while every worker of the plugin waits ends one wait, and
 // its pass takes that worker, instead of waiting for the bound. The woken
-// confirmation does not run then: it comes back for the rest of its wait.
+// confirmation does not run then: it comes back for the rest of its wait,
+// and runs as soon as the urgent pass ends.
 func TestNewWorkEndsAWait(t *testing.T) {
 	h := startPrecedenceHost(t, time.Minute, reconcilers.WithConcurrency(1))
 	// The confirmer's only worker now waits with the Profile in sync.
@@ -178,5 +179,15 @@ func TestNewWorkEndsAWait(t *testing.T) {
 	}
 	if n := len(h.served(synced)); n != before {
 		t.Errorf("the woken confirmation ran %d times while the urgent pass was still under way, want 0", n-before)
+	}
+	// The woken confirmation comes back as soon as the urgent pass ends,
+	// not only when its bound (a minute here) is over.
+	released := time.Now()
+	close(h.release)
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		return len(h.served(synced)) > before, "the woken confirmation did not run after the urgent pass ended"
+	})
+	if d := h.served(synced)[before].Sub(released); d > 2*time.Second {
+		t.Errorf("the woken confirmation ran %s after the urgent pass ended", d)
 	}
 }

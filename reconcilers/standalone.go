@@ -111,6 +111,7 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 		retention:   plugins.RetentionRetain,
 		concurrency: DefaultConcurrency,
 		fresh:       make(chan struct{}),
+		deferrals:   deferrals{kept: make(chan struct{}, 1)},
 	}
 	for _, o := range opts {
 		o(r)

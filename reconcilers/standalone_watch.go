@@ -91,6 +91,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.staged != nil {
 		b = b.WatchesRawSource(r.stagedSource())
 	}
+	if r.precedence != nil {
+		b = b.WatchesRawSource(r.deferredSource())
+	}
 	if r.def.Runner != nil {
 		src, err := r.runner(mgr)
 		if err != nil {
