@@ -100,13 +100,25 @@ func (h *moveoverHost) stop() error {
 	}
 }
 
-// writes returns the host's mutating requests but those of its leader
-// election: the Lease and the Event that says who leads, both in the
-// Lease's namespace.
+// writes returns the host's mutating requests, whatever the API server
+// answered, but those of its leader election: the Lease and the Event that
+// says who leads, both in the Lease's namespace.
 func (h *moveoverHost) writes() []string {
-	return slices.DeleteFunc(h.counter.Mutating(), func(r string) bool {
-		return strings.HasPrefix(r, "POST /api/v1/namespaces/default/events") || strings.Contains(r, "/namespaces/default/leases")
-	})
+	return slices.DeleteFunc(h.counter.Mutating(), leaderElection)
+}
+
+// landed returns the writes of the host the API server carried out, but
+// those of its leader election; refused returns the others, with their
+// answers. A write refused with a conflict and sent again is one landed
+// write and one refused.
+func (h *moveoverHost) landed() (landed, refused []string) {
+	return slices.DeleteFunc(h.counter.Landed(), leaderElection), slices.DeleteFunc(h.counter.Refused(), leaderElection)
+}
+
+// leaderElection reports whether a request ("VERB /path") is one of the
+// host's leader election in the Lease's namespace.
+func leaderElection(r string) bool {
+	return strings.HasPrefix(r, "POST /api/v1/namespaces/default/events") || strings.Contains(r, "/namespaces/default/leases")
 }
 
 // createUpstreamProfile makes a Profile and what the upstream controller
@@ -244,4 +256,13 @@ func profilekitLeft(p *kubeflowv1.Profile) []string {
 		}
 	}
 	return left
+}
+
+// profileWritesOf returns the writes among writes to the Profile named
+// name itself (its status, its metadata).
+func profileWritesOf(writes []string, name string) []string {
+	return slices.DeleteFunc(slices.Clone(writes), func(w string) bool {
+		_, path, _ := strings.Cut(w, " ")
+		return path != "/apis/kubeflow.org/v1/profiles/"+name && path != "/apis/kubeflow.org/v1/profiles/"+name+"/status"
+	})
 }

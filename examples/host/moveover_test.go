@@ -96,7 +96,13 @@ func TestMoveOverFromUpstream(t *testing.T) {
 		})
 	}
 	time.Sleep(2 * reconcilersStatusDelay)
-	step3 := h.writes()
+	// Writes refused with a conflict (the Profile changed between the
+	// cache's view and the write) are sent again; they are counted apart,
+	// as the machine's load decides how many there are.
+	step3, refused := h.landed()
+	if len(refused) > 0 {
+		t.Logf("step 3: writes refused and sent again: %v", refused)
+	}
 	objects, profileWrites, other := requestsByProfile(step3, names)
 	for _, name := range names {
 		if got, want := objects[name], len(before[name]); got != want {
@@ -105,7 +111,7 @@ func TestMoveOverFromUpstream(t *testing.T) {
 		// One status write (CoreReady and Ready together), one patch
 		// that hands the finalizer over.
 		if got := profileWrites[name]; got != 2 {
-			t.Errorf("step 3: %s: %d writes to the Profile, want 2 (its status, upstream's finalizer handed over)", name, got)
+			t.Errorf("step 3: %s: %d writes to the Profile, want 2 (its status, upstream's finalizer handed over); landed: %v", name, got, profileWritesOf(step3, name))
 		}
 		for _, o := range before[name] {
 			u := &metav1.PartialObjectMetadata{}
