@@ -94,6 +94,15 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	}
 	lease, renew, retry := cfg.LeaderElection.Timings()
 	mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &lease, &renew, &retry
+	var leasing leasingManager
+	if opts.LeaderElection {
+		leasing.lock, leasing.events, err = leaseLock(restCfg, cfg, s, renew)
+		if err != nil {
+			return nil, err
+		}
+		leasing.timeout = renew
+		mopts.LeaderElectionResourceLockInterface = leasing.lock
+	}
 	var selfSigned *admission.SelfSigned
 	if cfg.Webhook.Enabled {
 		mopts.WebhookServer, selfSigned, err = webhookServer(rc, cfg, s)
@@ -108,6 +117,10 @@ func NewManager(restCfg *rest.Config, cfg *hostconfig.Config, reg *plugins.Regis
 	mgr, err := ctrl.NewManager(rc, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if leasing.lock != nil {
+		leasing.Manager = mgr
+		mgr = leasing
 	}
 	var retired []string
 	for _, kind := range cfg.Off() {
