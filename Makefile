@@ -8,7 +8,9 @@
 # Prometheus and promtool from Debian's package for the monitoring tests,
 # Debian's chromium for the tenant page's browser test when it is missing, and
 # golangci-lint; it checks that the generated files are current and that
-# the code passes the linters, then runs every test with the race detector.
+# the code passes the linters, then runs every test with the race detector
+# (four packages at a time), then the harness's sample and its mutation
+# sample without it.
 
 SHELL := /usr/bin/env bash -o pipefail
 export GOTOOLCHAIN ?= local
@@ -26,7 +28,13 @@ AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
-GO_TEST_FLAGS  ?= -race -count=1
+# -p 4: most test packages wait on their control plane more than they
+# compute, so four at a time keep two cores busy.
+GO_TEST_FLAGS  ?= -race -count=1 -p 4
+# The harness's -short sample runs without the race detector, as make
+# harness and make mutation do: every package's own tests, the plugins'
+# among them, run with it in the step before.
+HARNESS_SAMPLE_FLAGS ?= -count=1 -p 4 -short
 PKGS           ?= ./...
 # The harness's tests (plugins/plugintest) and the packages that hold them:
 # make test runs their -short sample, make harness every plan.
@@ -43,8 +51,9 @@ build: ## Compile every package.
 .PHONY: test
 test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server chromium verify-generated verify-mocks apicheck lint ## Build the test assets, check generated files, the stable API and lint, run every test with the race detector.
 	go vet ./...
-	go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS)
-	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
+	@start=$$(date +%s); set -x; go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS); \
+	status=$$?; set +x; echo "every package's tests (-race): $$(( $$(date +%s) - start )) s"; exit $$status
+	@start=$$(date +%s); set -x; go test $(HARNESS_SAMPLE_FLAGS) -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
 	status=$$?; set +x; echo "harness (-short sample): $$(( $$(date +%s) - start )) s"; exit $$status
 	@$(MAKE) --no-print-directory mutation-sample
 	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -65,7 +74,7 @@ MUTATION_RECORD := $(CURDIR)/plugins/plugintest/testdata/mutation.txt
 
 .PHONY: mutation-sample
 mutation-sample: envtest-assets test-servers argocd-crds postgres-server ## Run each contract-level mutant under the one plan that killed it in MUTATION_RECORD, for every plugin with a harness test (make test runs it); fails when one survives.
-	@start=$$(date +%s); set -x; PLUGINTEST_MUTANT=all PLUGINTEST_MUTANT_RECORD=$(MUTATION_RECORD) go test -count=1 -short -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
+	@start=$$(date +%s); set -x; PLUGINTEST_MUTANT=all PLUGINTEST_MUTANT_RECORD=$(MUTATION_RECORD) go test $(HARNESS_SAMPLE_FLAGS) -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
 	status=$$?; set +x; echo "contract-level mutation sample: $$(( $$(date +%s) - start )) s"; exit $$status
 
 .PHONY: mutation
