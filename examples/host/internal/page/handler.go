@@ -99,32 +99,45 @@ type page struct {
 	NotFound   bool
 }
 
-// ServeHTTP answers GET and HEAD requests.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// begin opens a view served at path under the Content-Security-Policy
+// csp: it sets the headers every answer carries and answers, itself, a
+// method other than GET and HEAD, the static files named in static, any
+// other path and a request with no user identity. For a view to build, it
+// returns the user and a context that ends with the view's timeout.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request, csp, path string, static ...string) (User, context.Context, context.CancelFunc, bool) {
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", h.csp)
+	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	switch {
-	case r.URL.Path == "/static/page.js" || r.URL.Path == "/static/page.css":
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return User{}, nil, nil, false
+	case slices.Contains(static, r.URL.Path):
 		h.static.ServeHTTP(w, r)
-		return
-	case r.URL.Path != "/":
+		return User{}, nil, nil, false
+	case r.URL.Path != path:
 		http.NotFound(w, r)
-		return
+		return User{}, nil, nil, false
 	}
 	hd.Set("Cache-Control", "no-store")
 	u, ok := h.user(r)
 	if !ok {
 		http.Error(w, "no user identity: reach this page through the Kubeflow gateway", http.StatusUnauthorized)
-		return
+		return User{}, nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
+	return u, ctx, cancel, true
+}
+
+// ServeHTTP answers GET and HEAD requests.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u, ctx, cancel, ok := h.begin(w, r, h.csp, "/", "/static/page.js", "/static/page.css")
+	if !ok {
+		return
+	}
 	defer cancel()
+	hd := w.Header()
 	p := page{User: u.Name, Selected: r.URL.Query().Get("ns")}
 	var err error
 	if p.Namespaces, err = h.visible(ctx, u); err != nil {

@@ -133,26 +133,12 @@ type overview struct {
 
 // ServeHTTP answers GET and HEAD requests.
 func (o *Overview) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	hd := w.Header()
-	hd.Set("Content-Security-Policy", o.csp)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "same-origin")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if r.URL.Path == "/static/overview.css" {
-		o.tenant.static.ServeHTTP(w, r)
-		return
-	}
-	hd.Set("Cache-Control", "no-store")
-	u, ok := o.tenant.user(r)
+	u, ctx, cancel, ok := o.tenant.begin(w, r, o.csp, "/overview", "/static/overview.css")
 	if !ok {
-		http.Error(w, "no user identity: reach this page through the Kubeflow gateway", http.StatusUnauthorized)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), o.tenant.opts.Timeout)
 	defer cancel()
+	hd := w.Header()
 	allowed, err := o.tenant.access.MayOpenOverview(ctx, u)
 	if err != nil {
 		o.tenant.fail(ctx, w, err)
