@@ -248,6 +248,7 @@ func TestDeployPageOverlay(t *testing.T) {
 	}
 	checkDeployment(t, objs, cm.Name)
 	checkHostRBAC(t, reg, scheme, cfg, objs)
+	checkSameRBACAsChart(t, objs, deployDir+"/overlays/page/host.yaml")
 	checkPage(t, cfg, objs, kubeflowMesh)
 	checkMenuLink(t, kubeflowMesh.prefix)
 }

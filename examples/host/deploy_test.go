@@ -118,6 +118,7 @@ func TestDeployOverlays(t *testing.T) {
 				t.Errorf("container image %q; the documented images: entry and kustomize edit set image replace %q", img, imageName)
 			}
 			checkHostRBAC(t, reg, scheme, cfg, objs)
+			checkSameRBACAsChart(t, objs, tc.source)
 			checkPage(t, cfg, objs, kubeflowMesh)
 		})
 	}

@@ -26,7 +26,9 @@ func TestDeployWebhookOverlays(t *testing.T) {
 	}
 	for _, overlay := range []string{"webhook-cert-manager", "webhook-self-signed"} {
 		t.Run(overlay, func(t *testing.T) {
-			checkWebhook(t, reg, kustomize(t, deployDir+"/overlays/"+overlay))
+			objs := kustomize(t, deployDir+"/overlays/"+overlay)
+			checkWebhook(t, reg, objs)
+			checkSameRBACAsChart(t, objs, deployDir+"/overlays/"+overlay+"/host.yaml")
 		})
 	}
 }
