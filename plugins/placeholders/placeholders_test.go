@@ -46,6 +46,9 @@ func TestPlaceholders(t *testing.T) {
 	if !placeholders.Uses("x-{{ .Owner }}", placeholders.Owner) || placeholders.Uses("{{ .Namespace }}", placeholders.Owner) {
 		t.Error("UsesPlaceholder does not tell which placeholders a value holds")
 	}
+	if !placeholders.Uses("{{ .Namespace }}-{{ .Profile }}-{{ .Owner }}", placeholders.Owner) {
+		t.Error("Uses does not see a placeholder after the first")
+	}
 }
 
 func TestOwnerKindAndLabels(t *testing.T) {
