@@ -106,3 +106,67 @@ func TestClaimDeletedByItsTenantGetsItsVolumeBack(t *testing.T) {
 			fmt.Sprintf("claim %s (uid %s, volume %q)", c.Status.Phase, c.UID, c.Spec.VolumeName)
 	})
 }
+
+// TestNextOwnerCannotClaimTheVolumeByName: the next owner of a deleted
+// Profile's name, with Kubeflow's rights in the namespace, makes the claim
+// the plugin would make herself, before the plugin does, naming the
+// retained volume of the name's earlier owner (spec.volumeName). Neither
+// the binder nor the plugin gives it to her: the volume keeps the earlier
+// Profile's claimRef and stays released, and her claim stays unbound,
+// before and after an administrator hands the name over, when the plugin
+// reports the claim as a conflict it leaves alone.
+func TestNextOwnerCannotClaimTheVolumeByName(t *testing.T) {
+	run := "byname-" + rand.String(4)
+	name := "byname-" + rand.String(5)
+	startHost(t, run, hostConfig(storageClass(t, true)))
+	first := newProfile(t, name, run, "alice@example.org", nil)
+	pv := provision(t, name, "workspace")
+	waitBound(t, name, "workspace")
+	waitVolume(t, pv.Name, 20*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		return pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain, string(pv.Spec.PersistentVolumeReclaimPolicy)
+	})
+	deleteProfile(t, first)
+	released := waitVolume(t, pv.Name, 30*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+		return pv.Status.Phase == corev1.VolumeReleased, string(pv.Status.Phase)
+	})
+
+	newProfile(t, name, run, "mallory@example.org", nil)
+	testhost.WaitTenureConflict(t, env.Client, name, condType)
+	mallory := testhost.Tenant(t, env, name)
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "workspace"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      released.Spec.AccessModes,
+			StorageClassName: &released.Spec.StorageClassName,
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: released.Spec.Capacity},
+		},
+	}
+	if err := mallory.Create(t.Context(), claim); err != nil {
+		t.Fatalf("the next owner makes her claim: %v", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		time.Sleep(5 * time.Second) // the binder's turn
+		got := waitVolume(t, pv.Name, time.Second, func(*corev1.PersistentVolume) (bool, string) { return true, "" })
+		var c corev1.PersistentVolumeClaim
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(claim), &c); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase == corev1.VolumeBound || c.Status.Phase == corev1.ClaimBound ||
+			got.Spec.ClaimRef == nil || got.Spec.ClaimRef.UID == c.UID {
+			t.Errorf("%s: her claim (%s) was given the earlier owner's volume %s (%s, claimRef %+v)", when, c.Status.Phase, pv.Name, got.Status.Phase, got.Spec.ClaimRef)
+		}
+		t.Logf("%s: the earlier owner's volume %s, claimRef uid %q; her claim %s", when, got.Status.Phase, got.Spec.ClaimRef.UID, c.Status.Phase)
+	}
+	check("while the name is held")
+
+	testhost.ReleaseName(t, env.Client, name)
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationReverify: "released"}
+	})
+	// The claim of that name is hers, not the plugin's: it is left
+	// untouched and said so.
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "Conflict")
+	check("once the name is hers")
+}
