@@ -81,7 +81,40 @@ func recreating() plugins.Definition {
 	}
 }
 
-// size is the spec of recreating.
+// rebinding binds the owner to edit and, when its spec changes the
+// binding's labels, deletes every binding of its own and writes them
+// again: it ends right, and for a moment the owner was locked out of the
+// namespace.
+func rebinding() plugins.Definition {
+	return plugins.Definition{
+		Plugin: plugins.Funcs{KindName: "rebinding",
+			ApplyFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				cfg := req.Config.(*size)
+				ns := plugins.Namespace(req.Profile)
+				var rb rbacv1.RoleBinding
+				err := req.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "owner"}, &rb)
+				switch {
+				case err == nil && rb.Labels["size"] != cfg.Size:
+					if _, err := req.Objects.DeleteAll(ctx); err != nil {
+						return plugins.Result{}, err
+					}
+				case client.IgnoreNotFound(err) != nil:
+					return plugins.Result{}, err
+				}
+				return req.Objects.Apply(ctx, rbacv1ac.RoleBinding("owner", ns).WithLabels(map[string]string{"size": cfg.Size}).
+					WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("edit")).
+					WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(rbacv1.UserKind).WithName(req.Profile.Spec.Owner.Name)))
+			},
+			RevokeFunc: func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+				return req.Objects.DeleteAll(ctx)
+			},
+		},
+		Owns:      []schema.GroupVersionKind{roleBindings},
+		NewConfig: func() any { return &size{} },
+	}
+}
+
+// size is the spec of recreating and rebinding.
 type size struct {
 	Size string `json:"size"`
 }
@@ -144,7 +177,9 @@ func dataUID(ctx context.Context, namespace string) (map[string]string, error) {
 
 // TestHarnessSeesWhatHoldsOnlyForAMoment: the checks made after every
 // write flag a grant wider than either step's and user data made again,
-// though both plugins end right; the deleted Profile's check flags what
+// though both plugins end right; a binding both steps hold that one of them
+// deletes and writes again (the owner locked out for a moment); the
+// deleted Profile's check flags what
 // nothing takes; the safety check, a sweep that deletes a tenant's object
 // of a name the plugin uses; and a cache that missed one event makes the
 // plugin that decides from it write a copy.
@@ -168,6 +203,9 @@ func TestHarnessSeesWhatHoldsOnlyForAMoment(t *testing.T) {
 			"safety: delete touched ConfigMap <profile>/notes, which neither the step before nor this one holds"},
 		{"a lost event", h.UnobservedAtEveryWrite, plugintest.Scenario{Def: renaming(), Steps: brokenSteps},
 			"safety: create touched ConfigMap <profile>/data-2"},
+		{"protection that drops", h.CrashAfterEveryWrite, plugintest.Scenario{Def: rebinding(), Steps: []plugintest.Step{
+			{Name: "create", Spec: map[string]any{"size": "1"}}, {Name: "relabel", Spec: map[string]any{"size": "2"}},
+		}}, "safety: protection: RoleBinding <profile>/owner, which the step before and this one hold alike, was gone"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &spy{T: t}

@@ -115,3 +115,56 @@ func TestHarnessSeesARevokeThatTrustsItsRecord(t *testing.T) {
 		})
 	}
 }
+
+// recordingAfter gives the item first and records it after (Ensure where
+// EnsureAhead belongs): a host that stops between the two leaves the
+// grant to no record, and so to no revoke.
+func recordingAfter(s *store) plugins.Definition {
+	def := failingClosed(s)
+	funcs := def.Plugin.(plugins.Funcs)
+	funcs.KindName = "recordingafter"
+	funcs.ApplyFunc = func(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+		ns := plugins.Namespace(req.Profile)
+		_, err := req.Outside.Ensure(ctx, "Store", "item", 1, func(context.Context) error {
+			s.add(ns, "item")
+			return nil
+		})
+		return plugins.Result{}, err
+	}
+	def.Plugin = funcs
+	return def
+}
+
+// TestHarnessSeesAGrantBeforeItsRecord: the check made at every outside
+// call flags the grant given before the record that names it, and passes
+// the plugin that records ahead of the same call.
+func TestHarnessSeesAGrantBeforeItsRecord(t *testing.T) {
+	h := plugintest.Harness{Client: env.Client}
+	for _, tt := range []struct {
+		def  func(*store) plugins.Definition
+		want string
+	}{
+		{recordingAfter, "safety: record before grant: item for <profile> was given before the record named"},
+		{failingClosed, ""},
+	} {
+		st := &store{}
+		def := tt.def(st)
+		t.Run(def.Kind(), func(t *testing.T) {
+			s := &spy{T: t}
+			plans := h.CrashAfterEveryWrite(s, plugintest.Scenario{Def: def, Steps: brokenSteps, Grants: st.grants})
+			if tt.want == "" {
+				if plans.Failed > 0 || len(s.errors) > 0 {
+					t.Errorf("%d of %d plans failed for a plugin that records ahead:\n%s", plans.Failed, plans.Run, strings.Join(s.errors, "\n"))
+				}
+				return
+			}
+			if plans.Failed == 0 || len(s.errors) == 0 {
+				t.Fatalf("crash plans of %s: %d run, none failed; the harness did not see the grant before its record", def.Kind(), plans.Run)
+			}
+			if all := strings.Join(s.errors, "\n"); !strings.Contains(all, tt.want) {
+				t.Errorf("no finding says %q:\n%s", tt.want, all)
+			}
+			t.Logf("%s: %d of %d plans failed; first finding:\n%s", def.Kind(), plans.Failed, plans.Run, s.errors[0])
+		})
+	}
+}
