@@ -218,6 +218,8 @@ func TestDecode(t *testing.T) {
 		wantErr  []string
 	}{
 		{reason: "a Profile may choose hosts and enable itself", spec: `{"enabled":true,"hosts":[{"host":"api.example.org"}]}`},
+		{reason: "the lowest and the highest port are ports", defaults: `{"gatewayPort":65535}`,
+			spec: `{"hosts":[{"host":"a.example.org","port":1},{"host":"b.example.org","port":65535}]}`},
 		{reason: "allowed hosts match exactly or by domain", defaults: `{"allowedHosts":["api.example.org","*.example.com"]}`,
 			spec: `{"hosts":[{"host":"api.example.org"},{"host":"deep.s3.example.com"}]}`},
 		{reason: "a wildcard entry does not match its bare domain", defaults: `{"allowedHosts":["*.example.com"]}`,
