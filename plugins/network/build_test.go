@@ -237,6 +237,17 @@ func TestGatedMessage(t *testing.T) {
 	}
 }
 
+// TestLoadConfigAcceptsPortBounds: a range of one port and a range that
+// ends at the highest port are ranges.
+func TestLoadConfigAcceptsPortBounds(t *testing.T) {
+	for _, ports := range []string{`{port: 80, endPort: 80}`, `{port: 1024, endPort: 65535}`} {
+		config := `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{ports: [` + ports + `]}]}]}`
+		if _, err := LoadConfig([]byte(config)); err != nil {
+			t.Errorf("ports %s: %v", ports, err)
+		}
+	}
+}
+
 func TestLoadConfigRejects(t *testing.T) {
 	tests := []struct {
 		reason string
@@ -253,6 +264,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"upstream name", `{policies: [{name: ns-owner-access-istio, podSelector: {}, policyTypes: [Ingress]}]}`, "belongs to the upstream profile controller"},
 		{"non-canonical cidr", `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{to: [{ipBlock: {cidr: 10.1.2.3/8}}]}]}]}`, `"10.1.2.3/8" is not canonical, write 10.0.0.0/8`},
 		{"exception outside its block", `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{to: [{ipBlock: {cidr: 10.0.0.0/8, except: [192.168.0.0/16]}}]}]}]}`, "192.168.0.0/16 is not strictly inside 10.0.0.0/8"},
+		{"exception that is the block itself", `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{to: [{ipBlock: {cidr: 10.0.0.0/8, except: [10.0.0.0/8]}}]}]}]}`, "10.0.0.0/8 is not strictly inside 10.0.0.0/8"},
 		{"ipBlock with a selector", `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{to: [{ipBlock: {cidr: 10.0.0.0/8}, podSelector: {}}]}]}]}`, "ipBlock cannot be combined with a selector"},
 		{"empty peer", `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{to: [{}]}]}]}`, "set podSelector, namespaceSelector or ipBlock"},
 		{"bad protocol", `{policies: [{name: a, podSelector: {}, policyTypes: [Egress], egress: [{ports: [{protocol: ICMP}]}]}]}`, `"ICMP" is not TCP, UDP or SCTP`},

@@ -1,6 +1,7 @@
 package network_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +68,20 @@ exclude: [allow-elasticsearch-egress, allow-pipelines-egress]`,
 			cidr: "10.130.0.0/16",
 		},
 	}
+	// More policies of the host's own than the preset has.
+	many := "preset: statcan\npolicies:\n"
+	manyWant := slices.Clone(statcanPreset)
+	for i := range len(statcanPreset) + 2 {
+		name := fmt.Sprintf("own-%02d", i)
+		many += "- {name: " + name + ", podSelector: {}, policyTypes: [Ingress]}\n"
+		manyWant = append(manyWant, name)
+	}
+	tests = append(tests, struct {
+		reason string
+		config string
+		want   []string
+		cidr   string
+	}{reason: "more policies of the host's own than the preset has", config: many, want: manyWant, cidr: "10.130.0.0/16"})
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
 			cfg, err := network.LoadConfig([]byte(tc.config))
