@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -27,26 +26,8 @@ import (
 func hostGrants(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
 	var out []string
-	for _, u := range objs {
-		var ref rbacv1.RoleRef
-		var subjects []rbacv1.Subject
-		switch u.GetKind() {
-		case "ClusterRoleBinding":
-			var b rbacv1.ClusterRoleBinding
-			convert(t, u, &b)
-			ref, subjects = b.RoleRef, b.Subjects
-		case "RoleBinding":
-			var b rbacv1.RoleBinding
-			convert(t, u, &b)
-			ref, subjects = b.RoleRef, b.Subjects
-		default:
-			continue
-		}
-		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
-			return s.Kind == chartSubject.Kind && s.Name == chartSubject.Name && s.Namespace == chartSubject.Namespace
-		}) {
-			continue
-		}
+	for _, hb := range hostBindings(t, objs) {
+		u, ref := hb.binding, hb.ref
 		ns := u.GetNamespace()
 		scope := "cluster-wide"
 		switch {

@@ -104,24 +104,8 @@ func asDeployedUse(t *testing.T, admin *rest.Config, objs []*unstructured.Unstru
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}
 	var grants []grant
 	bound := 0
-	for _, u := range objs {
-		var ref rbacv1.RoleRef
-		var subjects []rbacv1.Subject
-		switch u.GetKind() {
-		case "ClusterRoleBinding":
-			var b rbacv1.ClusterRoleBinding
-			convert(t, u, &b)
-			ref, subjects = b.RoleRef, b.Subjects
-		case "RoleBinding":
-			var b rbacv1.RoleBinding
-			convert(t, u, &b)
-			ref, subjects = b.RoleRef, b.Subjects
-		default:
-			continue
-		}
-		if len(subjects) != 1 || subjects[0].Kind != chartSubject.Kind || subjects[0].Name != chartSubject.Name || subjects[0].Namespace != chartSubject.Namespace {
-			continue
-		}
+	for _, hb := range hostBindings(t, objs) {
+		u, ref := hb.binding, hb.ref
 		bound++
 		ns := u.GetNamespace()
 		rules := boundRules(t, objs, ref, ns)
@@ -163,6 +147,40 @@ func asDeployedUse(t *testing.T, admin *rest.Config, objs []*unstructured.Unstru
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"}}
 	rc.Wrap(rec.wrap)
 	return rc, rec
+}
+
+// hostBinding is a binding in objs of a role to the chart's ServiceAccount
+// alone, and the role it refers to.
+type hostBinding struct {
+	binding *unstructured.Unstructured
+	ref     rbacv1.RoleRef
+}
+
+// hostBindings returns the ClusterRoleBindings and RoleBindings in objs
+// that bind a role to the chart's ServiceAccount alone.
+func hostBindings(t *testing.T, objs []*unstructured.Unstructured) []hostBinding {
+	t.Helper()
+	var out []hostBinding
+	for _, u := range objs {
+		var ref rbacv1.RoleRef
+		var subjects []rbacv1.Subject
+		switch u.GetKind() {
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			convert(t, u, &b)
+			ref, subjects = b.RoleRef, b.Subjects
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			convert(t, u, &b)
+			ref, subjects = b.RoleRef, b.Subjects
+		default:
+			continue
+		}
+		if len(subjects) == 1 && subjects[0].Kind == chartSubject.Kind && subjects[0].Name == chartSubject.Name && subjects[0].Namespace == chartSubject.Namespace {
+			out = append(out, hostBinding{binding: u, ref: ref})
+		}
+	}
+	return out
 }
 
 // boundRules returns the rules of the role ref names, from objs: a
