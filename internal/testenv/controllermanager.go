@@ -32,10 +32,6 @@ var controllerFlags = map[string][]string{
 		// quota's spec and deleted pods are synced at once regardless.
 		"--resource-quota-sync-period=5s",
 		"--concurrent-resource-quota-syncs=10",
-		// The controller writes every quota's status: at the default
-		// client rate of 20 QPS, 1,000 new quotas take 50 s.
-		"--kube-api-qps=200",
-		"--kube-api-burst=300",
 	},
 }
 
@@ -43,7 +39,12 @@ var controllerFlags = map[string][]string{
 // env's API server with the given controllers, with short periods so that
 // tests see deletions within seconds.
 func startControllerManager(assets string, env *envtest.Environment, controllers []string) (*controllermanager.Process, error) {
-	args := []string{"--namespace-sync-period=10s", "--concurrent-gc-syncs=5", "--v=1"}
+	// The controllers share one client. At its default rate of 20 requests
+	// a second, the namespace controller deleting the namespaces of tests
+	// run side by side (a few dozen requests each) holds volume binding
+	// back for tens of seconds, and the quota controller writing 1,000 new
+	// quotas' status takes 50 s.
+	args := []string{"--namespace-sync-period=10s", "--concurrent-gc-syncs=5", "--v=1", "--kube-api-qps=200", "--kube-api-burst=300"}
 	for _, c := range controllers {
 		args = append(args, controllerFlags[c]...)
 	}

@@ -42,6 +42,7 @@ func mustGrants(t *testing.T, doc string) opa.Grants {
 }
 
 func TestContainerName(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ reason, in, want string }{
 		{"a valid name stays", "team-a", "team-a"},
 		{"a short name gets a hash", "ab", "ab-" + hash20("ab")},
@@ -106,6 +107,7 @@ func FuzzContainerName(f *testing.F) {
 }
 
 func TestDesired(t *testing.T) {
+	t.Parallel()
 	grants := `[{"bucketName":"census","readers":["team-a"],"writers":["team-b"],"spn":"sp"},
 	            {"bucketName":"labour","pvName":"labour-2026","subfolder":"2026","writers":["team-a"],"readers":["team-a"]}]`
 	type vol struct {
@@ -183,6 +185,7 @@ func TestDesired(t *testing.T) {
 }
 
 func TestBuildPVAndPVC(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.Instances = []string{"standard-ro", "protected-b"}
 	cfg.PVCLabels = map[string]string{"automount.example.org/blob": "true"}
@@ -252,6 +255,7 @@ func TestBuildPVAndPVC(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reason  string
 		mutate  func(*Config)

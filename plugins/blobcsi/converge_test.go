@@ -20,16 +20,17 @@ import (
 )
 
 func TestProfileVolumesAndGrants(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	a, b, c := unique("team-a"), unique("team-b"), unique("team-c")
-	putGrants(t, "storage", grantsDoc{
+	putGrants(t, grantsDoc{
 		Classifications: []string{"unclassified"},
 		Teams:           map[string][]string{"census": {a, b}, "labour": {c}},
 		Buckets: map[string]map[string]any{
 			"census-shared": {"classification": "unclassified", "readers": []string{"labour"}, "writers": []string{"census"}, "spn": "sp-census"},
 		},
 	})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin("standard", "standard-ro"))
 	h.profile(t, b, blobPlugin())
 	h.profile(t, c, blobPlugin("protected-b"))
@@ -98,7 +99,7 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 		before := h.applies.counts(a, b, c)
 		changed := time.Now()
 		// A new bucket that only team-c's team reads: only c's grants change.
-		putGrants(t, "storage", grantsDoc{
+		putGrants(t, grantsDoc{
 			Classifications: []string{"unclassified"},
 			Teams:           map[string][]string{"census": {a, b}, "labour": {c}},
 			Buckets: map[string]map[string]any{
@@ -129,15 +130,16 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 // passes send no mutating request to the API server and no request at all
 // to Azure.
 func TestResyncSendsNothing(t *testing.T) {
+	t.Parallel()
 	a, b := unique("team-a"), unique("team-b")
-	putGrants(t, "storage", grantsDoc{
+	putGrants(t, grantsDoc{
 		Classifications: []string{"unclassified"},
 		Teams:           map[string][]string{"census": {a}, "labour": {b}},
 		Buckets: map[string]map[string]any{
 			"census-shared": {"classification": "unclassified", "readers": []string{"labour"}, "writers": []string{"census"}, "spn": "sp-census"},
 		},
 	})
-	h := start(t, hostConfigOwnSource(unique("resync")), reconcilers.WithResync(300*time.Millisecond))
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(300*time.Millisecond))
 	h.profile(t, a, blobPlugin("standard", "standard-ro", "protected-b"))
 	h.profile(t, b, blobPlugin())
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "standard-ro": "ReadOnlyMany", "protected-b": "ReadWriteMany", "census-shared": "ReadWriteMany"})

@@ -25,6 +25,7 @@ func spnConfig() *Config {
 }
 
 func TestMountFor(t *testing.T) {
+	t.Parallel()
 	cfg := spnConfig()
 	std, _ := cfg.Instance("standard")
 	prob, _ := cfg.Instance("protected-b")
@@ -79,6 +80,7 @@ func TestMountFor(t *testing.T) {
 }
 
 func TestBuildPVServicePrincipal(t *testing.T) {
+	t.Parallel()
 	cfg := spnConfig()
 	grants := map[string]opa.Grants{
 		"unclassified": mustGrants(t, `[{"bucketName":"census","readers":["team-a"],"spn":"sp-census"},{"bucketName":"open","writers":["team-a"]}]`),
@@ -128,6 +130,7 @@ func TestBuildPVServicePrincipal(t *testing.T) {
 }
 
 func TestCredentialsValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reason  string
 		mutate  func(*Config)

@@ -51,6 +51,7 @@ func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
 }
 
 func TestWithdrawnGrantWithMountingPod(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	doc := grantsDoc{
 		Classifications: []string{"unclassified"},
@@ -60,14 +61,14 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 			"other-bucket":  {"classification": "unclassified", "readers": []string{"others"}, "spn": "sp"},
 		},
 	}
-	putGrants(t, "storage", doc)
-	h := start(t, hostConfig("storage", map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	putGrants(t, doc)
+	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
 	pod := mountingPod(t, a, "notebook-0", "census-shared")
 
 	doc.Buckets["census-shared"]["readers"] = []string{"others"}
-	putGrants(t, "storage", doc)
+	putGrants(t, doc)
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, blobcsi.ReasonVolumeInUse)
 	if !strings.Contains(cond.Message, "notebook-0") {
 		t.Errorf("condition %q does not name the pod", cond.Message)
@@ -110,6 +111,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 // does not replace a volume that pods mount through that claim: the
 // volume's own binding names the claim.
 func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
+	t.Parallel()
 	h, a, doc := censusReader(t)
 	before, err := pv(t, a+".census-shared")
 	if err != nil {
@@ -142,6 +144,7 @@ func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 }
 
 func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
+	t.Parallel()
 	_, a, doc := censusReader(t)
 	old := claims(t, a)["census-shared"]
 	pod := mountingPod(t, a, "notebook-0", "census-shared")
@@ -169,8 +172,8 @@ func censusReader(t *testing.T) (*harness, string, grantsDoc) {
 			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
 		},
 	}
-	putGrants(t, "storage", doc)
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	putGrants(t, doc)
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
 	return h, a, doc
@@ -181,7 +184,7 @@ func censusReader(t *testing.T) (*harness, string, grantsDoc) {
 func becomeWriter(t *testing.T, doc grantsDoc) {
 	t.Helper()
 	doc.Buckets["census-shared"]["writers"] = []string{"census"}
-	putGrants(t, "storage", doc)
+	putGrants(t, doc)
 }
 
 // replacedOnceStopped stops the notebook pod and waits until census-shared's
@@ -201,10 +204,11 @@ func replacedOnceStopped(t *testing.T, a string, pod *corev1.Pod, old types.UID)
 }
 
 func TestRetention(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	for _, ret := range []plugins.Retention{plugins.RetentionRetain, plugins.RetentionDelete} {
 		t.Run(string(ret), func(t *testing.T) {
-			h := start(t, hostConfig("storage", nil), reconcilers.WithRetention(ret))
+			h := start(t, hostConfig(t, nil), reconcilers.WithRetention(ret))
 			a := unique("keep")
 			h.profile(t, a, blobPlugin("standard", "protected-b"))
 			waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "protected-b": "ReadWriteMany"})
@@ -232,6 +236,7 @@ func TestRetention(t *testing.T) {
 }
 
 func TestVolumeDeletesAreCapped(t *testing.T) {
+	t.Parallel()
 	a, b := unique("team-a"), unique("team-b")
 	doc := grantsDoc{
 		Classifications: []string{"unclassified"},
@@ -241,11 +246,11 @@ func TestVolumeDeletesAreCapped(t *testing.T) {
 			"census-2": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
 		},
 	}
-	putGrants(t, "storage", doc)
+	putGrants(t, doc)
 	// Three volume deletions per hour across the cluster; the grants source
 	// may drop everything at once, so that only the cap holds.
 	cfg := map[string]any{"maxVolumeDeletes": 3, "deleteWindow": "1h"}
-	h := start(t, hostConfigWithDrop(cfg, 1), reconcilers.WithResync(time.Hour))
+	h := start(t, hostConfigWithDrop(t, cfg, 1), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	h.profile(t, b, blobPlugin())
 	both := map[string]string{"standard": "ReadWriteMany", "census-1": "ReadOnlyMany", "census-2": "ReadOnlyMany"}
@@ -254,7 +259,7 @@ func TestVolumeDeletesAreCapped(t *testing.T) {
 
 	// Withdrawing both buckets would delete four volumes.
 	doc.Buckets = map[string]map[string]any{}
-	putGrants(t, "storage", doc)
+	putGrants(t, doc)
 	held := 0
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 		var msgs []string

@@ -19,6 +19,7 @@ import (
 )
 
 func TestGrantsSourceFailuresDeleteNothing(t *testing.T) {
+	t.Parallel()
 	a, b := unique("team-a"), unique("team-b")
 	doc := grantsDoc{
 		Classifications: []string{"unclassified"},
@@ -27,8 +28,8 @@ func TestGrantsSourceFailuresDeleteNothing(t *testing.T) {
 			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "writers": []string{"labour"}, "spn": "sp"},
 		},
 	}
-	putGrants(t, "storage", doc)
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	putGrants(t, doc)
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	h.profile(t, b, blobPlugin())
 	wantA := map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"}
@@ -53,24 +54,24 @@ func TestGrantsSourceFailuresDeleteNothing(t *testing.T) {
 		if got := liveClaims(t, b); !cmp.Equal(wantB, got) {
 			t.Errorf("claims of %s = %v, want %v kept", b, got, wantB)
 		}
-		if n := refreshes(t, "unclassified", reason); n == 0 {
+		if n := refreshes(t, serversOf(t).source, reason); n == 0 {
 			t.Errorf("profilekit_grants_refresh_total{result=%s} = 0", reason)
 		}
 	}
 	recovered := func(t *testing.T) {
 		t.Helper()
-		putGrants(t, "storage", doc)
+		putGrants(t, doc)
 		for _, n := range []string{a, b} {
 			testhost.WaitCondition(t, env.Client, n, condType, plugins.ConditionTrue, "")
 		}
 	}
 
 	t.Run("OPA stopped", func(t *testing.T) {
-		if err := opaSrv.Stop(); err != nil {
+		if err := serversOf(t).opa.Stop(); err != nil {
 			t.Fatal(err)
 		}
 		stale(t, "Unreachable")
-		if err := opaSrv.Start(); err != nil {
+		if err := serversOf(t).opa.Start(); err != nil {
 			t.Fatal(err)
 		}
 		// The restarted server serves the policy file, not the pushed data
@@ -80,29 +81,31 @@ func TestGrantsSourceFailuresDeleteNothing(t *testing.T) {
 	t.Run("malformed result", func(t *testing.T) {
 		bad := doc
 		bad.Buckets = map[string]map[string]any{"Census_Shared": {"classification": "unclassified", "readers": []string{"census"}}}
-		putGrants(t, "storage", bad)
+		putGrants(t, bad)
 		stale(t, "Malformed")
 		recovered(t)
 	})
 	t.Run("empty after non-empty", func(t *testing.T) {
 		empty := doc
 		empty.Buckets = map[string]map[string]any{}
-		putGrants(t, "storage", empty)
+		putGrants(t, empty)
 		stale(t, "DropTooLarge")
 		recovered(t)
 	})
 }
 
 func TestAzuriteStoppedIsRetried(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
-	if err := azurite.Stop(); err != nil {
+	t.Parallel()
+	az := ownAzurite(t)
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
+	if err := az.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := false
 	defer func() {
 		if !restarted {
-			_ = azurite.Start()
+			_ = az.Start()
 		}
 	}()
 	a := unique("team-a")
@@ -112,7 +115,7 @@ func TestAzuriteStoppedIsRetried(t *testing.T) {
 	if got := liveClaims(t, a); len(got) != 0 {
 		t.Errorf("claims written before their container exists: %v", got)
 	}
-	if err := azurite.Start(); err != nil {
+	if err := az.Start(); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
@@ -125,8 +128,9 @@ func TestAzuriteStoppedIsRetried(t *testing.T) {
 }
 
 func TestInvalidSpecIsReportedAndDeletesNothing(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	a, b := unique("team-a"), unique("team-b")
 	h.profile(t, a, blobPlugin("standard"))
 	h.profile(t, b, blobPlugin())

@@ -48,22 +48,23 @@ func heldProfiles(t *testing.T, n int, names ...string) []string {
 // plugin's at the deletion record's name is a Conflict; it is left as it is
 // and no volume is deleted, since nothing can be counted.
 func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
+	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
 	record := unique("deletes")
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: record}, Data: map[string]string{"owner": "someone-else"}}
 	if err := env.Client.Create(t.Context(), foreign); err != nil {
 		t.Fatal(err)
 	}
 	var cfg map[string]any
-	_ = json.Unmarshal(hostConfig("storage", nil), &cfg)
+	_ = json.Unmarshal(hostConfig(t, nil), &cfg)
 	cfg["deleteRecord"] = map[string]any{"name": record}
 	raw, _ := json.Marshal(cfg)
 	h := start(t, raw, reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	want := sharedVolumes(a, "census-1", "census-2")
 	waitVolumes(t, a, want, 30*time.Second)
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-1"))
+	putGrants(t, sharedDoc([]string{a}, "census-1"))
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
 	if !strings.Contains(cond.Message, systemNS+"/"+record) {
 		t.Errorf("condition %q does not name the ConfigMap", cond.Message)
@@ -83,12 +84,13 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 // make, and only those bound to the very claim that exists, not to an
 // earlier one of the same name.
 func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	two := []string{"census-1", "census-2"}
-	putGrants(t, "storage", sharedDoc([]string{a}, two...))
-	source := unique("forged")
+	putGrants(t, sharedDoc([]string{a}, two...))
+	source := serversOf(t).source
 	shard := newShard()
-	cfg := hostConfigOwnSource(source)
+	cfg := hostConfig(t, nil)
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	want := sharedVolumes(a, two...)
 	t.Run("first run", func(t *testing.T) {
@@ -150,10 +152,11 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 // delete carries the version the pass decided on, and a volume changed
 // since is deleted only if it is still ours.
 func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	a := unique("team-a")
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
-	h := start(t, hostConfig("storage", map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
+	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
 
@@ -167,7 +170,7 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	putGrants(t, sharedDoc([]string{a}, "census-2"))
 	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
 		_, has := claims(t, a)["census-1"]
 		return !has, "the withdrawn claim census-1 is still there"

@@ -8,6 +8,7 @@ import (
 )
 
 func TestVolumeOf(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ reason, tmpl, ns, claim, want string }{
 		{"the default template names the claim after the volume", "{{ .Volume }}", "team-a", "census", "census"},
 		{"a prefix and a suffix are taken off", "shared-{{ .Volume }}-{{ .Namespace }}", "team-a", "shared-census-team-a", "census"},
@@ -24,6 +25,7 @@ func TestVolumeOf(t *testing.T) {
 }
 
 func TestProofOf(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reason string
 		md     map[string]*string

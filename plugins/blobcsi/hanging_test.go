@@ -18,6 +18,7 @@ import (
 // says that the source has not answered yet, and then, within the client's
 // timeout, why.
 func TestGrantsSourceHangingFromTheStartSaysWhy(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
@@ -26,7 +27,7 @@ func TestGrantsSourceHangingFromTheStartSaysWhy(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); hang.Close() })
-	cfg := hostConfig("storage", map[string]any{"grantSources": []any{map[string]any{
+	cfg := hostConfig(t, map[string]any{"grantSources": []any{map[string]any{
 		"name": "unclassified", "instance": "standard",
 		"opa": map[string]any{"url": hang.URL, "path": "storage/grants/unclassified", "interval": pollEvery.String()},
 	}}})

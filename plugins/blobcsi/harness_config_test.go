@@ -2,17 +2,80 @@ package blobcsi_test
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/profilekit/profilekit/internal/testenv"
 )
 
+// servers are what a test has to itself. An OPA server serving the example
+// policy and a grants source name no other test uses: tests run side by
+// side, and one server would have them overwrite each other's data.storage,
+// one name would have the drop guard count every test's claims as grants in
+// use. An Azurite of its own for a test that stops it (ownAzurite).
+type servers struct {
+	opa     *testenv.OPA
+	source  string
+	azurite *testenv.Azurite
+}
+
+// serversByTest holds each running test's servers, by its name.
+var serversByTest sync.Map
+
+// serversOf returns the servers of the test or of the nearest test above it
+// that has some; a test without them gets its own, stopped when it ends.
+// A test whose subtests share a source asks for it before they run.
+func serversOf(t *testing.T) *servers {
+	t.Helper()
+	for name := t.Name(); ; {
+		if s, ok := serversByTest.Load(name); ok {
+			return s.(*servers)
+		}
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			break
+		}
+		name = name[:i]
+	}
+	opa, err := testenv.StartOPA(filepath.Join(testenv.RepoRoot(), "examples", "opa", "grants.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &servers{opa: opa, source: unique("grants"), azurite: azurite}
+	serversByTest.Store(t.Name(), s)
+	t.Cleanup(func() {
+		serversByTest.Delete(t.Name())
+		_ = opa.Stop()
+	})
+	return s
+}
+
+// ownAzurite gives the test an Azurite of its own, for the instances of its
+// host config and the helpers that read containers, and returns it: for a
+// test that stops Azurite while others run. Call it first.
+func ownAzurite(t *testing.T) *testenv.Azurite {
+	t.Helper()
+	az, err := testenv.StartAzurite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = az.Close() })
+	serversOf(t).azurite = az
+	return az
+}
+
 // hostConfig is the host's section for a test: three instances on Azurite
-// and one OPA grants source whose document lives under dataPath.
-func hostConfig(dataPath string, extra map[string]any) []byte {
+// and the test's own OPA grants source.
+func hostConfig(t *testing.T, extra map[string]any) []byte {
+	t.Helper()
+	g := serversOf(t)
 	inst := func(name, class string, ro, def bool) map[string]any {
 		return map[string]any{
-			"name": name, "classification": class, "account": azurite.Account, "blobEndpoint": azurite.BlobURL,
+			"name": name, "classification": class, "account": g.azurite.Account, "blobEndpoint": g.azurite.BlobURL,
 			"credentials": map[string]any{"secretName": secret, "secretNamespace": systemNS},
 			"capacity":    "50Gi", "readOnly": ro, "default": def,
 		}
@@ -24,8 +87,8 @@ func hostConfig(dataPath string, extra map[string]any) []byte {
 			inst("protected-b", "protected-b", false, false),
 		},
 		"grantSources": []any{map[string]any{
-			"name": "unclassified", "instance": "standard",
-			"opa": map[string]any{"url": opaSrv.URL, "path": "storage/grants/unclassified", "interval": pollEvery.String()},
+			"name": g.source, "instance": "standard",
+			"opa": map[string]any{"url": g.opa.URL, "path": "storage/grants/unclassified", "interval": pollEvery.String()},
 		}},
 		"pvcLabels": map[string]string{"automount.example.org/blob": "true"},
 		// The principals the tests' grants name (spn) to mount buckets.
@@ -41,9 +104,6 @@ func hostConfig(dataPath string, extra map[string]any) []byte {
 	for k, v := range extra {
 		cfg[k] = v
 	}
-	// The policy reads data.storage; each test has its own copy of the
-	// policy under its own package so that tests do not share documents.
-	_ = dataPath
 	b, _ := json.Marshal(cfg)
 	return b
 }
@@ -81,17 +141,9 @@ func refreshes(t *testing.T, source, result string) float64 {
 }
 
 // hostConfigWithDrop is hostConfig with the grants source's maxDropShare.
-func hostConfigWithDrop(extra map[string]any, share float64) []byte {
-	return withSource(hostConfig("storage", extra), "maxDropShare", share)
-}
-
-// hostConfigOwnSource is hostConfig with a grants source of the test's own,
-// named name. The drop guard of a source named like every other test's
-// counts the claims earlier tests left behind as grants in use, and refuses
-// the first documents (GrantsNotSynced, with an Event per Profile) until
-// they are gone; a test that counts writes must not see those.
-func hostConfigOwnSource(name string) []byte {
-	return withSource(hostConfig("storage", nil), "name", name)
+func hostConfigWithDrop(t *testing.T, extra map[string]any, share float64) []byte {
+	t.Helper()
+	return withSource(hostConfig(t, extra), "maxDropShare", share)
 }
 
 // withSource sets one field of cfg's grants source.

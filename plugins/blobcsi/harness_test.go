@@ -62,9 +62,10 @@ type grantsDoc struct {
 	Buckets         map[string]map[string]any `json:"buckets"`
 }
 
-func putGrants(t *testing.T, path string, d grantsDoc) {
+// putGrants puts d as the test's grants document.
+func putGrants(t *testing.T, d grantsDoc) {
 	t.Helper()
-	if err := opaSrv.PutData(t.Context(), path, d); err != nil {
+	if err := serversOf(t).opa.PutData(t.Context(), "storage", d); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -258,11 +259,12 @@ func blobPlugin(instances ...string) kubeflowv1.Plugin {
 
 func containers(t *testing.T) []string {
 	t.Helper()
-	cred, err := service.NewSharedKeyCredential(azurite.Account, azurite.Key)
+	az := serversOf(t).azurite
+	cred, err := service.NewSharedKeyCredential(az.Account, az.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.NewClientWithSharedKeyCredential(azurite.BlobURL+"/", cred, nil)
+	svc, err := service.NewClientWithSharedKeyCredential(az.BlobURL+"/", cred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,12 @@ import (
 // account's key: what another tenant or a person would use.
 func azureContainer(t *testing.T, name string) *container.Client {
 	t.Helper()
-	cred, err := service.NewSharedKeyCredential(azurite.Account, azurite.Key)
+	az := serversOf(t).azurite
+	cred, err := service.NewSharedKeyCredential(az.Account, az.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.NewClientWithSharedKeyCredential(azurite.BlobURL+"/", cred, nil)
+	svc, err := service.NewClientWithSharedKeyCredential(az.BlobURL+"/", cred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,8 @@ func profileUID(t *testing.T, name string) string {
 // neither written to nor mounted nor deleted (retention Delete included);
 // adoptContainers takes it over.
 func TestForeignContainerIsAConflict(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	a := unique("team-a")
 	foreignMD := map[string]*string{"owner": to.Ptr("etl-pipeline")}
 	foreignContainer(t, a, foreignMD)
@@ -105,7 +107,7 @@ func TestForeignContainerIsAConflict(t *testing.T) {
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard", "protected-b"))
 
 	t.Run("conflict", func(t *testing.T) {
-		startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
+		startShard(t, shard, hostConfig(t, nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
 		cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
 		if !strings.Contains(cond.Message, "container "+a) {
 			t.Errorf("condition %q does not name the container", cond.Message)
@@ -142,7 +144,7 @@ func TestForeignContainerIsAConflict(t *testing.T) {
 		shard := newShard()
 		testhost.NewProfile(t, env.Client, b, shard, blobPlugin("standard"))
 		var cfg map[string]any
-		_ = json.Unmarshal(hostConfig("storage", nil), &cfg)
+		_ = json.Unmarshal(hostConfig(t, nil), &cfg)
 		cfg["storage"].([]any)[0].(map[string]any)["adoptContainers"] = true
 		raw, _ := json.Marshal(cfg)
 		startShard(t, shard, raw, reconcilers.WithResync(time.Hour))
@@ -161,11 +163,12 @@ func TestForeignContainerIsAConflict(t *testing.T) {
 // mapping allowed) gets a container of its own, and each carries its own
 // Profile's proof.
 func TestCraftedContainerNamesGetTheirOwnContainers(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	short := "z" + strings.ToLower(rand.String(1))
 	sum := sha256.Sum256([]byte(short))
 	crafted := short + "-" + hex.EncodeToString(sum[:4])
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	h.profile(t, short, blobPlugin("standard"))
 	h.profile(t, crafted, blobPlugin("standard"))
 	for _, n := range []string{short, crafted} {
@@ -194,21 +197,23 @@ func TestCraftedContainerNamesGetTheirOwnContainers(t *testing.T) {
 // while its containers cannot be deleted, the condition says so, and the
 // deletion completes, containers gone, once Azurite is back.
 func TestProfileDeletionWhileAzuriteIsDown(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
+	t.Parallel()
+	az := ownAzurite(t)
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
 	a := unique("team-a")
 	h.profile(t, a, blobPlugin("standard"))
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
 	if metadataOf(t, a) == nil {
 		t.Fatalf("container %s missing", a)
 	}
-	if err := azurite.Stop(); err != nil {
+	if err := az.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
-			_ = azurite.Start()
+			_ = az.Start()
 		}
 	})
 	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
@@ -222,7 +227,7 @@ func TestProfileDeletionWhileAzuriteIsDown(t *testing.T) {
 	if c := plugins.FindCondition(p.Status.Conditions, condType); c == nil || c.Status != plugins.ConditionFalse || !strings.Contains(c.Message, blobcsi.SystemAzureBlob) {
 		t.Errorf("condition while the deletion waits for Azure = %+v, want False naming %s", c, blobcsi.SystemAzureBlob)
 	}
-	if err := azurite.Start(); err != nil {
+	if err := az.Start(); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
@@ -239,13 +244,14 @@ func TestProfileDeletionWhileAzuriteIsDown(t *testing.T) {
 // version made (no proof in its metadata, but the host's outside-state
 // record names it as made) gets the proof and stays mounted, with its data.
 func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	a := unique("team-a")
 	shard := newShard()
 	p := testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard"))
 	foreignContainer(t, a, nil)
 	testhost.WriteRecord(t, env.Client, blobcsi.Kind, p, `{"container/standard":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
-	startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	startShard(t, shard, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 	want := map[string]string{blobcsi.MetaPlugin: blobcsi.Kind, blobcsi.MetaProfile: a, blobcsi.MetaProfileUID: profileUID(t, a)}
@@ -270,7 +276,8 @@ func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
 // the tenant's proof, not mounted, and not deleted with the Profile under
 // retention Delete. The tenant cannot reach the host's record at all.
 func TestTenantForgedRecordClaimsNoContainer(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	a := unique("team-a")
 	shard := newShard()
 	p := testhost.NewProfile(t, env.Client, a, shard)
@@ -278,7 +285,7 @@ func TestTenantForgedRecordClaimsNoContainer(t *testing.T) {
 	tenant := testhost.Tenant(t, env, a)
 	testhost.ForgeRecord(t, tenant, blobcsi.Kind, a, `{"container/standard":{"hash":"0123456789abcdef01234567","at":"2026-01-01T00:00:00Z"}}`)
 	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{blobPlugin("standard")} })
-	startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
+	startShard(t, shard, hostConfig(t, nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
 	t.Logf("condition: %s", cond.Message)
 	if md := metadataOf(t, a); !cmp.Equal(md, map[string]string{"owner": "etl-pipeline"}) {
@@ -308,8 +315,9 @@ func TestTenantForgedRecordClaimsNoContainer(t *testing.T) {
 // replaced by one of their own (deleted, and made again under the name) is
 // not deleted with the Profile, even with retention Delete.
 func TestReplacedContainerIsNotDeleted(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour), reconcilers.WithRetention(plugins.RetentionDelete))
 	a := unique("team-a")
 	h.profile(t, a, blobPlugin("standard"))
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})

@@ -92,12 +92,13 @@ func sharedVolumes(ns string, buckets ...string) map[string]string {
 // gateway, an empty list), a malformed one, or none at all keeps every
 // volume, and the condition says why.
 func TestRestartWithBadGrantsDeletesNothing(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	buckets := []string{"census-1", "census-2", "census-3"}
 	good := sharedDoc([]string{a}, buckets...)
-	putGrants(t, "storage", good)
+	putGrants(t, good)
 	shard := newShard()
-	cfg := hostConfig("storage", map[string]any{"maxVolumeDeletes": 100})
+	cfg := hostConfig(t, map[string]any{"maxVolumeDeletes": 100})
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	want := sharedVolumes(a, buckets...)
 	t.Run("first run", func(t *testing.T) {
@@ -113,20 +114,20 @@ func TestRestartWithBadGrantsDeletesNothing(t *testing.T) {
 	}{{
 		name: "every grant withdrawn",
 		serve: func(t *testing.T) {
-			putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}, Teams: good.Teams})
+			putGrants(t, grantsDoc{Classifications: []string{"unclassified"}, Teams: good.Teams})
 		},
 		reason: "DropTooLarge",
 	}, {
 		name: "malformed",
 		serve: func(t *testing.T) {
 			bad := sharedDoc([]string{a}, "Census_1")
-			putGrants(t, "storage", bad)
+			putGrants(t, bad)
 		},
 		reason: "Malformed",
 	}, {
 		name: "undefined",
 		serve: func(t *testing.T) {
-			putGrants(t, "storage", grantsDoc{Teams: good.Teams})
+			putGrants(t, grantsDoc{Teams: good.Teams})
 		},
 		reason: "Undefined",
 	}} {
@@ -140,7 +141,7 @@ func TestRestartWithBadGrantsDeletesNothing(t *testing.T) {
 			}
 			t.Logf("condition: %s", cond.Message)
 			// The good document comes back: the source syncs, nothing changes.
-			putGrants(t, "storage", good)
+			putGrants(t, good)
 			testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 			keptFor(t, time.Second, a, want)
 		})
@@ -151,25 +152,26 @@ func TestRestartWithBadGrantsDeletesNothing(t *testing.T) {
 // gateway is down keeps every volume and says why; once OPA answers, the
 // Profile is ready again with nothing changed.
 func TestRestartWithOPADownDeletesNothing(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	buckets := []string{"census-1", "census-2"}
 	good := sharedDoc([]string{a}, buckets...)
-	putGrants(t, "storage", good)
+	putGrants(t, good)
 	shard := newShard()
-	cfg := hostConfig("storage", nil)
+	cfg := hostConfig(t, nil)
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	want := sharedVolumes(a, buckets...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 		waitVolumes(t, a, want, 30*time.Second)
 	})
-	if err := opaSrv.Stop(); err != nil {
+	if err := serversOf(t).opa.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	started := false
 	t.Cleanup(func() {
 		if !started {
-			_ = opaSrv.Start()
+			_ = serversOf(t).opa.Start()
 		}
 	})
 	startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
@@ -179,11 +181,11 @@ func TestRestartWithOPADownDeletesNothing(t *testing.T) {
 		t.Errorf("condition %q: want it to lead with %s and say why", cond.Message, blobcsi.ReasonGrantsNotSynced)
 	}
 	t.Logf("condition while OPA is down: %s", cond.Message)
-	if err := opaSrv.Start(); err != nil {
+	if err := serversOf(t).opa.Start(); err != nil {
 		t.Fatal(err)
 	}
 	started = true
-	putGrants(t, "storage", good)
+	putGrants(t, good)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 	keptFor(t, time.Second, a, want)
 }
@@ -191,6 +193,7 @@ func TestRestartWithOPADownDeletesNothing(t *testing.T) {
 // TestRestartWithConfigMapSourceDeleted: a host that starts after the
 // ConfigMap of its grants was deleted keeps every volume and says why.
 func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	cmName := unique("grants")
 	list := func(buckets ...string) string {
@@ -205,7 +208,7 @@ func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
 	if err := env.Client.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
-	cfg := configMapSourceConfig(cmName)
+	cfg := configMapSourceConfig(t, cmName)
 	shard := newShard()
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	want := sharedVolumes(a, "census-1", "census-2")
@@ -226,9 +229,10 @@ func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
 }
 
 // configMapSourceConfig is hostConfig with a ConfigMap grants source.
-func configMapSourceConfig(name string) []byte {
+func configMapSourceConfig(t *testing.T, name string) []byte {
+	t.Helper()
 	var cfg map[string]any
-	_ = json.Unmarshal(hostConfig("storage", nil), &cfg)
+	_ = json.Unmarshal(hostConfig(t, nil), &cfg)
 	cfg["grantSources"] = []any{map[string]any{"name": "cm-" + name, "instance": "standard",
 		"configMap": map[string]any{"namespace": systemNS, "name": name}}}
 	b, _ := json.Marshal(cfg)
@@ -239,11 +243,12 @@ func configMapSourceConfig(name string) []byte {
 // the first document with the volumes in the cluster, so a change that
 // withdraws most of them is refused, and changes within the share are taken.
 func TestRestartBetweenGrantChanges(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	four := []string{"census-1", "census-2", "census-3", "census-4"}
-	putGrants(t, "storage", sharedDoc([]string{a}, four...))
+	putGrants(t, sharedDoc([]string{a}, four...))
 	shard := newShard()
-	cfg := hostConfig("storage", map[string]any{"maxVolumeDeletes": 100})
+	cfg := hostConfig(t, map[string]any{"maxVolumeDeletes": 100})
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
@@ -251,13 +256,13 @@ func TestRestartBetweenGrantChanges(t *testing.T) {
 		waitVolumes(t, a, want, 30*time.Second)
 	})
 	// While the host is down the gateway withdraws three of four buckets.
-	putGrants(t, "storage", sharedDoc([]string{a}, four[:1]...))
+	putGrants(t, sharedDoc([]string{a}, four[:1]...))
 	startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 	keptFor(t, 3*time.Second, a, sharedVolumes(a, four...))
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "withdraws 3 of 4 grants")
 	t.Logf("condition: %s", cond.Message)
 	// Two of four is within the share: taken, and only those two go.
-	putGrants(t, "storage", sharedDoc([]string{a}, four[:2]...))
+	putGrants(t, sharedDoc([]string{a}, four[:2]...))
 	want := sharedVolumes(a, four[:2]...)
 	waitVolumes(t, a, want, 30*time.Second)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
@@ -266,12 +271,13 @@ func TestRestartBetweenGrantChanges(t *testing.T) {
 // TestVolumeDeleteCapSurvivesRestart: deletions made before a restart still
 // count against the cluster-wide cap after it.
 func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	a, b := unique("team-a"), unique("team-b")
 	doc := sharedDoc([]string{a, b}, "census-1", "census-2")
-	putGrants(t, "storage", doc)
+	putGrants(t, doc)
 	// Three volume deletions per hour; the grants source may withdraw
 	// anything, so that only the cap holds.
-	cfg := hostConfigWithDrop(map[string]any{"maxVolumeDeletes": 3, "deleteWindow": "1h"}, 1)
+	cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 3, "deleteWindow": "1h"}, 1)
 	shard := newShard()
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	testhost.NewProfile(t, env.Client, b, shard, blobPlugin())
@@ -281,7 +287,7 @@ func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
 			want := sharedVolumes(n, "census-1", "census-2")
 			waitVolumes(t, n, want, 30*time.Second)
 		}
-		putGrants(t, "storage", sharedDoc([]string{a, b}, "census-2"))
+		putGrants(t, sharedDoc([]string{a, b}, "census-2"))
 		for _, n := range []string{a, b} {
 			want := sharedVolumes(n, "census-2")
 			waitVolumes(t, n, want, 30*time.Second)
@@ -289,7 +295,7 @@ func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
 	})
 	// Two more after the restart would make four within the hour: one
 	// Profile's goes, the other's is held.
-	putGrants(t, "storage", sharedDoc([]string{a, b}))
+	putGrants(t, sharedDoc([]string{a, b}))
 	startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 	held := heldProfiles(t, 1, a, b)
 	time.Sleep(2 * time.Second)
@@ -304,15 +310,16 @@ func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
 // deletion of a claim that the pass before it made does not count that
 // claim against the cluster-wide cap again.
 func TestStaleClaimsCountOnce(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
-	cfg := hostConfigWithDrop(map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
+	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
+	cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
 	h := start(t, cfg, reconcilers.WithResync(time.Hour))
 	h.applies.lagClaims()
 	h.profile(t, a, blobPlugin())
 	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
 
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	putGrants(t, sharedDoc([]string{a}, "census-2"))
 	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
 	// Every pass after the deletion read the deleted claim once more.
 	time.Sleep(2 * time.Second)
@@ -320,7 +327,7 @@ func TestStaleClaimsCountOnce(t *testing.T) {
 		t.Errorf("the deletion record counts %d deletions, want 1", got)
 	}
 	// One deletion is left in the window: census-2's withdrawal goes.
-	putGrants(t, "storage", sharedDoc([]string{a}))
+	putGrants(t, sharedDoc([]string{a}))
 	waitVolumes(t, a, sharedVolumes(a), 30*time.Second)
 }
 
@@ -329,16 +336,17 @@ func TestStaleClaimsCountOnce(t *testing.T) {
 // counted against the allowance, and the condition says why; once the
 // reads work again, the volume goes and is counted once.
 func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-1", "census-2"))
-	cfg := hostConfigWithDrop(map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
+	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
+	cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
 	h := start(t, cfg, reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	both := sharedVolumes(a, "census-1", "census-2")
 	waitVolumes(t, a, both, 30*time.Second)
 
 	h.applies.failClaims.Store(true)
-	putGrants(t, "storage", sharedDoc([]string{a}, "census-2"))
+	putGrants(t, sharedDoc([]string{a}, "census-2"))
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
 	keptFor(t, 2*time.Second, a, both) // passes are retried meanwhile
 	if got := len(deletesRecorded(t, cfg)); got != 0 {

@@ -1,14 +1,13 @@
 package blobcsi_test
 
 // This file holds the package's TestMain: a kube-apiserver with
-// kube-controller-manager, Azurite and OPA, started once for every test, and
+// kube-controller-manager and Azurite, started once for every test, and
 // the account Secret the instances share.
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +24,6 @@ import (
 var (
 	env     *testenv.Env
 	azurite *testenv.Azurite
-	opaSrv  *testenv.OPA
 )
 
 const (
@@ -42,17 +40,15 @@ func run(m *testing.M) int {
 	if slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
 		return m.Run()
 	}
+	// Most tests wait on kube-controller-manager, a poll interval or a
+	// restart, and each has a grants source of its own.
+	testenv.Parallel(8)
 	fail := func(err error) int { fmt.Fprintf(os.Stderr, "testenv: %v\n", err); return 1 }
 	var err error
 	if azurite, err = testenv.StartAzurite(); err != nil {
 		return fail(err)
 	}
 	defer azurite.Close()
-	example := filepath.Join(testenv.RepoRoot(), "examples", "opa")
-	if opaSrv, err = testenv.StartOPA(filepath.Join(example, "grants.rego")); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = opaSrv.Stop() }()
 	if env, err = testenv.Start(testenv.Options{ControllerManager: true}); err != nil {
 		return fail(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/apply"
 	"github.com/profilekit/profilekit/plugins/blobcsi"
@@ -45,9 +46,7 @@ const harnessBucket = "plugintest-census"
 // Profile's containers and the proof in their metadata. Each pass waits
 // for kube-controller-manager to bind and let go of volumes (hostApplier).
 func blobcsiScenario(t *testing.T, retention plugins.Retention) plugintest.Scenario {
-	// A source of its own: the volumes that plans ending mid-scenario leave
-	// must not count as grants in use for the other tests' sources.
-	defaults := withSource(hostConfig("storage", map[string]any{"maxVolumeDeletes": 100000}), "name", unique("plugintest"))
+	defaults := hostConfig(t, map[string]any{"maxVolumeDeletes": 100000})
 	def := blobcsi.Definition()
 	grants := runGrants(t, def, defaults)
 	compared := def
@@ -163,6 +162,7 @@ func settle(ctx context.Context, profile string) {
 // grantsRun is the grants document of a scenario, with the namespaces its
 // team holds, and the namespaces the plugin's sources have told of.
 type grantsRun struct {
+	opa  *testenv.OPA
 	mu   sync.Mutex
 	team []string
 	told map[string]bool
@@ -176,7 +176,7 @@ func runGrants(t *testing.T, def plugins.Definition, defaults []byte) *grantsRun
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &grantsRun{told: map[string]bool{}}
+	g := &grantsRun{opa: serversOf(t).opa, told: map[string]bool{}}
 	if err := g.publish(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (g *grantsRun) publish(ctx context.Context) error {
 	g.mu.Lock()
 	team := slices.Clone(g.team)
 	g.mu.Unlock()
-	return opaSrv.PutData(ctx, "storage", grantsDoc{
+	return g.opa.PutData(ctx, "storage", grantsDoc{
 		Classifications: []string{"unclassified"},
 		Teams:           map[string][]string{"plugintest": team},
 		Buckets:         map[string]map[string]any{harnessBucket: {"classification": "unclassified", "readers": []string{"plugintest"}, "spn": "sp"}},
@@ -289,6 +289,7 @@ func observeBlob(ctx context.Context, namespace string) (map[string]string, erro
 // stale cache at each write, and each Azure call refused or its answer
 // lost.
 func TestBlobcsiSurvivesEveryPerturbation(t *testing.T) {
+	t.Parallel()
 	surviveEveryPerturbation(t, plugins.RetentionRetain)
 }
 
@@ -296,9 +297,12 @@ func TestBlobcsiSurvivesEveryPerturbation(t *testing.T) {
 // under every pattern with retention Delete, where letting go deletes the
 // Profile's container once no volume of it is left.
 func TestBlobcsiRetentionDeleteSurvivesEveryPerturbation(t *testing.T) {
+	t.Parallel()
 	surviveEveryPerturbation(t, plugins.RetentionDelete)
 }
 
 func surviveEveryPerturbation(t *testing.T, retention plugins.Retention) {
-	plugintest.Harness{Client: env.Client}.Survives(t, func(t *testing.T) plugintest.Scenario { return blobcsiScenario(t, retention) }, plugintest.EveryPattern...)
+	// Each pattern's scenario has a grants source of its own.
+	h := plugintest.Harness{Client: env.Client, Parallel: true}
+	h.Survives(t, func(t *testing.T) plugintest.Scenario { return blobcsiScenario(t, retention) }, plugintest.EveryPattern...)
 }

@@ -34,8 +34,9 @@ func waitClaimBound(t *testing.T, ns, name, volume string) corev1.PersistentVolu
 // binds to the same volume (the deleted claim's uid no longer holds the
 // volume), and the condition says True only then.
 func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig("storage", nil), reconcilers.WithResync(time.Hour))
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	a := unique("team-a")
 	h.profile(t, a, blobPlugin("standard"))
 	volume := a + ".standard"
@@ -65,7 +66,8 @@ func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
 // and its claim: a host with the new default does not replace it under
 // its pods for a rename.
 func TestVolumeBoundUnderTheEarlierNameKeepsIt(t *testing.T) {
-	putGrants(t, "storage", grantsDoc{Classifications: []string{"unclassified"}})
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	a := unique("team-a")
 	shard := newShard()
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard"))
@@ -73,11 +75,11 @@ func TestVolumeBoundUnderTheEarlierNameKeepsIt(t *testing.T) {
 	var before corev1.PersistentVolumeClaim
 	t.Run("an earlier version", func(t *testing.T) {
 		blobcsi.PlayEarlierVersion(t)
-		startShard(t, shard, hostConfig("storage", map[string]any{"names": map[string]any{"persistentVolume": "{{ .Namespace }}-{{ .Volume }}"}}), reconcilers.WithResync(time.Hour))
+		startShard(t, shard, hostConfig(t, map[string]any{"names": map[string]any{"persistentVolume": "{{ .Namespace }}-{{ .Volume }}"}}), reconcilers.WithResync(time.Hour))
 		before = waitClaimBound(t, a, "standard", earlier)
 	})
 	t.Run("this version", func(t *testing.T) {
-		h := startShard(t, shard, hostConfig("storage", nil), reconcilers.WithResync(300*time.Millisecond))
+		h := startShard(t, shard, hostConfig(t, nil), reconcilers.WithResync(300*time.Millisecond))
 		h.host.ResyncWrites(t, 3, blobcsi.Kind)
 		after := waitClaimBound(t, a, "standard", earlier)
 		if after.UID != before.UID {

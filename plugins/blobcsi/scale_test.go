@@ -23,6 +23,7 @@ import (
 // per Profile at convergence and at steady state, and how many Profiles OPA
 // polls with no change enqueue.
 func TestScale(t *testing.T) {
+	t.Parallel()
 	n := 20
 	if s := os.Getenv("PROFILEKIT_SCALE_PROFILES"); s != "" {
 		var err error
@@ -45,9 +46,9 @@ func TestScale(t *testing.T) {
 		doc.Teams[w] = []string{names[(i*5+4)%n]}
 		doc.Buckets[fmt.Sprintf("bucket-%02d", i)] = map[string]any{"classification": "unclassified", "readers": []string{r}, "writers": []string{w}, "spn": "sp"}
 	}
-	putGrants(t, "storage", doc)
-	source := unique("scale")
-	h := start(t, hostConfigOwnSource(source), reconcilers.WithResync(5*time.Second), reconcilers.WithConcurrency(8))
+	putGrants(t, doc)
+	source := serversOf(t).source
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(5*time.Second), reconcilers.WithConcurrency(8))
 	h.azure.take()
 	begin := time.Now()
 	for _, name := range names {

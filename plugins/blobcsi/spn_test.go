@@ -137,6 +137,7 @@ func principalSecret(t *testing.T, name, value string) {
 // its volumes mount with the principal; Revoke with retention Delete deletes
 // the container with the same token. A wrong secret creates nothing.
 func TestServicePrincipalCreatesContainers(t *testing.T) {
+	t.Parallel()
 	w := startOAuth(t)
 	clientID, tenant := "fdi-"+rand.String(8), "tenant-"+rand.String(6)
 	secretName, secretValue := unique("sp-fdi"), rand.String(32)
@@ -256,6 +257,7 @@ func scopeHas(scope string) cmp.Option {
 // test writes) as a client assertion, and creates the container with the
 // bearer token it gets; its volumes mount with the principal it names.
 func TestWorkloadIdentityCreatesContainers(t *testing.T) {
+	t.Parallel()
 	w := startOAuth(t)
 	clientID, tenant := "host-"+rand.String(8), "tenant-"+rand.String(6)
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -301,6 +303,7 @@ func TestWorkloadIdentityCreatesContainers(t *testing.T) {
 // other volumes are written, and a volume whose grant changes to such a
 // principal is kept as it was, not deleted.
 func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
+	t.Parallel()
 	a := unique("team-a")
 	cmName := unique("spn-grants")
 	doc := func(xSPN string) map[string]string {
@@ -317,7 +320,7 @@ func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) }) //nolint:forbidigo // cleanups run after t.Context is canceled
 	shard := newShard()
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
-	startShard(t, shard, configMapSourceConfig(cmName), reconcilers.WithResync(time.Hour))
+	startShard(t, shard, configMapSourceConfig(t, cmName), reconcilers.WithResync(time.Hour))
 	want := sharedVolumes(a, "census-ok", "census-x")
 	waitVolumes(t, a, want, 30*time.Second)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")

@@ -46,6 +46,9 @@ func (h Harness) Survives(t *testing.T, newScenario func(t *testing.T) Scenario,
 	}
 	for _, p := range patterns {
 		t.Run(p.Name, func(t *testing.T) {
+			if h.Parallel {
+				t.Parallel()
+			}
 			sc := newScenario(t)
 			plans := p.run(h, t, sc)
 			t.Logf("%s: %d %s plans, %d failed, %d left out", sc.Def.Kind(), plans.Run, p.Name, plans.Failed, plans.Skipped)

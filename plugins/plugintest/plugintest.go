@@ -143,6 +143,11 @@ type Harness struct {
 	// RecordsNamespace holds the outside-state records; it is made when
 	// missing.
 	RecordsNamespace string
+	// Parallel runs Survives' patterns side by side. Set it when every
+	// scenario newScenario makes has its outside servers to itself: the
+	// plans of different patterns then share the API server only, and
+	// each plan has its own Profile.
+	Parallel bool
 
 	// mutant, when set, changes every pass (see Mutation); stop, when
 	// set, says that the plans left may be skipped; only, when set, is
