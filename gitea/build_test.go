@@ -10,6 +10,7 @@ import (
 )
 
 func TestName(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("n", 63)
 	victim := strings.Repeat("v", 48) + "-victim-abcd"
 	tests := []struct {

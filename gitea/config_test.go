@@ -14,6 +14,7 @@ import (
 )
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	valid := func() *gitea.Config {
 		c := gitea.ConfigFromEnv(func(string) (string, bool) { return "", false })
 		c.RootURL = "https://kf.example.org"
@@ -92,6 +93,7 @@ func TestValidate(t *testing.T) {
 // plugin did not make; only the host may turn it on. A Profile's spec that
 // names instances (and so database.adopt) is refused.
 func TestProfileCannotSetAdopt(t *testing.T) {
+	t.Parallel()
 	p := &kubeflowv1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
 		Spec: kubeflowv1.ProfileSpec{Plugins: []kubeflowv1.Plugin{{

@@ -21,6 +21,7 @@ import (
 )
 
 func TestLongNamespacesGetDistinctRoles(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	base := strings.Repeat("a", 55) + rand.String(5)
 	first, second := base+"one", base+"two"
@@ -28,7 +29,7 @@ func TestLongNamespacesGetDistinctRoles(t *testing.T) {
 		t.Fatalf("namespace of %d characters", len(first))
 	}
 	for _, n := range []string{first, second} {
-		testhost.NewProfile(t, env.Client, n, map[string]string{optIn: "true"})
+		newProfile(t, n, map[string]string{optIn: "true"})
 	}
 	for _, n := range []string{first, second} {
 		testhost.WaitCondition(t, env.Client, n, condType, plugins.ConditionTrue, "")
@@ -46,6 +47,7 @@ func TestLongNamespacesGetDistinctRoles(t *testing.T) {
 }
 
 func TestCraftedNamesCannotInjectSQL(t *testing.T) {
+	t.Parallel()
 	t.Run("the API refuses a Profile whose name holds a quote", func(t *testing.T) {
 		p := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: `x";drop-role-postgres`}}
 		if err := env.Client.Create(t.Context(), p); !apierrors.IsInvalid(err) {
@@ -80,6 +82,8 @@ func TestCraftedNamesCannotInjectSQL(t *testing.T) {
 	})
 }
 
+// TestDatabaseDownIsRetriedThenRecovers runs alone: it stops the PostgreSQL
+// server every test shares.
 func TestDatabaseDownIsRetriedThenRecovers(t *testing.T) {
 	start(t, opts{})
 	if err := pg.Stop(); err != nil {
@@ -92,7 +96,7 @@ func TestDatabaseDownIsRetriedThenRecovers(t *testing.T) {
 		}
 	})
 	name := newName("gitea-down")
-	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	newProfile(t, name, map[string]string{optIn: "true"})
 	c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "connect to PostgreSQL")
 	t.Logf("while down: %s", c.Message)
 	if _, ok := application(t, name); ok {
@@ -109,9 +113,10 @@ func TestDatabaseDownIsRetriedThenRecovers(t *testing.T) {
 }
 
 func TestWrongCAFailsClosed(t *testing.T) {
+	t.Parallel()
 	start(t, opts{ca: "pg-other-ca"})
 	name := newName("gitea-ca")
-	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	newProfile(t, name, map[string]string{optIn: "true"})
 	c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "certificate")
 	t.Logf("with another CA: %s", c.Message)
 	if roleExists(t, gitea.Name(prefix, name)) {
@@ -123,10 +128,11 @@ func TestWrongCAFailsClosed(t *testing.T) {
 }
 
 func TestInvalidSpecIsTerminal(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	name := newName("gitea-bad")
 	raw, _ := json.Marshal(map[string]any{"enable": []string{"secret"}})
-	testhost.NewProfile(t, env.Client, name, nil, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: gitea.Kind}, Spec: &runtime.RawExtension{Raw: raw}})
+	newProfile(t, name, nil, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: gitea.Kind}, Spec: &runtime.RawExtension{Raw: raw}})
 	c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, `enable[0] "secret": no such instance`)
 	if !strings.HasPrefix(c.Message, plugins.ReasonInvalidSpec) {
 		t.Errorf("message %q, want reason %s", c.Message, plugins.ReasonInvalidSpec)

@@ -25,6 +25,7 @@ import (
 // the API server, never the plugin's own view.
 
 func TestCraftedCollisionGetsItsOwnDatabase(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		reason        string
 		attackerFirst bool
@@ -46,7 +47,7 @@ func TestCraftedCollisionGetsItsOwnDatabase(t *testing.T) {
 				order = []string{attacker, victim}
 			}
 			for _, n := range order {
-				testhost.NewProfile(t, env.Client, n, map[string]string{optIn: "true"})
+				newProfile(t, n, map[string]string{optIn: "true"})
 				expectCondition(t, n, plugins.ConditionTrue, "")
 			}
 			a, v := mustSecret(t, attacker), mustSecret(t, victim)
@@ -71,6 +72,7 @@ func TestCraftedCollisionGetsItsOwnDatabase(t *testing.T) {
 }
 
 func TestForeignRoleIsNeverTakenOver(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		reason string
 		attrs  string
@@ -92,7 +94,7 @@ func TestForeignRoleIsNeverTakenOver(t *testing.T) {
 			})
 			before, _, _ := catalogRole(t, role)
 
-			p := testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+			p := newProfile(t, name, map[string]string{optIn: "true"})
 			c := expectCondition(t, name, plugins.ConditionFalse, "role "+role+" exists and was not made by profilekit for profile "+name)
 			t.Logf("condition: %s", c.Message)
 			if !strings.HasPrefix(c.Message, plugins.ReasonConflict) {
@@ -125,6 +127,7 @@ func TestForeignRoleIsNeverTakenOver(t *testing.T) {
 }
 
 func TestForeignDatabaseIsNeverAdoptedOrDropped(t *testing.T) {
+	t.Parallel()
 	start(t, opts{retention: plugins.RetentionDelete})
 	name := newName("foreign-db")
 	db := gitea.Name(prefix, name)
@@ -134,7 +137,7 @@ func TestForeignDatabaseIsNeverAdoptedOrDropped(t *testing.T) {
 		sqlExec(t, fmt.Sprintf("DROP DATABASE IF EXISTS %q", db), fmt.Sprintf("DROP ROLE IF EXISTS %q", db), fmt.Sprintf("DROP ROLE IF EXISTS %q", owner))
 	})
 
-	p := testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	p := newProfile(t, name, map[string]string{optIn: "true"})
 	c := expectCondition(t, name, plugins.ConditionFalse, "database "+db+" exists and was not made by profilekit for profile "+name)
 	t.Logf("condition: %s", c.Message)
 	if _, _, ok := catalogRole(t, db); ok {
@@ -154,6 +157,7 @@ func TestForeignDatabaseIsNeverAdoptedOrDropped(t *testing.T) {
 }
 
 func TestRestartAtTheWorstMoment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		reason   string
 		stop     stopBefore
@@ -165,7 +169,7 @@ func TestRestartAtTheWorstMoment(t *testing.T) {
 		t.Run(tc.reason, func(t *testing.T) {
 			name := newName("gitea-crash")
 			db := gitea.Name(prefix, name)
-			testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+			newProfile(t, name, map[string]string{optIn: "true"})
 			proof := profileProof(t, name)
 			t.Run("the first host stops", func(t *testing.T) {
 				start(t, opts{tracer: tc.stop})
@@ -209,6 +213,7 @@ func TestRestartAtTheWorstMoment(t *testing.T) {
 // logs in or not, that proves nothing: a Conflict that names the host's
 // adoption, nothing touched, not even by a deletion with retention Delete.
 func TestFirstReleaseDatabaseIsNotTakenOnALogin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		reason string
 		wrong  bool
@@ -234,7 +239,7 @@ func TestFirstReleaseDatabaseIsNotTakenOnALogin(t *testing.T) {
 			if tc.wrong {
 				secretPW = rand.String(30)
 			}
-			p := testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "false"})
+			p := newProfile(t, name, map[string]string{optIn: "false"})
 			// The Secret the first release wrote with the role.
 			old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gitea.SecretName("unclassified"), Namespace: name, Labels: plugins.OwnershipLabels(gitea.Kind, name)},
 				Data: map[string][]byte{gitea.KeyUser: []byte(role), gitea.KeyDatabase: []byte(role), gitea.KeyPassword: []byte(secretPW)}}
@@ -276,6 +281,7 @@ func TestFirstReleaseDatabaseIsNotTakenOnALogin(t *testing.T) {
 }
 
 func TestAdoptionIsAnOptIn(t *testing.T) {
+	t.Parallel()
 	start(t, opts{adopt: true})
 	t.Run("a plain role and its database are taken over and marked", func(t *testing.T) {
 		name := newName("gitea-adopt")
@@ -283,7 +289,7 @@ func TestAdoptionIsAnOptIn(t *testing.T) {
 		sqlExec(t, fmt.Sprintf("CREATE ROLE %q LOGIN PASSWORD 'theirs'", role), fmt.Sprintf("COMMENT ON ROLE %q IS 'made by hand'", role),
 			"CREATE ROLE adopt_owner_"+strings.ReplaceAll(name, "-", "_"),
 			fmt.Sprintf("CREATE DATABASE %q OWNER adopt_owner_%s", role, strings.ReplaceAll(name, "-", "_")))
-		testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+		newProfile(t, name, map[string]string{optIn: "true"})
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 		proof := profileProof(t, name)
 		_, roleComment, _ := catalogRole(t, role)
@@ -301,7 +307,7 @@ func TestAdoptionIsAnOptIn(t *testing.T) {
 		sqlExec(t, fmt.Sprintf("CREATE ROLE %q LOGIN SUPERUSER PASSWORD 'theirs'", role))
 		t.Cleanup(func() { sqlExec(t, fmt.Sprintf("DROP ROLE IF EXISTS %q", role)) })
 		before, _, _ := catalogRole(t, role)
-		testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+		newProfile(t, name, map[string]string{optIn: "true"})
 		expectCondition(t, name, plugins.ConditionFalse, "role "+role+" exists and was not made by profilekit for profile "+name+" (it holds SUPERUSER)")
 		if after, comment, _ := catalogRole(t, role); after != before || comment != "" {
 			t.Errorf("the SUPERUSER role was changed: comment %q, verifier changed %v", comment, after != before)
@@ -310,12 +316,13 @@ func TestAdoptionIsAnOptIn(t *testing.T) {
 }
 
 // TestDeletionWhilePostgreSQLIsDownSaysWhy needs the reconcilers to put a
-// failed Revoke of a Profile being deleted on the condition.
+// failed Revoke of a Profile being deleted on the condition. It runs alone:
+// it stops the PostgreSQL server every test shares.
 func TestDeletionWhilePostgreSQLIsDownSaysWhy(t *testing.T) {
 	start(t, opts{retention: plugins.RetentionDelete})
 	name := newName("gitea-down-del")
 	db := gitea.Name(prefix, name)
-	p := testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	p := newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)

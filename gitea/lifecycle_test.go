@@ -28,10 +28,12 @@ import (
 	"github.com/profilekit/profilekit/plugins/apps"
 )
 
+// TestOptInProvisionsEverythingAndResyncIsQuiet runs alone: it counts its
+// host's passes with the process's count of passes.
 func TestOptInProvisionsEverythingAndResyncIsQuiet(t *testing.T) {
 	h, sql := start(t, opts{})
 	name := newName("gitea")
-	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	db := gitea.Name(prefix, name)
 
@@ -200,10 +202,11 @@ func TestOptInProvisionsEverythingAndResyncIsQuiet(t *testing.T) {
 // TestSpecEnablesAnInstance: a Profile without the opt-in label that
 // names the instance in its spec (enable) gets the instance.
 func TestSpecEnablesAnInstance(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	name := newName("gitea-spec")
 	raw, _ := json.Marshal(map[string]any{"enable": []string{"unclassified"}})
-	testhost.NewProfile(t, env.Client, name, nil, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: gitea.Kind}, Spec: &runtime.RawExtension{Raw: raw}})
+	newProfile(t, name, nil, kubeflowv1.Plugin{TypeMeta: metav1.TypeMeta{Kind: gitea.Kind}, Spec: &runtime.RawExtension{Raw: raw}})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	if _, ok := application(t, name); !ok {
 		t.Error("no Application for the instance the spec enables")
@@ -214,9 +217,10 @@ func TestSpecEnablesAnInstance(t *testing.T) {
 }
 
 func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
+	t.Parallel()
 	start(t, opts{retention: plugins.RetentionDelete})
 	name := newName("gitea-del")
-	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	db := gitea.Name(prefix, name)
 	// A connection of the role's own stays open; dropping must end it.
@@ -238,9 +242,10 @@ func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
 }
 
 func TestProfileDeletionLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	name := newName("gitea-gone")
-	p := testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	p := newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	if err := env.Client.Delete(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -276,9 +281,10 @@ func TestProfileDeletionLeavesNothingBehind(t *testing.T) {
 // keeps the password: the Secret is written again with it, the role's
 // password is not changed, nothing is deleted, and the condition is True.
 func TestLostSecretIsWrittenAgain(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	name := newName("gitea-lost")
-	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
 	tenant := testhost.Tenant(t, env, name)
@@ -305,9 +311,10 @@ func TestLostSecretIsWrittenAgain(t *testing.T) {
 // and the Secret's password logs in as it: that password is kept again,
 // the role's is not changed.
 func TestLostHeldPasswordIsCarriedOver(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	name := newName("gitea-held")
-	p := testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	p := newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
 	db := gitea.Name(prefix, name)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestPlanEnsure(t *testing.T) {
+	t.Parallel()
 	spec := DatabaseSpec{Role: "gitea_team-a", Database: "gitea_team-a", Profile: "team-a", Proof: "proof of team-a"}
 	adopt := spec
 	adopt.Adopt = true
@@ -94,6 +95,7 @@ func TestPlanEnsure(t *testing.T) {
 }
 
 func TestPlanDrop(t *testing.T) {
+	t.Parallel()
 	spec := DatabaseSpec{Role: "gitea_team-a", Database: "gitea_team-a", Profile: "team-a", Proof: "proof of team-a"}
 	tests := []struct {
 		reason   string

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPlacementAndBanner(t *testing.T) {
+	t.Parallel()
 	protectedB := Instance{
 		Name:   "protected-b",
 		Source: apps.Source{Helm: &apps.Helm{ValuesObject: map[string]any{"extraVolumes": []any{map[string]any{"name": "hosts-own"}}}}},
@@ -62,6 +63,7 @@ func TestPlacementAndBanner(t *testing.T) {
 }
 
 func TestPlacementAndBannerValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		reason string
 		in     Instance

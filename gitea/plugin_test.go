@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +59,9 @@ func TestMain(m *testing.M) {
 		// behind at every restart.
 		os.Exit(m.Run())
 	}
+	// The harness's plans wait on the API server, PostgreSQL and Argo CD's
+	// finalizers far more than they compute.
+	testenv.Parallel(8)
 	var err error
 	pg, err = testenv.StartPostgres()
 	if err != nil {
@@ -217,8 +222,28 @@ func start(t *testing.T, o opts) (*testhost.Host, *sqlCounter) {
 		reconcilers.WithEnabledForAll(nil),
 		reconcilers.WithResync(300 * time.Millisecond),
 		reconcilers.WithRetention(o.retention),
+		reconcilers.WithShard(labels.SelectorFromSet(shardOf(t))),
 	}})
 	return h, counter
+}
+
+// shards holds each test's shard label, by its top-level name.
+var shards sync.Map
+
+// shardOf is the label of the test's Profiles: only the test's hosts
+// reconcile them, so that tests run side by side.
+func shardOf(t *testing.T) map[string]string {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	s, _ := shards.LoadOrStore(top, map[string]string{"gitea-test": strings.ToLower(rand.String(6))})
+	return s.(map[string]string)
+}
+
+// newProfile makes a Profile with labels l in the test's shard.
+func newProfile(t *testing.T, name string, l map[string]string, ps ...kubeflowv1.Plugin) *kubeflowv1.Profile {
+	t.Helper()
+	all := maps.Clone(shardOf(t))
+	maps.Copy(all, l)
+	return testhost.NewProfile(t, env.Client, name, all, ps...)
 }
 
 // admin runs fn on a superuser connection over verified TLS.
@@ -317,6 +342,7 @@ func setLabel(t *testing.T, name, value string) {
 			p.Labels = map[string]string{}
 		}
 		p.Labels[optIn] = value
+		maps.Copy(p.Labels, shardOf(t))
 	})
 }
 

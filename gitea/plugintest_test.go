@@ -224,10 +224,10 @@ func TestGiteaRetentionDeleteSurvivesEveryPerturbation(t *testing.T) {
 }
 
 // surviveEveryPerturbation runs the scenario with retention alongside the
-// other retention's: each plan has a Profile of its own, with its own
-// roles, databases and Secrets, so the two share nothing but the servers,
-// and most of a plan is waiting on them.
+// other retention's, and its patterns side by side: each plan has a Profile
+// of its own, with its own roles, databases and Secrets, so plans share
+// nothing but the servers, and most of a plan is waiting on them.
 func surviveEveryPerturbation(t *testing.T, retention plugins.Retention) {
 	t.Parallel()
-	plugintest.Harness{Client: env.Client}.Survives(t, func(t *testing.T) plugintest.Scenario { return giteaScenario(t, retention) }, plugintest.EveryPattern...)
+	plugintest.Harness{Client: env.Client, Parallel: true}.Survives(t, func(t *testing.T) plugintest.Scenario { return giteaScenario(t, retention) }, plugintest.EveryPattern...)
 }

@@ -26,13 +26,14 @@ import (
 // the database's desired state), the Secret's password still opens the
 // database, and the condition stays True.
 func TestTenantSecretEditIsPutBack(t *testing.T) {
+	t.Parallel()
 	_, sql := start(t, opts{})
 	name := newName("gitea-edit")
 	db := gitea.Name(prefix, name)
 	t.Cleanup(func() {
 		sqlExec(t, fmt.Sprintf("DROP DATABASE IF EXISTS %q WITH (FORCE)", db), fmt.Sprintf("DROP ROLE IF EXISTS %q", db))
 	})
-	testhost.NewProfile(t, env.Client, name, map[string]string{optIn: "true"})
+	newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	hosts := string(mustSecret(t, name).Data[gitea.KeyPassword])
 	if err := login(t, db, hosts, db); err != nil {
@@ -87,6 +88,7 @@ func TestTenantSecretEditIsPutBack(t *testing.T) {
 // password the tenant wrote proves nothing: the Profile is a Conflict that
 // names adoption, and nothing in PostgreSQL is altered.
 func TestTenantPasswordIsNoProof(t *testing.T) {
+	t.Parallel()
 	start(t, opts{})
 	name := newName("gitea-noproof")
 	db := gitea.Name(prefix, name)

@@ -39,6 +39,7 @@ import (
 // of its own, since role and database carry the proof of one of alice's
 // Profiles, or none.
 func TestDatabaseDoesNotChangeHands(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		reason string
 		// firstRelease makes role and database as the first release did,

@@ -95,8 +95,7 @@ func TestProfileVolumesAndGrants(t *testing.T) {
 	})
 
 	t.Run("a grant change reaches only the Profiles it concerns within one poll interval", func(t *testing.T) {
-		time.Sleep(2 * pollEvery)
-		before := h.applies.counts(a, b, c)
+		before := h.applies.settled(t, a, b, c)
 		changed := time.Now()
 		// A new bucket that only team-c's team reads: only c's grants change.
 		putGrants(t, grantsDoc{

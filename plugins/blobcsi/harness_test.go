@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -194,6 +195,21 @@ func (p *perProfile) counts(names ...string) map[string]int {
 		out[n] = p.n[n]
 	}
 	return out
+}
+
+// settled waits until no pass of the named Profiles has run for a second
+// (kube-controller-manager's last bindings are events too, later on a busy
+// machine) and returns their counts.
+func (p *perProfile) settled(t *testing.T, names ...string) map[string]int {
+	t.Helper()
+	last, since := p.counts(names...), time.Now()
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		if now := p.counts(names...); !cmp.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+		return time.Since(since) >= time.Second, fmt.Sprintf("passes still running: %v", last)
+	})
+	return last
 }
 
 type harness struct {

@@ -143,10 +143,11 @@ type Harness struct {
 	// RecordsNamespace holds the outside-state records; it is made when
 	// missing.
 	RecordsNamespace string
-	// Parallel runs Survives' patterns side by side. Set it when every
-	// scenario newScenario makes has its outside servers to itself: the
-	// plans of different patterns then share the API server only, and
-	// each plan has its own Profile.
+	// Parallel runs Survives' patterns side by side, each plan with its
+	// own Profile as always. Set it when plans of different patterns
+	// cannot meet outside the API server either: the plugin names its
+	// outside state for the Profile, or each scenario newScenario makes
+	// has outside servers of its own.
 	Parallel bool
 
 	// mutant, when set, changes every pass (see Mutation); stop, when
