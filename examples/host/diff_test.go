@@ -50,6 +50,7 @@ var diffReadRules = []rbacv1.PolicyRule{
 // request: the summary, one Profile's diff, the exit codes, and that diff
 // sent no mutating request.
 func TestDiff(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	ctx := context.WithoutCancel(t.Context())
 	kubeconfig, counter := readOnlyKubeconfig(t)

@@ -17,6 +17,7 @@ import (
 // TestFaultLeaderElection runs two hosts for one Lease: only the leader
 // writes, and when it stops the other takes over and serves a new Profile.
 func TestFaultLeaderElection(t *testing.T) {
+	t.Parallel()
 	shard := "leader-" + rand.String(5)
 	prefix := "fault-" + shard + "-"
 	cfg, reg := faultConfig(t, shard, "fault-leader-"+rand.String(5), 100)
@@ -68,6 +69,7 @@ func TestFaultLeaderElection(t *testing.T) {
 // expires and serves the Profile created meanwhile. It takes the Lease's
 // default 15s to expire.
 func TestFaultLeaderLost(t *testing.T) {
+	t.Parallel()
 	shard := "lost-" + rand.String(5)
 	prefix := "fault-" + shard + "-"
 	cfg, reg := faultConfig(t, shard, "fault-lost-"+rand.String(5), 100)

@@ -82,6 +82,7 @@ func waitAPIServerReady(t *testing.T, cfg *rest.Config) {
 // starts it again: the host recovers by itself, serves a Profile created after
 // the restart and repairs an object deleted after it.
 func TestFaultAPIServerRestart(t *testing.T) {
+	t.Parallel()
 	cp, cfg := startRestartableControlPlane(t)
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {

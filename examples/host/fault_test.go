@@ -235,6 +235,7 @@ func faultProfile(t *testing.T, c client.Client, name, shard string, monitored b
 // and what exists afterwards is exactly the desired set, owned by the live
 // Profiles, with one True condition per plugin.
 func TestFaultHostStoppedWhileConverging(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	shard := "restart-" + rand.String(5)
 	prefix := "fault-" + shard + "-"

@@ -35,6 +35,7 @@ import (
 // with none of the processes it started left running and nothing left in
 // its temporary folder.
 func TestLocal(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "profilekit")
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

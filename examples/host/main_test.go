@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	// The tests that run side by side (own control plane, or own shard
+	// and lease) wait on their hosts far more than they compute.
+	testenv.Parallel(6)
 	// The hosts run under the chart's RBAC (rbac_chart_test.go); the
 	// admission plugin makes the API server check the owner references
 	// they write as some clusters do.

@@ -203,6 +203,7 @@ func backoffsIn(window, first time.Duration) (ends int, last time.Duration) {
 // finalizer over and puts the policy back by itself, and the conditions
 // clear.
 func TestMoveOverBesideUpstream(t *testing.T) {
+	t.Parallel()
 	cp, err := testenv.Start(testenv.Options{Istio: true})
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 // the host stopped, leaves no profilekit condition or finalizer and
 // upstream's finalizer on every Profile.
 func TestMoveOverFromUpstream(t *testing.T) {
+	t.Parallel()
 	cp, err := testenv.Start(testenv.Options{Istio: true})
 	if err != nil {
 		t.Fatal(err)
