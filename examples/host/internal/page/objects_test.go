@@ -1,6 +1,7 @@
 package page_test
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,10 +76,13 @@ func kfamNamed(t *testing.T, ns, name, subjectKind, subject, role string) {
 // share makes the ResourceQuota the budgets plugin's balancer keeps in ns
 // for budget, with hard as its share and used as the quota controller's
 // count.
-func share(t *testing.T, ns, budget string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
+func share(t *testing.T, ns, budget string, hard, used corev1.ResourceList, labels ...map[string]string) *corev1.ResourceQuota {
 	t.Helper()
 	l := plugins.OwnershipLabels(budgets.Kind, ns)
 	l[budgets.LabelBudget] = budget
+	for _, more := range labels {
+		maps.Copy(l, more)
+	}
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: budgets.QuotaName(budget), Namespace: ns, Labels: l},
 		Spec: corev1.ResourceQuotaSpec{Hard: hard}}
 	must(t, env.Client.Create(t.Context(), q))

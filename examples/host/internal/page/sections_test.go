@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/budgets"
 )
 
@@ -166,11 +167,12 @@ func TestTeamBudget(t *testing.T) {
 	}
 
 	// A share whose labels name another Profile is not this namespace's.
+	// It names the other Profile from the start: a page read before the
+	// cache saw a relabelling would show it, rightly.
 	other := tenant(t, "nobudget", "alice@example.org")
 	bind(t, other, "core", "User", "alice@example.org", "admin")
-	q := share(t, other, "vision-lab", corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}, nil)
-	q.Labels["profilekit.dev/profile"] = ns
-	must(t, env.Client.Update(ctx, q))
+	share(t, other, "vision-lab", corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}, nil,
+		map[string]string{plugins.LabelProfile: ns})
 	body = eventually(t, h, "/?ns="+other, "alice@example.org", "", `<h1 id="namespace">`+other+`</h1>`, "<td>requests.cpu</td>")
 	if strings.Contains(body, `id="budget"`) {
 		t.Errorf("a namespace no budget serves shows a budget section:\n%s", section(body, "budget"))
