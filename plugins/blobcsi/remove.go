@@ -183,6 +183,9 @@ func mountersOf(pods map[string][]string, ns string, pr pair) []string {
 func (p Plugin) confirmClaims(ctx context.Context, req plugins.Request, live liveState, act []pair) ([]pair, error) {
 	out := act[:0]
 	for _, pr := range act {
+		if err := p.claimUnseen(ctx, req, live, &pr); err != nil {
+			return nil, err
+		}
 		if pr.claim != nil && pr.claim.DeletionTimestamp == nil {
 			var now corev1.PersistentVolumeClaim
 			err := req.LiveReader().Get(ctx, client.ObjectKeyFromObject(pr.claim), &now)
@@ -201,6 +204,39 @@ func (p Plugin) confirmClaims(ctx context.Context, req plugins.Request, live liv
 		out = append(out, pr)
 	}
 	return out, nil
+}
+
+// claimUnseen reads, from the API server, the claim that the pair's volume
+// is bound to when the cache does not show it: a cache behind the claim's
+// creation would otherwise let the volume go at once, uncounted and under
+// a claim that still exists. A claim found is put in live, so that the
+// volume waits for it to be gone; one of ours becomes the pair's, deleted
+// and counted as any other. A read that fails holds the pass.
+func (p Plugin) claimUnseen(ctx context.Context, req plugins.Request, live liveState, pr *pair) error {
+	ns := plugins.Namespace(req.Profile)
+	if pr.claim != nil || pr.pv == nil || pr.pv.Spec.ClaimRef == nil {
+		return nil
+	}
+	ref := pr.pv.Spec.ClaimRef
+	if ref.Namespace != ns || ref.Name == "" || live.pvcs[ref.Name] != nil {
+		return nil
+	}
+	var now corev1.PersistentVolumeClaim
+	err := req.LiveReader().Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &now)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read PersistentVolumeClaim %s, which volume %s is bound to: %w", ref.Name, pr.pv.Name, err)
+	case ref.UID != "" && now.UID != ref.UID:
+		// Another claim of that name: the volume's own is gone.
+		return nil
+	}
+	live.pvcs[ref.Name] = &now
+	if l := now.Labels; l[plugins.LabelManagedBy] == plugins.ManagedByValue && l[plugins.LabelPlugin] == Kind && now.DeletionTimestamp == nil {
+		pr.claim = &now
+	}
+	return nil
 }
 
 // deletes returns the cluster-wide ledger of volume deletions: a ConfigMap
