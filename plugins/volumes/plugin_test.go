@@ -30,6 +30,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// The harness's patterns wait on kube-controller-manager's bindings.
+	testenv.Parallel(4)
 	testenv.Main(m, &env, testenv.Options{ControllerManager: true})
 }
 

@@ -193,10 +193,12 @@ func ours(m map[string]string, keys ...string) map[string]string {
 }
 
 // TestSurvivesEveryPerturbation runs every crash, stale and unobserved
-// plan of the scenario; the plugin calls no outside system.
+// plan of the scenario; the plugin calls no outside system. The patterns
+// run side by side: each plan has its own Profile, and its volumes are
+// named for it.
 func TestSurvivesEveryPerturbation(t *testing.T) {
 	sc := scenario(t) // once: its sources and policies serve every pattern
-	plugintest.Harness{Client: env.Client}.Survives(t, func(*testing.T) plugintest.Scenario { return sc }, plugintest.ClusterPatterns...)
+	plugintest.Harness{Client: env.Client, Parallel: true}.Survives(t, func(*testing.T) plugintest.Scenario { return sc }, plugintest.ClusterPatterns...)
 }
 
 // TestHomeClaimBindsAfterAnInterruptedRemove runs the plans in which the
