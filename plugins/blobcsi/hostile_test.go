@@ -334,29 +334,41 @@ func TestStaleClaimsCountOnce(t *testing.T) {
 // TestClaimReadFailingHoldsTheDeletion: while the reads that confirm a
 // claim before its deletion fail, the withdrawn volume stays, nothing is
 // counted against the allowance, and the condition says why; once the
-// reads work again, the volume goes and is counted once.
+// reads work again, the volume goes and is counted once. So also when the
+// cache has not seen the claim yet (behind its creation) and shows the
+// volume alone: the claim the volume is bound to is read from the API
+// server, and goes first, counted.
 func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
 	t.Parallel()
-	a := unique("team-a")
-	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
-	cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
-	h := start(t, cfg, reconcilers.WithResync(time.Hour))
-	h.profile(t, a, blobPlugin())
-	both := sharedVolumes(a, "census-1", "census-2")
-	waitVolumes(t, a, both, 30*time.Second)
+	for _, unseen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("claim unseen by the cache %v", unseen), func(t *testing.T) {
+			t.Parallel()
+			a := unique("team-a")
+			putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
+			cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
+			h := start(t, cfg, reconcilers.WithResync(time.Hour))
+			h.profile(t, a, blobPlugin())
+			both := sharedVolumes(a, "census-1", "census-2")
+			waitVolumes(t, a, both, 30*time.Second)
 
-	h.applies.failClaims.Store(true)
-	putGrants(t, sharedDoc([]string{a}, "census-2"))
-	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
-	keptFor(t, 2*time.Second, a, both) // passes are retried meanwhile
-	if got := len(deletesRecorded(t, cfg)); got != 0 {
-		t.Errorf("the deletion record counts %d deletions while nothing was deleted, want 0", got)
-	}
+			if unseen {
+				h.applies.hideClaims()
+			}
+			h.applies.failClaims.Store(true)
+			putGrants(t, sharedDoc([]string{a}, "census-2"))
+			cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
+			t.Logf("while claims cannot be read: %s", cond.Message)
+			keptFor(t, 2*time.Second, a, both) // passes are retried meanwhile
+			if got := len(deletesRecorded(t, cfg)); got != 0 {
+				t.Errorf("the deletion record counts %d deletions while nothing was deleted, want 0", got)
+			}
 
-	h.applies.failClaims.Store(false)
-	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
-	if got := len(deletesRecorded(t, cfg)); got != 1 {
-		t.Errorf("the deletion record counts %d deletions, want 1", got)
+			h.applies.failClaims.Store(false)
+			waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
+			if got := len(deletesRecorded(t, cfg)); got != 1 {
+				t.Errorf("the deletion record counts %d deletions, want 1", got)
+			}
+		})
 	}
 }
 
@@ -385,36 +397,4 @@ func deletesRecorded(t *testing.T, cfg []byte) []time.Time {
 		}
 	}
 	return times
-}
-
-// TestWithdrawnVolumeWithItsClaimUnseen: a cache behind a claim's creation
-// shows its volume alone. A withdrawal then neither deletes the volume under
-// the claim, uncounted, nor goes on while the claim cannot be read: the
-// claim the volume is bound to is read from the API server, and goes first,
-// counted once.
-func TestWithdrawnVolumeWithItsClaimUnseen(t *testing.T) {
-	t.Parallel()
-	a := unique("team-a")
-	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
-	cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 2, "deleteWindow": "1h"}, 1)
-	h := start(t, cfg, reconcilers.WithResync(time.Hour))
-	h.profile(t, a, blobPlugin())
-	both := sharedVolumes(a, "census-1", "census-2")
-	waitVolumes(t, a, both, 30*time.Second)
-
-	h.applies.hideClaims()
-	h.applies.failClaims.Store(true)
-	putGrants(t, sharedDoc([]string{a}, "census-2"))
-	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
-	t.Logf("while the claim cannot be read: %s", cond.Message)
-	keptFor(t, 2*time.Second, a, both)
-	if got := len(deletesRecorded(t, cfg)); got != 0 {
-		t.Errorf("the deletion record counts %d deletions while nothing was deleted, want 0", got)
-	}
-
-	h.applies.failClaims.Store(false)
-	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
-	if got := len(deletesRecorded(t, cfg)); got != 1 {
-		t.Errorf("the deletion record counts %d deletions, want 1", got)
-	}
 }
