@@ -202,8 +202,11 @@ func backoffsIn(window, first time.Duration) (ends int, last time.Duration) {
 // within a small bound. Once the stand-in stops, the host hands the
 // finalizer over and puts the policy back by itself, and the conditions
 // clear.
+//
+// It runs alone: it bounds the writes in a time window, and beside the
+// other tests on a busy machine the host once wrote a Profile 5 times in
+// 20 s where 4 are allowed.
 func TestMoveOverBesideUpstream(t *testing.T) {
-	t.Parallel()
 	cp, err := testenv.Start(testenv.Options{Istio: true})
 	if err != nil {
 		t.Fatal(err)
