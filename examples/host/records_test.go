@@ -73,10 +73,11 @@ plugins:
 	if !strings.Contains(record.Data["state.json"], `"grant/x@proj-123.iam.gserviceaccount.com/m":{"hash":""`) {
 		t.Errorf("moved record %s: want the key as intended, not made", record.Data["state.json"])
 	}
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: outside.StateName(workloadidentity.Kind)}, &corev1.ConfigMap{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("the copy in the Profile's namespace: %v, want it gone", err)
-	}
+	// The copy goes after the record is written, not with it.
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: outside.StateName(workloadidentity.Kind)}, &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("the copy in the Profile's namespace: %v, want it gone", err)
+	})
 	// The mark is written once every record moved.
 	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: hostNS, Name: outside.RecordsMigratedName}, &corev1.ConfigMap{})
