@@ -175,7 +175,7 @@ func (r *Reconciler) holdFinalizer(ctx context.Context, p *kubeflowv1.Profile, f
 	}
 	msg := fmt.Sprintf("%s: %s came back after the host handed it over: field manager %q put it back, so another controller "+
 		"(the upstream profile controller, most likely) serves this Profile too. The host leaves the finalizer in place and hands it over "+
-		"again after a back-off (%s, doubling up to %s); stop the other controller (README, moving over: step 2) and the host hands it over by itself",
+		"again after a back-off (%s, doubling up to %s); stop the other controller (examples/host/docs/moveover.md, step 2) and the host hands it over by itself",
 		ReasonFinalizerReturned, fin, manager, HandOverBackoff, MaxHandOverBackoff)
 	changed, err := r.setHandOverCondition(ctx, p, &kubeflowv1.ProfileCondition{
 		Type: ConditionFinalizerHandOver, Status: plugins.ConditionFalse, Message: msg, ObservedGeneration: p.Generation,

@@ -30,7 +30,7 @@ import (
 )
 
 // moveoverConfig is the host configuration of one step of the move from the
-// upstream controller (README, "Replacing the upstream profile
+// upstream controller (docs/moveover.md, "Replacing the upstream profile
 // controller"): config/upstream.yaml's core section without a labels file.
 func moveoverConfig(t *testing.T, run, leaseID, enabled string, adopt, handOver bool) string {
 	t.Helper()

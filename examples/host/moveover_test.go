@@ -19,8 +19,8 @@ import (
 	"github.com/profilekit/profilekit/plugins/core"
 )
 
-// TestMoveOverFromUpstream runs the README's steps for replacing the
-// upstream profile controller on Profiles and objects made the way that
+// TestMoveOverFromUpstream runs the steps of docs/moveover.md for replacing
+// the upstream profile controller on Profiles and objects made the way that
 // controller makes them (half of the owners without apiGroup, as kubectl
 // and KFAM write them), counting each step's requests, and then the way
 // back: step 1 sends nothing, the adoption one apply per object (same

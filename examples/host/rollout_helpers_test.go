@@ -27,7 +27,8 @@ import (
 )
 
 // rolloutProfiles is how many Profiles the rollout tests serve. 1,000 by
-// default; -rollout-profiles=5000 is the longer run of the README.
+// default; -rollout-profiles=5000 is the longer run of docs/configuration.md
+// ("Staged rollouts").
 var rolloutProfiles = flag.Int("rollout-profiles", 1000, "Profiles of TestRollout*")
 
 // rolloutShard labels the Profiles of the rollout tests: the configurations

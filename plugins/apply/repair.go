@@ -79,7 +79,7 @@ func (a *Applier) mayRepair(ctx context.Context, live *liveObject, u *unstructur
 	}
 	return &contestedError{retryAfter: hold.Left, err: fmt.Errorf(
 		"%s %s/%s: %q undid plugin %s's last %d repairs, so another controller writes it too; left as it is for %s, then put back (the wait doubles while this goes on). "+
-			"Stop the other controller (moving over: see the README)",
+			"Stop the other controller (moving over: see examples/host/docs/moveover.md)",
 		k.gvk.Kind, k.namespace, k.name, writer, a.kind, hold.Repairs, hold.For)}
 }
 

@@ -2,7 +2,8 @@
 // Definitions: the commands run (one controller per enabled plugin, with
 // the admission webhook, metrics, probes and leader election), render,
 // validate, diff, release, tenure, demo, local and version, all configured
-// by the host configuration file that examples/host/README.md describes.
+// by the host configuration file that examples/host/docs/configuration.md
+// describes.
 //
 // The profilekit binary is built with it and [builtin.Definitions]. A
 // platform team with a plugin of its own builds the same binary with its

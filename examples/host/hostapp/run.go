@@ -53,7 +53,7 @@ profilekit_plugin_* counters.
 With a rollout section in the configuration, a change of the plugin sections
 since the last start reaches the Profiles in batches, and a failing batch
 pauses it; the ConfigMap profilekit-rollout in the host's namespace says where
-it stands (see "Staged rollouts" in the README).
+it stands (see "Staged rollouts" in examples/host/docs/configuration.md).
 
 The cluster is the one --kubeconfig names, else $KUBECONFIG, else the
 in-cluster service account, else ~/.kube/config.`,
@@ -129,7 +129,7 @@ in-cluster service account, else ~/.kube/config.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "host configuration file (required); see examples/host/README.md for every field")
+	fl.StringVar(&f.config, "config", "", "host configuration file (required); see examples/host/docs/configuration.md for every field")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster; empty uses $KUBECONFIG, the in-cluster service account, then ~/.kube/config")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" turns it off`)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" turns them off`)

@@ -16,8 +16,8 @@ import (
 // collection, and the host's heap is mostly its cache, which lives as long
 // as the process: at Go's 100 the process holds about twice its cache. At 50
 // the benchmark's host used 17-27% less RSS for a little more CPU while
-// Profiles change (see "Memory" in the README); an idle host allocates
-// little and collects seldom either way.
+// Profiles change (see "Memory" in examples/host/docs/deploying.md); an
+// idle host allocates little and collects seldom either way.
 const DefaultGCPercent = 50
 
 // Run is a binary's whole main: it runs the process's command line with

@@ -30,7 +30,7 @@ const (
 //
 // The identity headers are trusted as the gateway sets them: deploy the
 // page only behind an AuthorizationPolicy that lets the ingress gateway
-// alone reach it, as examples/deploy does (see the host README).
+// alone reach it, as examples/deploy does (see examples/host/docs/page.md).
 type Page struct {
 	// Enabled turns the page on. Default false.
 	Enabled bool `json:"enabled,omitempty"`

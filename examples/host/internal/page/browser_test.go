@@ -24,8 +24,8 @@ import (
 	"github.com/profilekit/profilekit/plugins/apps"
 )
 
-// screenshot writes the tenant page's screenshot into docs/, for the
-// README; without it the picture goes to a temporary folder.
+// screenshot writes the tenant page's screenshot into docs/, for
+// examples/host/docs/page.md; without it the picture goes to a temporary folder.
 var screenshot = flag.Bool("page.screenshot", false, "TestInDashboard and TestOverviewInBrowser: write the screenshots to docs/page-tenant.png and docs/page-overview.png")
 
 // TestInDashboard opens a stand-in dashboard that shows the page in an
