@@ -120,14 +120,28 @@ func TestShardsDivideCacheAndRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	options := shardCacheOptions(t, env.Config, cfgs["a"].UnshardedNamespaces())
-	heap := map[string]int64{}
+	// Each cache is measured three times and its median kept: what the
+	// rest of the process frees meanwhile (a stopped host's last
+	// goroutines) shows as a cache that takes less than none.
+	const rounds = 3
+	heaps := map[string][]int64{}
 	objects := map[string]int{}
-	for name, shard := range map[string]labels.Selector{"a": cfgs["a"].Shard(), "b": cfgs["b"].Shard(), "both": both, "none": none} {
-		for _, gvk := range shardedKinds {
-			got := readCache(t, env.Config, options(shard), gvk, metadataOnly(gvk))
-			heap[name] += got.heap
-			objects[name] += got.objects
+	for range rounds {
+		for name, shard := range map[string]labels.Selector{"a": cfgs["a"].Shard(), "b": cfgs["b"].Shard(), "both": both, "none": none} {
+			var h int64
+			objects[name] = 0
+			for _, gvk := range shardedKinds {
+				got := readCache(t, env.Config, options(shard), gvk, metadataOnly(gvk))
+				h += got.heap
+				objects[name] += got.objects
+			}
+			heaps[name] = append(heaps[name], h)
 		}
+	}
+	heap := map[string]int64{}
+	for name, hs := range heaps {
+		slices.Sort(hs)
+		heap[name] = hs[rounds/2]
 	}
 	if objects["a"]+objects["b"] != objects["both"] || objects["a"] != written["a"]-4 || objects["none"] != 0 {
 		t.Errorf("caches hold %v objects, want %d in a (one Profile of four objects moved to b), a and b together as many as both, and none in none", objects, written["a"]-4)
