@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -161,12 +162,17 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
 
 	h.applies.holdVolumes(t)
-	taken, err := pv(t, a+".census-1")
+	var taken *corev1.PersistentVolume
+	// kube-controller-manager may still be writing the volume's status.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if taken, err = pv(t, a+".census-1"); err != nil {
+			return err
+		}
+		taken.Labels[plugins.LabelManagedBy] = "someone-else"
+		return env.Client.Update(ctx, taken)
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	taken.Labels[plugins.LabelManagedBy] = "someone-else"
-	if err := env.Client.Update(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
 
