@@ -182,7 +182,7 @@ func TestDecodeConfigMap(t *testing.T) {
 
 func TestValidateContainerName(t *testing.T) {
 	for name, ok := range map[string]bool{
-		"abc": true, "a-b-c": true, strings.Repeat("a", 63): true, "0abc": true,
+		"abc": true, "a-b-c": true, strings.Repeat("a", 63): true, "0abc": true, "zz-top9": true,
 		"ab": false, strings.Repeat("a", 64): false, "a--b": false, "-ab": false, "ab-": false, "aBc": false, "a_b": false,
 	} {
 		if err := ValidateContainerName(name); (err == nil) != ok {

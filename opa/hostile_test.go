@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // TestOneNamespaceIsWhatNewGrantsMakes: the large snapshots of these tests
@@ -163,7 +165,7 @@ func TestFirstDocumentIsCheckedAgainstTheBaseline(t *testing.T) {
 		}
 		tr.offer(ctx, g, nil)
 		reason(t, tr.State(), ReasonDropTooLarge)
-		if !strings.Contains(tr.State().Err.Error(), "withdraws 3 of 4") {
+		if !strings.Contains(tr.State().Err.Error(), "withdraws 3 of 4 grants in use in the cluster (75%), more than the 50% allowed at once") {
 			t.Errorf("error = %v", tr.State().Err)
 		}
 	})
@@ -259,5 +261,35 @@ func TestPollerRestartServedEmpty(t *testing.T) {
 	}
 	if st := p.State(); !st.Synced || st.Err != nil {
 		t.Errorf("state = %+v, want synced", st)
+	}
+}
+
+// TestChangesAreLoggedOnce: a refresh that changes the grants is logged,
+// one that changes nothing (every poll of an unchanged document) is not,
+// nor is the first document.
+func TestChangesAreLoggedOnce(t *testing.T) {
+	var changes []string
+	logger := funcr.New(func(_, args string) {
+		if strings.Contains(args, `"msg"="grants changed"`) || strings.Contains(args, `"grants changed"`) {
+			changes = append(changes, args)
+		}
+	}, funcr.Options{})
+	ctx := log.IntoContext(t.Context(), logger)
+	grants := func(readers ...string) Grants {
+		g, err := NewGrants([]Bucket{{Name: "census-1", Readers: readers}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	tr := &tracker{name: "logs", maxDrop: 1}
+	for i, step := range []struct {
+		g    Grants
+		want int
+	}{{grants("a"), 0}, {grants("a"), 0}, {grants("a", "b"), 1}, {grants("a", "b"), 1}} {
+		tr.offer(ctx, step.g, nil)
+		if len(changes) != step.want {
+			t.Fatalf("after offer %d: %d lines say the grants changed, want %d: %v", i+1, len(changes), step.want, changes)
+		}
 	}
 }

@@ -258,6 +258,12 @@ func TestPollerRunNotifiesWithinOneInterval(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notification")
 	}
+	// Polls that find nothing changed notify no one.
+	select {
+	case ns := <-got:
+		t.Errorf("notified %v with the document unchanged", ns)
+	case <-time.After(3 * interval):
+	}
 }
 
 func TestConfigMapSource(t *testing.T) {
@@ -359,5 +365,28 @@ func TestConfigMapSource(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, notified); diff != "" {
 		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		in      Options
+		want    Options
+		wantErr string
+	}{
+		{in: Options{}, want: Options{Interval: 30 * time.Second, MaxDropShare: DefaultMaxDropShare}},
+		{in: Options{Interval: time.Minute, MaxDropShare: 0.2}, want: Options{Interval: time.Minute, MaxDropShare: 0.2}},
+		{in: Options{MaxDropShare: 1}, want: Options{Interval: 30 * time.Second, MaxDropShare: 1}},
+		{in: Options{Interval: -time.Second}, wantErr: "want a positive duration"},
+		{in: Options{MaxDropShare: -0.1}, wantErr: "want a share between 0 and 1"},
+		{in: Options{MaxDropShare: 1.01}, wantErr: "want a share between 0 and 1"},
+	} {
+		got, err := tc.in.withDefaults()
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%+v: %v, want an error with %q", tc.in, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || got.Interval != tc.want.Interval || got.MaxDropShare != tc.want.MaxDropShare):
+			t.Errorf("%+v: %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
 	}
 }
