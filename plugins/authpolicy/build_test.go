@@ -214,6 +214,13 @@ func TestAccessSpec(t *testing.T) {
 			}},
 		},
 		{
+			reason: "a notebook controller on every path: its rule has no operation, rather than one that names no path",
+			config: "{sameNamespace: false, notebookController: {principals: [nb], paths: []}}",
+			want: &securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{
+				{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{"nb"}}}}},
+			}},
+		},
+		{
 			reason: "nothing to allow: no policy at all, since an ALLOW policy without rules denies everything",
 			config: "{sameNamespace: false, notebookController: {principals: []}}",
 			want:   nil,
@@ -323,6 +330,13 @@ func TestPolicySpecSelector(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, PolicySpec(pol, profile("team-a", "")), protocmp.Transform()); diff != "" {
 		t.Errorf("PolicySpec (-want +got):\n%s", diff)
+	}
+	// No selector: the namespace's every workload, with no selector
+	// written rather than one that matches no label.
+	pol.Selector = nil
+	want.Selector = nil
+	if diff := cmp.Diff(want, PolicySpec(pol, profile("team-a", "")), protocmp.Transform()); diff != "" {
+		t.Errorf("PolicySpec without a selector (-want +got):\n%s", diff)
 	}
 }
 

@@ -52,7 +52,7 @@ func TestConfigRejects(t *testing.T) {
 		{"an unknown action", "{policies: [{name: p, action: AUDIT, rules: []}]}", `action "AUDIT": want ALLOW or DENY`},
 		{"an unknown placeholder", "{policies: [{name: p, action: DENY, rules: [{from: [{source: {principals: ['{{ .User }}']}}]}]}]}", "unknown placeholder {{ .User }}"},
 		{"a policy named like the access policy", "{policies: [{name: profilekit-access, action: DENY, rules: []}]}", `"profilekit-access": name given twice`},
-		{"a condition without values", "{policies: [{name: p, action: DENY, rules: [{when: [{key: 'request.auth.claims[groups]'}]}]}]}", "needs a key and values or notValues"},
+		{"a condition without values", "{policies: [{name: p, action: DENY, rules: [{when: [{key: 'request.auth.claims[groups]'}]}]}]}", "policies[p].rules[0].when[0]: needs a key and values or notValues"},
 		{"an unknown field", "{policies: [{name: p, action: DENY, rules: [{form: []}]}]}", `unknown field "policies[0].rules[0].form"`},
 	}
 	for _, tc := range tests {
@@ -66,5 +66,19 @@ func TestConfigRejects(t *testing.T) {
 				t.Fatalf("error = %v, want an InvalidConfig error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfigAcceptsConditionsWithValuesAndNotValues: a condition may
+// name values, values not allowed, or both.
+func TestConfigAcceptsConditionsWithValuesAndNotValues(t *testing.T) {
+	for _, when := range []string{"{key: k, values: [a]}", "{key: k, notValues: [b]}", "{key: k, values: [a], notValues: [b]}"} {
+		js, err := yaml.YAMLToJSON([]byte("{policies: [{name: p, action: DENY, rules: [{when: [" + when + "]}]}]}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Definition().DecodeHostDefaults(js); err != nil {
+			t.Errorf("a condition %s: %v, want it taken", when, err)
+		}
 	}
 }
