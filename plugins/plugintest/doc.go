@@ -145,12 +145,12 @@
 // make mutation-source runs gremlins (pinned, installed into bin/), a Go
 // mutation tool that mutates arithmetic, comparisons and increments in a
 // package's code and runs that package's tests for each mutant. It runs
-// over a sample of packages whose own tests hold their harness scenario
-// (plugins/limitrange, plugins/quotas, plugins/contributors,
-// plugins/outside) with -short, and prints each package's efficacy (killed
-// of killed and lived) and the mutants that lived. go-mutesting, the other
-// Go mutation tool, is not among the modules this project's builds can
-// install.
+// over the packages of SOURCE_MUTATION_PKGS (by default those scored so
+// far, plugins/outside and opa among them) with -short, and prints each
+// package's efficacy (killed of killed and lived) and the mutants that
+// lived; testdata/mutation-source.txt records what was done about each.
+// go-mutesting, the other Go mutation tool, is not among the modules this
+// project's builds can install.
 //
 // # Breakages
 //
