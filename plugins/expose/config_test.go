@@ -84,6 +84,34 @@ func TestDecode(t *testing.T) {
 			want:     &expose.Config{Gateways: []string{"cfg/gw"}, Hosts: []string{"env.example.org"}, ClusterDomain: "corp.internal"},
 		},
 		{
+			reason:   "the mesh gateway and the highest port",
+			defaults: `{"gateways":["mesh","cfg/gw"]}`,
+			spec:     `{"apps":[{"name":"a","service":"a","port":65535}]}`,
+			want: &expose.Config{Gateways: []string{"mesh", "cfg/gw"}, Hosts: []string{"env.example.org"}, ClusterDomain: "cluster.local",
+				Apps: []expose.App{{Name: "a", Service: "a", Port: 65535}}},
+		},
+		{
+			reason:   "a gateway that is neither the mesh nor namespace/name",
+			defaults: `{"gateways":["gw"]}`,
+			wantErr:  "want <namespace>/<name>",
+		},
+		{
+			reason: "header names of every letter and digit range's ends",
+			spec:   `{"apps":[{"name":"a","service":"a","port":80,"requestHeaders":{"remove":["X-az09AZ","z9Z0"]}}]}`,
+			want: &expose.Config{Gateways: []string{"env/gw"}, Hosts: []string{"env.example.org"}, ClusterDomain: "cluster.local",
+				Apps: []expose.App{{Name: "a", Service: "a", Port: 80, RequestHeaders: &expose.HeaderOperations{Remove: []string{"X-az09AZ", "z9Z0"}}}}},
+		},
+		{
+			reason:  "a header name with a character just past the digits",
+			spec:    `{"apps":[{"name":"a","service":"a","port":80,"requestHeaders":{"remove":["X:y"]}}]}`,
+			wantErr: `remove: "X:y" is not a valid header name`,
+		},
+		{
+			reason:  "a port over the highest",
+			spec:    `{"apps":[{"name":"a","service":"a","port":65536}]}`,
+			wantErr: `port 65536 is not between 1 and 65535`,
+		},
+		{
 			reason:  "a Profile may not choose the gateways",
 			spec:    `{"gateways":["mine/gw"]}`,
 			wantErr: `field "gateways" is set by the host only`,

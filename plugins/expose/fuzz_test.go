@@ -177,3 +177,56 @@ func wantInvalidSpec(t *testing.T, what string, err error) {
 		t.Fatalf("%s: error %q does not name plugin %s", what, err, expose.Kind)
 	}
 }
+
+// TestHeaderTemplateBounds: a value of exactly MaxHeaderValueBytes is
+// taken and one byte more is refused, however it is made; printf's
+// padding is counted from every verb of its format; and a format cut short
+// renders as fmt renders it.
+func TestHeaderTemplateBounds(t *testing.T) {
+	def := expose.DefinitionFromEnv(func(string) (string, bool) { return "", false })
+	const limit = expose.MaxHeaderValueBytes
+	x := func(n int) string { return strings.Repeat("x", n) }
+	for _, tc := range []struct {
+		reason, value, want, wantErr string
+	}{
+		{reason: "text of the bound", value: x(limit), want: x(limit)},
+		{reason: "text over the bound", value: x(limit + 1), wantErr: "rendered value is longer than 8192 bytes"},
+		{reason: "print of the bound", value: `{{ print "` + x(limit) + `" }}`, want: x(limit)},
+		{reason: "print over the bound", value: `{{ print "` + x(limit) + `" "y" }}`, wantErr: "print: rendered value is longer than 8192 bytes"},
+		// printf counts its format, its padding and twice its arguments.
+		{reason: "printf within its estimate", value: `{{ printf "%s" "` + x((limit-2)/2) + `" }}`, want: x((limit - 2) / 2)},
+		{reason: "printf over its estimate", value: `{{ printf "%s" "` + x((limit-2)/2+1) + `" }}`, wantErr: "printf: rendered value is longer than 8192 bytes"},
+		{reason: "printf's padding counts", value: `{{ printf "%5s" "` + x((limit-3-5)/2+1) + `" }}`, wantErr: "printf: rendered value is longer than 8192 bytes"},
+		{reason: "a padding of the bound is no error by itself", value: `{{ printf "%8192d" 1 }}`, wantErr: "printf: rendered value is longer than 8192 bytes"},
+		{reason: "a padding of nines", value: `{{ printf "%9000d" 1 }}`, wantErr: "width or precision 9000: rendered value is longer than 8192 bytes"},
+		{reason: "every verb's padding counts", value: `{{ printf "%5dx%9000d" 1 2 }}`, wantErr: "width or precision 9000: rendered value is longer than 8192 bytes"},
+		{reason: "a format ending in %", value: `{{ printf "100%" }}`, want: "100%!(NOVERB)"},
+		{reason: "a format ending in a width", value: `{{ printf "%5" }}`, want: "%!(NOVERB)"},
+		{reason: "range after a with", value: `{{ with "a" }}{{ . }}{{ end }}{{ range $i, $c := "ab" }}{{ end }}`, wantErr: "range is not allowed"},
+		{reason: "range inside a with", value: `{{ with "a" }}{{ range $i, $c := "ab" }}{{ end }}{{ end }}`, wantErr: "range is not allowed"},
+	} {
+		p, err := headerProfile("X-Value", tc.value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := def.Decode(nil, p)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one containing %q", tc.reason, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.reason, err)
+			continue
+		}
+		vss, err := expose.Build(c.(*expose.Config), p)
+		if err != nil {
+			t.Errorf("%s: build: %v", tc.reason, err)
+			continue
+		}
+		if got := vss[0].Spec.Http[0].Headers.Request.Set["X-Value"]; got != tc.want {
+			t.Errorf("%s: rendered %d bytes %.40q, want %d bytes %.40q", tc.reason, len(got), got, len(tc.want), tc.want)
+		}
+	}
+}
