@@ -240,8 +240,13 @@ func TestPollerRunNotifiesWithinOneInterval(t *testing.T) {
 	}
 	got := make(chan []string, 10)
 	go func() { _ = p.Run(ctx, func(ns []string) { got <- ns }) }()
-	if first := <-got; !cmp.Equal(first, []string{"a"}) {
-		t.Fatalf("first notification = %v, want [a]", first)
+	select {
+	case first := <-got:
+		if !cmp.Equal(first, []string{"a"}) {
+			t.Fatalf("first notification = %v, want [a]", first)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no first notification")
 	}
 	changed := time.Now()
 	if err := srv.PutData(ctx, path, list(map[string]any{"bucketName": "census", "readers": []string{"a", "b"}})); err != nil {
