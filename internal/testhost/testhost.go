@@ -157,8 +157,15 @@ func Eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 // (and, when not empty, a message containing msg), and returns it.
 func WaitCondition(t *testing.T, c client.Client, name, ct, status, msg string) kubeflowv1.ProfileCondition {
 	t.Helper()
+	return WaitConditionWithin(t, c, name, ct, status, msg, 20*time.Second)
+}
+
+// WaitConditionWithin is WaitCondition with a bound of its own, for a
+// condition that needs a host started and an outside system's answer.
+func WaitConditionWithin(t *testing.T, c client.Client, name, ct, status, msg string, timeout time.Duration) kubeflowv1.ProfileCondition {
+	t.Helper()
 	var got kubeflowv1.ProfileCondition
-	Eventually(t, 20*time.Second, func() (bool, string) {
+	Eventually(t, timeout, func() (bool, string) {
 		var p kubeflowv1.Profile
 		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
 			return false, err.Error()
