@@ -76,7 +76,12 @@ func (p Plugin) claimUnseen(ctx context.Context, req plugins.Request, live liveS
 		return false, nil
 	}
 	live.pvcs[ref.Name] = &now
-	if l := now.Labels; l[plugins.LabelManagedBy] == plugins.ManagedByValue && l[plugins.LabelPlugin] == Kind && now.DeletionTimestamp == nil {
+	// Ours only when the volume is bound to this very claim: its labels are
+	// the tenant's to write, the volume's binding is not. A claim the volume
+	// names but is not bound to holds the volume and is left to the pass
+	// whose cache shows it.
+	if l := now.Labels; ref.UID != "" && now.UID == ref.UID &&
+		l[plugins.LabelManagedBy] == plugins.ManagedByValue && l[plugins.LabelPlugin] == Kind && now.DeletionTimestamp == nil {
 		pr.claim = &now
 		return true, nil
 	}
