@@ -268,9 +268,11 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 	readds, rewrites := standIn.readds.Load(), standIn.rewrites.Load()
 	t.Logf("over %s beside the stand-in: host %d writes (%d to %d Profiles, %d to their objects, %d other: %v); stand-in %d finalizer re-adds, %d namespaceAdmin rewrites, %d rewrites of the Group owner's policy; the host wrote the Group-owned Profile's %d objects %d times",
 		window, len(writes), sum(profileWrites), len(all), sum(objects), len(other), other, readds, rewrites, standIn.policyRewritesOf(group), len(before[group]), objects[group])
+	t.Logf("%s: the host's writes of the Profile: carried out %v, refused %v", group, h.counter.Landed("/profiles/"+group), h.counter.Refused("/profiles/"+group))
 	for _, name := range names {
 		if got := profileWrites[name]; got > maxProfileWrites {
-			t.Errorf("%s: the host wrote the Profile %d times in %s beside the upstream controller, want at most %d", name, got, window, maxProfileWrites)
+			t.Errorf("%s: the host wrote the Profile %d times in %s beside the upstream controller, want at most %d: carried out %v, refused %v", name, got, window, maxProfileWrites,
+				h.counter.Landed("/profiles/"+name), h.counter.Refused("/profiles/"+name))
 		}
 		if got, want := objects[name], len(before[name]); got > want {
 			t.Errorf("%s: the host wrote its objects %d times in %s, want at most %d (one adoption each)", name, got, window, want)
@@ -288,7 +290,8 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 		t.Errorf("%s: the host wrote its objects %d times in %s, want at most %d (one adoption each, two for the policy, %d repairs of it)", group, got, window, want, repairs)
 	}
 	if got, want := profileWrites[group], 2+2*repairEnds; got > want {
-		t.Errorf("%s: the host wrote the Profile %d times in %s, want at most %d", group, got, window, want)
+		t.Errorf("%s: the host wrote the Profile %d times in %s, want at most %d: carried out %v, refused %v", group, got, window, want,
+			h.counter.Landed("/profiles/"+group), h.counter.Refused("/profiles/"+group))
 	}
 	for _, name := range names {
 		p := profile(name)
