@@ -35,8 +35,6 @@ import (
 type Applier struct {
 	kind    string
 	profile *kubeflowv1.Profile
-	// ownLabels are the labels that mark our objects (see ownership).
-	ownLabels map[string]string
 	// shardKeys are the Profile's label keys every object carries under
 	// ShardKey (WithShardLabels).
 	shardKeys []string

@@ -66,12 +66,7 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 		labels = map[string]any{}
 		md["labels"] = labels
 	}
-	for _, k := range a.shardKeys {
-		delete(labels, ShardKey(k))
-	}
-	for k, v := range a.ownership() {
-		labels[k] = v
-	}
+	a.markOwned(labels)
 	refs, _ := md["ownerReferences"].([]any)
 	md["ownerReferences"] = append(refs, ownerReferenceFields(a.profile))
 
@@ -88,19 +83,20 @@ func (a *Applier) own(u *unstructured.Unstructured) {
 	md["annotations"] = ann
 }
 
-// ownership returns the labels that mark the plugin's objects for the
-// Profile, with the Profile's shard labels (WithShardLabels), made once per
-// Applier.
-func (a *Applier) ownership() map[string]string {
-	if a.ownLabels == nil {
-		a.ownLabels = plugins.OwnershipLabels(a.kind, a.profile.Name)
-		for _, k := range a.shardKeys {
-			if v, ok := a.profile.Labels[k]; ok {
-				a.ownLabels[ShardKey(k)] = v
-			}
+// markOwned sets in labels those that mark the plugin's objects for the
+// Profile (plugins.OwnershipLabels), and the Profile's shard labels
+// (WithShardLabels) in place of any the plugin set under their keys.
+func (a *Applier) markOwned(labels map[string]any) {
+	labels[plugins.LabelManagedBy] = plugins.ManagedByValue
+	labels[plugins.LabelPlugin] = a.kind
+	labels[plugins.LabelProfile] = a.profile.Name
+	for _, k := range a.shardKeys {
+		key := ShardKey(k)
+		delete(labels, key)
+		if v, ok := a.profile.Labels[k]; ok {
+			labels[key] = v
 		}
 	}
-	return a.ownLabels
 }
 
 // ownerReferenceFields is plugins.OwnerReference(p) as the fields of an

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/profilekit/profilekit/plugins"
 )
 
 // newObject returns an empty object of gvk in the form the Applier reads it.
@@ -41,7 +43,15 @@ func (a *Applier) read(ctx context.Context, r client.Reader, k objectKey) (*live
 	if err != nil {
 		return nil, err
 	}
-	err = r.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, obj)
+	var opts []client.GetOption
+	if _, ok := obj.(*unstructured.Unstructured); !ok {
+		// A typed object read from a cache is then a copy of the cached
+		// one's fields only, not of what they point to: newLiveObject
+		// changes none of that, and converts the rest before comparing.
+		// An unstructured one is its map, which newLiveObject changes.
+		opts = append(opts, client.UnsafeDisableDeepCopy)
+	}
+	err = r.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, obj, opts...)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -77,4 +87,26 @@ func newLiveObject(obj client.Object) (*liveObject, error) {
 		return nil, err
 	}
 	return &liveObject{Unstructured: u, managedFields: managed}, nil
+}
+
+// metadataValue returns u's metadata.<field>[key] (field is labels or
+// annotations) as read, without the copy of the whole map that GetLabels
+// and GetAnnotations make.
+func metadataValue(u *unstructured.Unstructured, field, key string) string {
+	md, _ := u.Object["metadata"].(map[string]any)
+	m, _ := md[field].(map[string]any)
+	v, _ := m[key].(string)
+	return v
+}
+
+// appliedHashOf returns u's applied hash annotation, empty when it has none.
+func appliedHashOf(u *unstructured.Unstructured) string {
+	return metadataValue(u, "annotations", plugins.AnnotationAppliedHash)
+}
+
+// ownedBy is plugins.IsOwnedBy over u's labels as read.
+func ownedBy(u *unstructured.Unstructured, kind, profile string) bool {
+	return metadataValue(u, "labels", plugins.LabelManagedBy) == plugins.ManagedByValue &&
+		metadataValue(u, "labels", plugins.LabelPlugin) == kind &&
+		metadataValue(u, "labels", plugins.LabelProfile) == profile
 }

@@ -61,9 +61,9 @@ func WithRepairGate(g RepairGate) Option {
 // RoleBinding a few times in a row never makes the host leave it as the
 // tenant made it.
 func (a *Applier) mayRepair(ctx context.Context, live *liveObject, u *unstructured.Unstructured) error {
-	hash := u.GetAnnotations()[plugins.AnnotationAppliedHash]
+	hash := appliedHashOf(u)
 	if a.repairs == nil || !a.upstream || !plugins.IsUpstreamName(u.GetName()) ||
-		live.GetAnnotations()[plugins.AnnotationAppliedHash] != hash {
+		appliedHashOf(live.Unstructured) != hash {
 		return nil
 	}
 	hold, ok := a.repairs.Repair(u)

@@ -92,8 +92,8 @@ func (a *Applier) existing(ctx context.Context, u *unstructured.Unstructured, ch
 func (a *Applier) update(ctx context.Context, u *unstructured.Unstructured, live *liveObject, change plugins.Change) (plugins.Change, error) {
 	k := keyOf(u)
 	for attempt := 0; ; attempt++ {
-		owned := plugins.IsOwnedBy(live.GetLabels(), a.kind, a.profile.Name)
-		adopted := !owned && a.adopt && live.GetLabels()[plugins.LabelManagedBy] == ""
+		owned := ownedBy(live.Unstructured, a.kind, a.profile.Name)
+		adopted := !owned && a.adopt && metadataValue(live.Unstructured, "labels", plugins.LabelManagedBy) == ""
 		if !owned && !adopted {
 			change.Action = plugins.Skipped
 			return change, plugins.Terminalf(plugins.ReasonConflict, "%s %s/%s exists and is not managed by plugin %s for profile %s; left untouched",
@@ -159,7 +159,7 @@ func atVersion(u *unstructured.Unstructured, version string) *unstructured.Unstr
 // must also hold u's values; one read as metadata only has no body to
 // compare, so its managed fields must be there to tell.
 func (a *Applier) inSync(live *liveObject, u *unstructured.Unstructured) bool {
-	if live.GetAnnotations()[plugins.AnnotationAppliedHash] != u.GetAnnotations()[plugins.AnnotationAppliedHash] {
+	if appliedHashOf(live.Unstructured) != appliedHashOf(u) {
 		return false
 	}
 	ours, known := ownFields(live.managedFields, plugins.FieldManagerFor(a.kind))

@@ -46,7 +46,7 @@ func (a *Applier) writtenUnseen(u *unstructured.Unstructured) bool {
 		return false
 	}
 	hash, ok := a.observer.Unseen(u)
-	return ok && hash == u.GetAnnotations()[plugins.AnnotationAppliedHash]
+	return ok && hash == appliedHashOf(u)
 }
 
 // WithWriteObserver makes the Applier tell o of its creates and applies.
