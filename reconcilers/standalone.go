@@ -88,6 +88,10 @@ type Reconciler struct {
 	// staged, when set, serves each Profile with the stable or the
 	// candidate settings of a staged rollout (see WithStaged).
 	staged *staging
+
+	// applierOptions are the options of every pass's Applier but its
+	// write observer, made once.
+	applierOptions []apply.Option
 }
 
 // New returns a Reconciler for def on mgr. It decodes and validates the host's
@@ -144,6 +148,8 @@ func New(mgr ctrl.Manager, def plugins.Definition, opts ...Option) (*Reconciler,
 			return r.shard.Matches(labels.Set(p.Labels)) && r.Applies(p)
 		})
 	}
+	r.applierOptions = append(applierOptions(r.def), apply.WithLiveReader(r.apiReader), apply.WithScheme(r.scheme),
+		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...), apply.WithShardLabels(r.shard), apply.WithRepairGate(r.repairs))
 	return r, nil
 }
 
@@ -226,7 +232,7 @@ func (r *Reconciler) request(ctx context.Context, p *kubeflowv1.Profile, cfg any
 		Profile:   p,
 		Config:    cfg,
 		Client:    r.client,
-		Objects:   apply.New(r.client, r.def.Kind(), p, r.def.Owns, append(r.applierOptions(), apply.WithWriteObserver(writes))...),
+		Objects:   apply.New(r.client, r.def.Kind(), p, r.def.Owns, append(slices.Clip(r.applierOptions), apply.WithWriteObserver(writes))...),
 		Outside:   record,
 		Retention: retention,
 		Watched:   r.watched,
@@ -238,11 +244,6 @@ func (r *Reconciler) request(ctx context.Context, p *kubeflowv1.Profile, cfg any
 // for a plugin without outside state.
 func (r *Reconciler) tenures() *outside.Tenures {
 	return tenures(r.def, r.client, r.apiReader, r.outside)
-}
-
-func (r *Reconciler) applierOptions() []apply.Option {
-	return append(applierOptions(r.def), apply.WithLiveReader(r.apiReader), apply.WithScheme(r.scheme),
-		apply.WithMetadataOnly(metadataOnly(r.def, r.whole...)...), apply.WithShardLabels(r.shard), apply.WithRepairGate(r.repairs))
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *kubeflowv1.Profile) (reconcile.Result, error) {
