@@ -16,10 +16,20 @@ import (
 	"github.com/profilekit/profilekit/plugins/internal/quotanames"
 )
 
-// value is a hard limit and where it came from, for error messages.
+// value is a hard limit and where it came from, for error messages: the
+// label key and value that set it, or none for the config's hard.
 type value struct {
-	q      resource.Quantity
-	source string
+	q          resource.Quantity
+	label, raw string
+}
+
+// source names where name's value v came from; it is formatted only for
+// an error, not on every pass.
+func (v value) source(name corev1.ResourceName) string {
+	if v.label == "" {
+		return fmt.Sprintf("hard[%s]", name)
+	}
+	return fmt.Sprintf("label %s=%q", v.label, v.raw)
 }
 
 type sourced map[corev1.ResourceName]value
@@ -31,16 +41,20 @@ type sourced map[corev1.ResourceName]value
 func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
 	hard := make(sourced, len(cfg.Hard))
 	for name, q := range cfg.Hard {
-		hard[name] = value{q: q, source: fmt.Sprintf("hard[%s]", name)}
+		hard[name] = value{q: q}
 	}
 	var errs []error
 	if cfg.LabelPrefix != "" {
 		prefix := cfg.LabelPrefix + "/"
-		for _, key := range slices.Sorted(maps.Keys(p.Labels)) {
-			name, ok := strings.CutPrefix(key, prefix)
-			if !ok {
-				continue
+		var keys []string
+		for key := range p.Labels {
+			if strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
 			}
+		}
+		slices.Sort(keys)
+		for _, key := range keys {
+			name := strings.TrimPrefix(key, prefix)
 			raw := p.Labels[key]
 			q, err := resource.ParseQuantity(raw)
 			if err != nil {
@@ -55,7 +69,7 @@ func Hard(cfg *Config, p *kubeflowv1.Profile) (corev1.ResourceList, error) {
 				errs = append(errs, fmt.Errorf("label %s=%q: %s: %s", key, raw, res, why))
 				continue
 			}
-			hard[res] = value{q: q, source: fmt.Sprintf("label %s=%q", key, raw)}
+			hard[res] = value{q: q, label: key, raw: raw}
 		}
 	}
 	errs = append(errs, check(hard, cfg.Caps)...)
@@ -76,20 +90,20 @@ func check(hard sourced, caps corev1.ResourceList) []error {
 	for _, name := range slices.Sorted(maps.Keys(hard)) {
 		v := hard[name]
 		if v.q.Sign() < 0 {
-			errs = append(errs, fmt.Errorf("%s: %s is negative", v.source, name))
+			errs = append(errs, fmt.Errorf("%s: %s is negative", v.source(name), name))
 		}
 		if why := quotanames.CheckValue(name, v.q); why != "" {
-			errs = append(errs, fmt.Errorf("%s: %s", v.source, why))
+			errs = append(errs, fmt.Errorf("%s: %s", v.source(name), why))
 		}
 		if limit, ok := caps[name]; ok && v.q.Cmp(limit) > 0 {
-			errs = append(errs, fmt.Errorf("%s: %s %s is above the cap %s", v.source, name, v.q.String(), limit.String()))
+			errs = append(errs, fmt.Errorf("%s: %s %s is above the cap %s", v.source(name), name, v.q.String(), limit.String()))
 		}
 		limitName, isRequest := limitOf(name)
 		if !isRequest {
 			continue
 		}
 		if l, ok := hard[limitName]; ok && v.q.Cmp(l.q) > 0 {
-			errs = append(errs, fmt.Errorf("%s: %s %s is above %s %s (%s)", v.source, name, v.q.String(), limitName, l.q.String(), l.source))
+			errs = append(errs, fmt.Errorf("%s: %s %s is above %s %s (%s)", v.source(name), name, v.q.String(), limitName, l.q.String(), l.source(limitName)))
 		}
 	}
 	return errs

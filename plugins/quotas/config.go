@@ -81,7 +81,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hard[%s]: %s", name, why))
 			continue
 		}
-		hard[name] = value{q: c.Hard[name], source: fmt.Sprintf("hard[%s]", name)}
+		hard[name] = value{q: c.Hard[name]}
 	}
 	errs = append(errs, check(hard, c.Caps)...)
 	return errors.Join(errs...)
