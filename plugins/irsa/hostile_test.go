@@ -28,9 +28,12 @@ import (
 // outage stands between the plugin and the roles: while down, every call
 // fails as an unreachable IAM would.
 type outage struct {
-	down   atomic.Bool
-	writes atomic.Int32
-	roles  *roles
+	down atomic.Bool
+	// readOnly refuses writes only, as an IAM that answers reads but
+	// throttles or denies UpdateAssumeRolePolicy does.
+	readOnly atomic.Bool
+	writes   atomic.Int32
+	roles    *roles
 }
 
 var errUnavailable = errors.New("api error ServiceUnavailable: Service Unavailable")
@@ -43,7 +46,7 @@ func (o *outage) get(ctx context.Context, name string) (string, error) {
 }
 
 func (o *outage) set(ctx context.Context, name, doc string) error {
-	if o.down.Load() {
+	if o.down.Load() || o.readOnly.Load() {
 		return errUnavailable
 	}
 	o.writes.Add(1)
@@ -196,7 +199,10 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 		reason   string
 		defaults string
 		policy   func(context.Context, string) (string, error)
-		want     string
+		// refuseWrite refuses each write of the trust policy, as an IAM
+		// that denies UpdateAssumeRolePolicy does.
+		refuseWrite bool
+		want        string
 	}{
 		{
 			reason:   "the trust policy would pass the size limit",
@@ -208,6 +214,12 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 			reason: "IAM does not answer",
 			policy: func(context.Context, string) (string, error) { return "", errors.New("service unavailable") },
 			want:   "service unavailable",
+		},
+		{
+			reason:      "IAM refuses to write the trust policy",
+			policy:      func(context.Context, string) (string, error) { return startPolicy, nil },
+			refuseWrite: true,
+			want:        "AccessDenied",
 		},
 	}
 	for _, tt := range tests {
@@ -227,7 +239,10 @@ func TestRoleAnnotatedOnlyOnceTrusted(t *testing.T) {
 				return tt.policy(ctx, name)
 			}).MinTimes(1)
 			iam.EXPECT().SetTrustPolicy(gomock.Any(), role, gomock.Any()).DoAndReturn(func(ctx context.Context, name, doc string) error {
-				if !healed.Load() {
+				switch {
+				case !healed.Load() && tt.refuseWrite:
+					return errors.New("api error AccessDenied: not authorized to perform iam:UpdateAssumeRolePolicy")
+				case !healed.Load():
 					t.Errorf("the trust policy was written before IAM healed: %s", doc)
 				}
 				return store.set(ctx, name, doc)

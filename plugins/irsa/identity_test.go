@@ -2,6 +2,7 @@ package irsa_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -177,6 +178,15 @@ func TestStopListingWithoutARecordUntrustsTheTemplatesRole(t *testing.T) {
 	if strings.Contains(store.doc(own), sid) {
 		t.Errorf("the role still trusts the namespace after the Profile stopped listing the plugin:\n%s", store.doc(own))
 	}
+	// The revoke says what it did: the Profile's statement deleted from
+	// the role, the service account's annotation taken off.
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		revoked := testhost.Events(t, env.Client, name)
+		return slices.ContainsFunc(revoked, func(e string) bool {
+				return strings.Contains(e, " Revoked ") && strings.HasSuffix(e, ": 1 configured, 1 deleted")
+			}),
+			fmt.Sprintf("Events %v, want a Revoked one counting the statement deleted and the service account configured", revoked)
+	})
 }
 
 // A policy narrowed after a role was trusted: the Profile leaves the

@@ -3,6 +3,7 @@ package irsa_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -164,6 +165,15 @@ func TestTrustLifecycle(t *testing.T) {
 		if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, store.doc(role))); diff != "" {
 			t.Errorf("trust policy after revoke (-want +got):\n%s", diff)
 		}
+		// And the revoke says so: the statement deleted, the annotation
+		// taken off.
+		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+			revoked := testhost.Events(t, env.Client, name)
+			return slices.ContainsFunc(revoked, func(e string) bool {
+					return strings.Contains(e, " Revoked ") && strings.HasSuffix(e, ": 1 configured, 1 deleted")
+				}),
+				fmt.Sprintf("Events %v, want a Revoked one counting the statement deleted and the service account configured", revoked)
+		})
 	})
 	ctrl.Finish()
 }

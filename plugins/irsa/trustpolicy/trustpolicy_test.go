@@ -220,6 +220,35 @@ func TestSizeErrorIsTyped(t *testing.T) {
 	}
 }
 
+// The limit is the largest size IAM takes: a policy of exactly that size
+// is written, one character more is not.
+func TestSizeLimitIsInclusive(t *testing.T) {
+	e := Edit{Provider: provider, Subjects: []string{subA}, Namespace: "team-a"}
+	out, _, err := AddSubjects(eksctlPolicy, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.MaxSize = Size(out)
+	if got, changed, err := AddSubjects(eksctlPolicy, e); err != nil || !changed || got != out {
+		t.Errorf("at a limit of its size (%d): changed %v, error %v; want the policy written", e.MaxSize, changed, err)
+	}
+	e.MaxSize--
+	var se *SizeError
+	if _, _, err := AddSubjects(eksctlPolicy, e); !errors.As(err, &se) || se.Size != e.MaxSize+1 {
+		t.Errorf("at a limit one below its size: %v, want a *SizeError of %d", err, e.MaxSize+1)
+	}
+}
+
+// A namespace's letters and digits stand for themselves in the Sid, the
+// first and last of each range too; a dash is Z, anything else X and hex.
+func TestStatementIDSpellsTheNamespace(t *testing.T) {
+	for ns, want := range map[string]string{"a0-z9": "a0Zz9", "team-b": "teamZb", "A_": "X41X5F", "/": "X2F", ":": "X3A", "{": "X7B", "`": "X60"} {
+		if got := StatementID(provider, ns); !strings.HasSuffix(got, "N"+want) {
+			t.Errorf("StatementID(%q) = %s, want it to end in N%s", ns, got, want)
+		}
+	}
+}
+
 func TestRemoveStatement(t *testing.T) {
 	tests := []struct {
 		reason      string
