@@ -242,6 +242,7 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 	}
 	group := fmt.Sprintf("fight-%s-group", run)
 	before[group] = createUpstreamProfile(t, c, group, run, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "team-" + run})
+	groupVersions := profileVersions(t, cp, group)
 	all := append(slices.Clone(names), group)
 	standIn := startUpstreamStandIn(t, cp, all)
 	h := startMoveoverHost(t, cp, shippedUpstreamConfig(t, run, "profilekit-fight-"+run))
@@ -268,7 +269,7 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 	readds, rewrites := standIn.readds.Load(), standIn.rewrites.Load()
 	t.Logf("over %s beside the stand-in: host %d writes (%d to %d Profiles, %d to their objects, %d other: %v); stand-in %d finalizer re-adds, %d namespaceAdmin rewrites, %d rewrites of the Group owner's policy; the host wrote the Group-owned Profile's %d objects %d times",
 		window, len(writes), sum(profileWrites), len(all), sum(objects), len(other), other, readds, rewrites, standIn.policyRewritesOf(group), len(before[group]), objects[group])
-	t.Logf("%s: the host's writes of the Profile: carried out %v, refused %v", group, h.counter.Landed("/profiles/"+group), h.counter.Refused("/profiles/"+group))
+	t.Logf("%s: the host's writes of the Profile: carried out %v, refused %v; its versions:\n%s", group, h.counter.Landed("/profiles/"+group), h.counter.Refused("/profiles/"+group), strings.Join(groupVersions(), "\n"))
 	for _, name := range names {
 		if got := profileWrites[name]; got > maxProfileWrites {
 			t.Errorf("%s: the host wrote the Profile %d times in %s beside the upstream controller, want at most %d: carried out %v, refused %v", name, got, window, maxProfileWrites,
@@ -290,8 +291,8 @@ func TestMoveOverBesideUpstream(t *testing.T) {
 		t.Errorf("%s: the host wrote its objects %d times in %s, want at most %d (one adoption each, two for the policy, %d repairs of it)", group, got, window, want, repairs)
 	}
 	if got, want := profileWrites[group], 2+2*repairEnds; got > want {
-		t.Errorf("%s: the host wrote the Profile %d times in %s, want at most %d: carried out %v, refused %v", group, got, window, want,
-			h.counter.Landed("/profiles/"+group), h.counter.Refused("/profiles/"+group))
+		t.Errorf("%s: the host wrote the Profile %d times in %s, want at most %d: carried out %v, refused %v; its versions:\n%s", group, got, window, want,
+			h.counter.Landed("/profiles/"+group), h.counter.Refused("/profiles/"+group), strings.Join(groupVersions(), "\n"))
 	}
 	for _, name := range names {
 		p := profile(name)

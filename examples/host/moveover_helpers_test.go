@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,4 +266,42 @@ func profileWritesOf(writes []string, name string) []string {
 		_, path, _ := strings.Cut(w, " ")
 		return path != "/apis/kubeflow.org/v1/profiles/"+name && path != "/apis/kubeflow.org/v1/profiles/"+name+"/status"
 	})
+}
+
+// profileVersions watches the Profile named name and returns what each of
+// its versions held, one line each: who wrote what is not in a request
+// count, and a failure that counts too many writes says what they were.
+func profileVersions(t *testing.T, cp *testenv.Env, name string) func() []string {
+	t.Helper()
+	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(t.Context(), &kubeflowv1.ProfileList{}, client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*kubeflowv1.Profile)
+			if !ok {
+				continue
+			}
+			line := fmt.Sprintf("%s %s: finalizers %v", ev.Type, p.ResourceVersion, p.Finalizers)
+			for _, c := range p.Status.Conditions {
+				line += fmt.Sprintf("; %s=%s %s", c.Type, c.Status, plugins.BoundMessage(c.Message))
+			}
+			mu.Lock()
+			seen = append(seen, line)
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }
