@@ -138,6 +138,9 @@ type server struct {
 	mu     sync.Mutex
 	faults map[string][]Fault
 	hooks  map[string][]func()
+	// retryAfter replaces the Retry-After of throttling answers that carry
+	// one (see RetryAfter).
+	retryAfter string
 }
 
 // start serves a on a new local server, closed when the test ends.
@@ -164,6 +167,16 @@ func (s *server) Fail(call string, faults ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[call] = append(s.faults[call], faults...)
+}
+
+// RetryAfter makes the throttling answers from now on that carry a
+// Retry-After (Google's and Azure's, 1 s unless set) carry seconds
+// instead, as written in the header: "0", "2", or a value a caller must
+// not trust.
+func (s *server) RetryAfter(seconds string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retryAfter = seconds
 }
 
 // After runs fn once, after the server has carried out the next call of that
@@ -218,6 +231,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case fault == Throttle:
 		rep = s.api.throttled()
+		s.mu.Lock()
+		if s.retryAfter != "" && rep.header.Get("Retry-After") != "" {
+			rep.header.Set("Retry-After", s.retryAfter)
+		}
+		s.mu.Unlock()
 	default:
 		rep = s.api.answer(call, r, body)
 	}

@@ -345,3 +345,16 @@ func Events(t *testing.T, c client.Reader, names ...string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// WaitRevoked waits for the Revoked Event of plugin kind on the Profile
+// named name whose note counts exactly summary (plugins.Result's Summary,
+// such as "1 configured, 1 deleted"): what a revoke says it did.
+func WaitRevoked(t *testing.T, c client.Reader, name, kind, summary string) {
+	t.Helper()
+	Eventually(t, 10*time.Second, func() (bool, string) {
+		events := Events(t, c, name)
+		return slices.ContainsFunc(events, func(e string) bool {
+			return strings.Contains(e, " "+plugins.ReasonRevoked+" ") && strings.HasSuffix(e, " "+kind+": "+summary)
+		}), fmt.Sprintf("Events %v, want %s's %s counting %s", events, kind, plugins.ReasonRevoked, summary)
+	})
+}

@@ -2,7 +2,6 @@ package irsa_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -180,13 +179,7 @@ func TestStopListingWithoutARecordUntrustsTheTemplatesRole(t *testing.T) {
 	}
 	// The revoke says what it did: the Profile's statement deleted from
 	// the role, the service account's annotation taken off.
-	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-		revoked := testhost.Events(t, env.Client, name)
-		return slices.ContainsFunc(revoked, func(e string) bool {
-				return strings.Contains(e, " Revoked ") && strings.HasSuffix(e, ": 1 configured, 1 deleted")
-			}),
-			fmt.Sprintf("Events %v, want a Revoked one counting the statement deleted and the service account configured", revoked)
-	})
+	testhost.WaitRevoked(t, env.Client, name, irsa.Kind, "1 configured, 1 deleted")
 }
 
 // A policy narrowed after a role was trusted: the Profile leaves the

@@ -3,7 +3,6 @@ package irsa_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -167,13 +166,7 @@ func TestTrustLifecycle(t *testing.T) {
 		}
 		// And the revoke says so: the statement deleted, the annotation
 		// taken off.
-		testhost.Eventually(t, 10*time.Second, func() (bool, string) {
-			revoked := testhost.Events(t, env.Client, name)
-			return slices.ContainsFunc(revoked, func(e string) bool {
-					return strings.Contains(e, " Revoked ") && strings.HasSuffix(e, ": 1 configured, 1 deleted")
-				}),
-				fmt.Sprintf("Events %v, want a Revoked one counting the statement deleted and the service account configured", revoked)
-		})
+		testhost.WaitRevoked(t, env.Client, name, irsa.Kind, "1 configured, 1 deleted")
 	})
 	ctrl.Finish()
 }

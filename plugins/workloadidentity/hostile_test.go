@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
@@ -84,6 +85,32 @@ func stopListing(t *testing.T, name string) {
 		}
 		return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
 	})
+}
+
+// A record of a version before per-member keys (gsa/<account>: it granted
+// every member) moves to a key per member on the next pass, and the old key
+// goes: the grant stays the host's to revoke, under today's key.
+func TestLegacyRecordMovesToMemberKeys(t *testing.T) {
+	hostile(t, &account{policy: &iam.Policy{Etag: "e"}})
+	name, member := profileWithGrant(t, "wi-legacy-")
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	legacy := "gsa/" + gsa
+	testhost.WriteRecord(t, env.Client, workloadidentity.Kind, &p, `{"`+legacy+`":{"hash":"0","at":"2026-01-01T00:00:00Z"}}`)
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, plugins.AnnotationReverify, "legacy")
+	})
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		var record corev1.ConfigMap
+		if err := env.Client.Get(t.Context(), testhost.RecordKey(workloadidentity.Kind, &p), &record); err != nil {
+			return false, err.Error()
+		}
+		state := record.Data["state.json"]
+		return strings.Contains(state, `"grant/`+gsa+`/`+member+`"`) && !strings.Contains(state, `"`+legacy+`"`), "record " + state
+	})
+	stopListing(t, name)
 }
 
 func TestMemberGrantedBeforeUsIsNeverRevoked(t *testing.T) {

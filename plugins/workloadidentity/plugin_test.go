@@ -162,6 +162,9 @@ func TestWorkloadIdentityLifecycle(t *testing.T) {
 		if diff := cmp.Diff(want, acct.bindings()); diff != "" {
 			t.Errorf("bindings after revoke (-want +got):\n%s", diff)
 		}
+		// And the revoke says so: the member deleted, the annotation
+		// taken off.
+		testhost.WaitRevoked(t, env.Client, name, workloadidentity.Kind, "1 configured, 1 deleted")
 	})
 	ctrl.Finish()
 }

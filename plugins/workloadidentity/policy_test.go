@@ -34,6 +34,12 @@ func TestGrantAndRevoke(t *testing.T) {
 			want: &iam.Policy{Etag: "e1", Bindings: []*iam.Binding{{Role: "roles/iam.serviceAccountTokenCreator", Members: []string{"user:a@example.org"}}, {Role: RoleWorkloadIdentityUser, Members: []string{memberB, memberA}}}},
 		},
 		{
+			reason: "grant joins the existing unconditional binding when it is the first",
+			in:     &iam.Policy{Bindings: []*iam.Binding{{Role: RoleWorkloadIdentityUser, Members: []string{memberB}}, {Role: "roles/iam.serviceAccountTokenCreator", Members: []string{"user:a@example.org"}}}},
+			grant:  true, members: []string{memberA}, wantChanged: true,
+			want: &iam.Policy{Bindings: []*iam.Binding{{Role: RoleWorkloadIdentityUser, Members: []string{memberB, memberA}}, {Role: "roles/iam.serviceAccountTokenCreator", Members: []string{"user:a@example.org"}}}},
+		},
+		{
 			reason: "grant of a member already there changes nothing",
 			in:     &iam.Policy{Bindings: []*iam.Binding{{Role: RoleWorkloadIdentityUser, Members: []string{memberA}}}},
 			grant:  true, members: []string{memberA},

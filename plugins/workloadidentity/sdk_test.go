@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,8 +123,8 @@ func TestSDKGooglePolicyLifecycle(t *testing.T) {
 	t.Run("an account that does not exist is Google's 404", func(t *testing.T) {
 		_, err := c.Policy(t.Context(), "projects/proj-123/serviceAccounts/gone@proj-123.iam.gserviceaccount.com")
 		var ge *googleapi.Error
-		if !errors.As(err, &ge) || ge.Code != http.StatusNotFound {
-			t.Errorf("read of a missing account: %v, want a 404 googleapi.Error", err)
+		if !errors.As(err, &ge) || ge.Code != http.StatusNotFound || !errors.Is(err, workloadidentity.ErrNoAccount) {
+			t.Errorf("read of a missing account: %v, want a 404 googleapi.Error that is ErrNoAccount", err)
 		}
 	})
 
@@ -228,5 +230,78 @@ func TestSDKGoogleTimeout(t *testing.T) {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A call throttled on every try is made four times (the first and three
+// more), then fails with the throttling answer.
+func TestSDKGoogleThrottledPastItsRetries(t *testing.T) {
+	srv, c := startGoogle(t, fakecloud.GooglePolicy{Bindings: []fakecloud.GoogleBinding{tokenCreator}})
+	srv.Fail("getIamPolicy", fakecloud.Throttle, fakecloud.Throttle, fakecloud.Throttle, fakecloud.Throttle, fakecloud.Throttle)
+	_, err := c.Policy(t.Context(), resource)
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) || ge.Code != http.StatusTooManyRequests {
+		t.Errorf("Policy: %v, want Google's 429", err)
+	}
+	if want := []string{"getIamPolicy 429", "getIamPolicy 429", "getIamPolicy 429", "getIamPolicy 429"}; !slices.Equal(srv.Calls(), want) {
+		t.Errorf("calls %v, want %v", srv.Calls(), want)
+	}
+}
+
+// Only Google's answers to a write that lost a race are a concurrent
+// change; a write it refuses for what it holds is its own error.
+func TestSDKGoogleRefusedWriteIsNotAConcurrentChange(t *testing.T) {
+	_, c := startGoogle(t, fakecloud.GooglePolicy{Bindings: []fakecloud.GoogleBinding{tokenCreator}})
+	p, err := c.Policy(t.Context(), resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloadidentity.Grant(p, "workloadIdentityUser", []string{"serviceAccount:proj-123.svc.id.goog[team-a/default-editor]"})
+	err = c.SetPolicy(t.Context(), resource, p)
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) || ge.Code != http.StatusBadRequest || errors.Is(err, workloadidentity.ErrConcurrentChange) {
+		t.Errorf("SetPolicy of a role Google does not know: %v, want its 400, not ErrConcurrentChange", err)
+	}
+}
+
+// The wait before a throttled call is made again is the answer's
+// Retry-After, when it says one: none at all for 0, two seconds for 2, not
+// the backoff's one; an answer that says none gets the backoff.
+func TestSDKGoogleWaitsAsTold(t *testing.T) {
+	for _, c := range []struct {
+		retryAfter string
+		atLeast    time.Duration
+		below      time.Duration
+	}{
+		{"0", 0, 500 * time.Millisecond},
+		{"2", 1900 * time.Millisecond, 3 * time.Second},
+		{"soon", 900 * time.Millisecond, 1900 * time.Millisecond},
+	} {
+		t.Run("Retry-After: "+c.retryAfter, func(t *testing.T) {
+			srv, cl := startGoogle(t, fakecloud.GooglePolicy{Bindings: []fakecloud.GoogleBinding{tokenCreator}})
+			srv.RetryAfter(c.retryAfter)
+			srv.Fail("getIamPolicy", fakecloud.Throttle)
+			start := time.Now()
+			if _, err := cl.Policy(t.Context(), resource); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took < c.atLeast || took >= c.below {
+				t.Errorf("read again after %v, want at least %v and below %v", took, c.atLeast, c.below)
+			}
+		})
+	}
+}
+
+// The default IAM makes its client on first use: credentials that do not
+// load are each call's error, never a panic.
+func TestDefaultIAMWithoutCredentials(t *testing.T) {
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "no-such-key.json"))
+	c := workloadidentity.DefaultIAM()
+	_, errRead := c.Policy(t.Context(), resource)
+	errWrite := c.SetPolicy(t.Context(), resource, &iam.Policy{})
+	for call, err := range map[string]error{"Policy": errRead, "SetPolicy": errWrite} {
+		if err == nil || !strings.Contains(err.Error(), "Google IAM client") || !strings.Contains(err.Error(), "no-such-key.json") {
+			t.Errorf("%s: %v, want the client's error naming the credentials file", call, err)
+		}
 	}
 }
