@@ -6,42 +6,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins/internal/identities"
 	"github.com/profilekit/profilekit/plugins/irsa"
 )
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		edit func(*irsa.Config)
-		want string // a part of the error; "" for none
-	}{
-		{"the defaults", func(*irsa.Config) {}, ""},
-		{"exact subjects", func(c *irsa.Config) { c.Subjects = irsa.SubjectsExact }, ""},
-		{"wildcard subjects", func(c *irsa.Config) { c.Subjects = irsa.SubjectsWildcard }, ""},
-		{"subjects of another form", func(c *irsa.Config) { c.Subjects = "any" }, `subjects "any": want exact or wildcard`},
-		{"the default policy size (0)", func(c *irsa.Config) { c.MaxPolicySize = 0 }, ""},
-		{"a policy size of 1", func(c *irsa.Config) { c.MaxPolicySize = 1 }, ""},
-		{"a negative policy size", func(c *irsa.Config) { c.MaxPolicySize = -1 }, "maxPolicySize -1: must not be negative"},
-		{"an allowance", func(c *irsa.Config) {
+	testhost.CheckValidate(t, irsa.NewConfig, []testhost.ConfigCase[*irsa.Config]{
+		{Name: "the defaults", Edit: func(*irsa.Config) {}},
+		{Name: "exact subjects", Edit: func(c *irsa.Config) { c.Subjects = irsa.SubjectsExact }},
+		{Name: "wildcard subjects", Edit: func(c *irsa.Config) { c.Subjects = irsa.SubjectsWildcard }},
+		{Name: "subjects of another form", Edit: func(c *irsa.Config) { c.Subjects = "any" }, Want: `subjects "any": want exact or wildcard`},
+		{Name: "the default policy size (0)", Edit: func(c *irsa.Config) { c.MaxPolicySize = 0 }},
+		{Name: "a policy size of 1", Edit: func(c *irsa.Config) { c.MaxPolicySize = 1 }},
+		{Name: "a negative policy size", Edit: func(c *irsa.Config) { c.MaxPolicySize = -1 }, Want: "maxPolicySize -1: must not be negative"},
+		{Name: "an allowance", Edit: func(c *irsa.Config) {
 			c.AllowedIdentities = identities.Policy{{Identity: "arn:aws:iam::111122223333:role/kf-{{ .Namespace }}"}}
-		}, ""},
-		{"an allowance without an identity or a tag", func(c *irsa.Config) { c.AllowedIdentities = identities.Policy{{}} }, "allowedIdentities[0].identity: required"},
-		{"no audience", func(c *irsa.Config) { c.Audience = "" }, "audience: must not be empty"},
-		{"a service account that is not a name", func(c *irsa.Config) { c.ServiceAccounts = []string{"Editor!"} }, `serviceAccounts[0] "Editor!"`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := irsa.NewConfig()
-			c.edit(cfg)
-			err := cfg.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("Validate: %v, want no error", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("Validate: %v, want an error with %q", err, c.want)
-			}
-		})
-	}
+		}},
+		{Name: "an allowance without an identity or a tag", Edit: func(c *irsa.Config) { c.AllowedIdentities = identities.Policy{{}} }, Want: "allowedIdentities[0].identity: required"},
+		{Name: "no audience", Edit: func(c *irsa.Config) { c.Audience = "" }, Want: "audience: must not be empty"},
+		{Name: "a service account that is not a name", Edit: func(c *irsa.Config) { c.ServiceAccounts = []string{"Editor!"} }, Want: `serviceAccounts[0] "Editor!"`},
+	})
 }
 
 // The default IAM loads the AWS configuration on first use: a
