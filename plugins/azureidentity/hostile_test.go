@@ -3,6 +3,7 @@ package azureidentity_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -119,6 +120,32 @@ func TestForeignCredentialWithOurNameIsAConflict(t *testing.T) {
 	if diff := cmp.Diff(map[string]azureidentity.Credential{credName: foreign}, m.held()); diff != "" {
 		t.Errorf("credentials (-want +got):\n%s", diff)
 	}
+}
+
+// Our credential, recorded, changed in Azure but for its subject (an
+// audience added by hand): a verifying pass puts it back as it was.
+func TestOurCredentialChangedInAzureIsPutBack(t *testing.T) {
+	m := &msi{creds: map[string]azureidentity.Credential{}}
+	hostile(t, m)
+	name := "az-edited-" + rand.String(5)
+	credName := azureidentity.CredentialName(name, "default-editor")
+	testhost.NewProfile(t, env.Client, name, nil, entry(spec))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	edited := ours(name, "default-editor")
+	edited.Audiences = append(edited.Audiences, "api://someone-else")
+	if err := m.put(t.Context(), ref, credName, edited); err != nil {
+		t.Fatal(err)
+	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, plugins.AnnotationReverify, "edited")
+	})
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		got := m.held()[credName]
+		return cmp.Equal(got, ours(name, "default-editor")), fmt.Sprintf("credential %+v", got)
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	stopListing(t, name)
 }
 
 func TestReplacedCredentialIsLeftOnRevoke(t *testing.T) {

@@ -37,6 +37,20 @@ func TestCredentialNamesDoNotCollide(t *testing.T) {
 	}
 }
 
+// A name of exactly Azure's 120 characters is still the short, readable
+// form; one character more is the hashed one, of the same length.
+func TestCredentialNameAtTheLimit(t *testing.T) {
+	ns := "team-a"
+	sa := strings.Repeat("s", 120-len(azureidentity.CredentialPrefix)-len(ns)-1)
+	if got, want := azureidentity.CredentialName(ns, sa), azureidentity.CredentialPrefix+ns+"_"+sa; got != want {
+		t.Errorf("at 120 characters: %q, want the short form %q", got, want)
+	}
+	longer := azureidentity.CredentialName(ns, sa+"s")
+	if strings.Contains(longer, "_") || len(longer) != 120 {
+		t.Errorf("at 121 characters: %q (%d), want the hashed form of 120", longer, len(longer))
+	}
+}
+
 // azureName is Azure's rule for a federated credential's name.
 var azureName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{2,119}$`)
 

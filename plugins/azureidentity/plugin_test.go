@@ -112,6 +112,9 @@ func TestFederatedCredentialLifecycle(t *testing.T) {
 			}
 			return len(p.Finalizers) == 0, "finalizers " + strings.Join(p.Finalizers, ",")
 		})
+		// And the revoke says so: the credential deleted, the annotations
+		// taken off.
+		testhost.WaitRevoked(t, env.Client, name, azureidentity.Kind, "1 configured, 1 deleted")
 	})
 	ctrl.Finish()
 }

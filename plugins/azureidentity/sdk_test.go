@@ -224,3 +224,21 @@ func TestSDKAzureTimeout(t *testing.T) {
 		})
 	}
 }
+
+// The default credentials are made on first use: a credential chain that
+// does not load is each call's error, never a panic.
+func TestDefaultCredentialsWithoutConfiguration(t *testing.T) {
+	t.Setenv("AZURE_TOKEN_CREDENTIALS", "no-such-chain")
+	c := azureidentity.DefaultCredentials()
+	ctx := t.Context()
+	id := azureidentity.IdentityRef{}
+	_, _, errGet := c.Get(ctx, id, "profilekit-team-a_default-editor")
+	errPut := c.Put(ctx, id, "profilekit-team-a_default-editor", azureidentity.Credential{})
+	errDelete := c.Delete(ctx, id, "profilekit-team-a_default-editor")
+	_, errTags := c.Tags(ctx, id)
+	for call, err := range map[string]error{"Get": errGet, "Put": errPut, "Delete": errDelete, "Tags": errTags} {
+		if err == nil || !strings.Contains(err.Error(), "Azure credential") || !strings.Contains(err.Error(), "no-such-chain") {
+			t.Errorf("%s: %v, want the credential's error naming the value", call, err)
+		}
+	}
+}
