@@ -29,8 +29,9 @@ import (
 // the record an earlier version kept in a Profile's namespace into its own,
 // keyed by the Profile's UID, as intended and not made; the copy in the
 // Profile's namespace is gone. It holds the names of the Profiles that
-// exist for their owners, and a second start, with the chart's rights
-// alone, writes none again.
+// such a record names for their owners, and not the name of a Profile
+// with none (its first pass of a plugin with outside state holds it); a
+// second start, with the chart's rights alone, writes none.
 func TestHostMovesEarlierRecordsAtStart(t *testing.T) {
 	ctx := t.Context()
 	hostNS := "host-" + rand.String(5)
@@ -52,6 +53,10 @@ plugins:
 	}
 	name := "records-" + rand.String(5)
 	p := testhost.NewProfile(t, env.Client, name, map[string]string{"records-test": hostNS})
+	// A Profile beside it with no record: nothing outside was made under
+	// its name.
+	plain := "records-plain-" + rand.String(5)
+	testhost.NewProfile(t, env.Client, plain, map[string]string{"records-test": hostNS})
 	labels := plugins.OwnershipLabels(workloadidentity.Kind, name)
 	labels[plugins.LabelRole] = plugins.RoleOutsideState
 	old := corev1ac.ConfigMap(outside.StateName(workloadidentity.Kind), name).WithLabels(labels).
@@ -92,6 +97,11 @@ plugins:
 			err := env.Client.Get(ctx, tenure, &corev1.ConfigMap{})
 			return err == nil, fmt.Sprintf("the tenure of %s: %v", name, err)
 		})
+		// The names are held in one go: the plain Profile's is not.
+		plainTenure := client.ObjectKey{Namespace: hostNS, Name: outside.TenureName(plain)}
+		if err := env.Client.Get(ctx, plainTenure, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the tenure of %s, a Profile no record names: %v, want none", plain, err)
+		}
 		if err := first.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -107,6 +117,9 @@ plugins:
 			if strings.Contains(w, "/configmaps") {
 				t.Errorf("the second start wrote %s; the names were held already", w)
 			}
+		}
+		if err := env.Client.Get(ctx, plainTenure, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after the second start, the tenure of %s: %v, want none", plain, err)
 		}
 		if err := (outside.Tenures{Reader: env.Client, Namespace: hostNS}).Check(ctx, p); err != nil {
 			t.Errorf("the Profile's own name is refused to it: %v", err)

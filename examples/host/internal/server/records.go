@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,8 +26,8 @@ import (
 // when it is missing, moves the records that earlier versions kept in
 // the Profiles' namespaces into it (outside.MigrateRecords) when the host may
 // list and delete ConfigMaps there (see mayMove), and holds the
-// name of every Profile of the host's cache that has no tenure yet for its
-// owner (outside.Tenures.Seed), once, on the leader. It tries again with backoff until both are done or the host
+// name of every Profile of the host's cache that a record names and no
+// tenure holds yet for its owner (see seedTenures), once, on the leader. It tries again with backoff until both are done or the host
 // stops: a pass that runs before then finds no record in the host's
 // namespace and makes its outside state true again (idempotent calls), and
 // the records it moves are swept by the Profiles' next passes.
@@ -87,15 +90,36 @@ func (m records) Start(ctx context.Context) error {
 	return nil
 }
 
-// seedTenures holds the names of the Profiles in the host's cache that no
-// tenure holds yet: on the first start after an upgrade, one write per
-// Profile; on later starts one list of the tenures and no write.
+// seedTenures holds the names of the Profiles in the host's cache that an
+// outside-state record names and no tenure holds yet for their owner.
+// Only such a name needs holding: a pass of a plugin with outside state
+// holds its Profile's name before it makes anything, so the records without
+// a tenure are those of earlier versions, and a Profile with none is held
+// by its first such pass. On the first start after an upgrade, one write
+// per Profile with a record; on later starts two lists and no write, however
+// many Profiles came since.
 func (m records) seedTenures(ctx context.Context) (int, error) {
+	var recs corev1.ConfigMapList
+	if err := m.reader.List(ctx, &recs, client.InNamespace(m.namespace),
+		client.MatchingLabels{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelRole: plugins.RoleOutsideState}); err != nil {
+		return 0, fmt.Errorf("list outside-state records: %w", err)
+	}
+	recorded := make(map[types.UID]bool, len(recs.Items))
+	for _, r := range recs.Items {
+		// profilekit-<kind>-<uid>: the kind has no dash.
+		if _, uid, ok := strings.Cut(strings.TrimPrefix(r.Name, "profilekit-"), "-"); ok {
+			recorded[types.UID(uid)] = true
+		}
+	}
+	if len(recorded) == 0 {
+		return 0, nil
+	}
 	var profiles kubeflowv1.ProfileList
 	if err := m.client.List(ctx, &profiles); err != nil {
 		return 0, fmt.Errorf("list Profiles: %w", err)
 	}
-	return outside.Tenures{Reader: m.reader, Live: m.reader, Writer: m.client, Namespace: m.namespace}.Seed(ctx, profiles.Items)
+	made := slices.DeleteFunc(profiles.Items, func(p kubeflowv1.Profile) bool { return !recorded[p.UID] })
+	return outside.Tenures{Reader: m.reader, Live: m.reader, Writer: m.client, Namespace: m.namespace}.Seed(ctx, made)
 }
 
 // mayMove reports whether the host may list and delete ConfigMaps in every
