@@ -72,3 +72,20 @@ func TestReconcilesPerProfileByPluginAndTrigger(t *testing.T) {
 		t.Errorf("target %v, want plugins + 2 = 4", got.Target())
 	}
 }
+
+// A POST that asks a review stores nothing: the host's access review at
+// each start is not counted as a write.
+func TestReviewsAreNotWrites(t *testing.T) {
+	c := counts{
+		{Verb: "POST", Resource: "selfsubjectaccessreviews"}: 2,
+		{Verb: "POST", Resource: "configmaps"}:               1,
+		{Verb: "APPLY", Resource: "resourcequotas"}:          3,
+		{Verb: "LIST", Resource: "configmaps"}:               4,
+	}
+	if got := c.mutating(); got != 4 {
+		t.Errorf("mutating() = %d, want 4 (1 POST of a ConfigMap, 3 applies)", got)
+	}
+	if got := c.total(); got != 10 {
+		t.Errorf("total() = %d, want 10", got)
+	}
+}
