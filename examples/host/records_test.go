@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,8 +122,18 @@ plugins:
 		if err := env.Client.Get(ctx, plainTenure, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after the second start, the tenure of %s: %v, want none", plain, err)
 		}
-		if err := (outside.Tenures{Reader: env.Client, Namespace: hostNS}).Check(ctx, p); err != nil {
+		tenures := outside.Tenures{Reader: env.Client, Namespace: hostNS}
+		if err := tenures.Check(ctx, p); err != nil {
 			t.Errorf("the Profile's own name is refused to it: %v", err)
+		}
+		// The next owner of the name, had the Profile been deleted and the
+		// name chosen again at registration, is refused what the earlier
+		// version made under it.
+		next := p.DeepCopy()
+		next.UID, next.Spec.Owner.Name = "next-"+p.UID, "mallory@example.org"
+		var te *outside.TenureError
+		if err := tenures.Check(ctx, next); !errors.As(err, &te) {
+			t.Errorf("another owner's Profile of the seeded name: %v, want a TenureError", err)
 		}
 	})
 }

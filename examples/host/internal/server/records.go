@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -106,9 +105,9 @@ func (m records) seedTenures(ctx context.Context) (int, error) {
 	}
 	recorded := make(map[types.UID]bool, len(recs.Items))
 	for _, r := range recs.Items {
-		// profilekit-<kind>-<uid>: the kind has no dash.
-		if _, uid, ok := strings.Cut(strings.TrimPrefix(r.Name, "profilekit-"), "-"); ok {
-			recorded[types.UID(uid)] = true
+		// Every record is owned by its Profile (outside.Outside.Flush).
+		for _, ref := range r.OwnerReferences {
+			recorded[ref.UID] = true
 		}
 	}
 	if len(recorded) == 0 {
