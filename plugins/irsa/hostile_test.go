@@ -28,10 +28,8 @@ import (
 // outage stands between the plugin and the roles: while down, every call
 // fails as an unreachable IAM would.
 type outage struct {
-	down atomic.Bool
-	// readOnly refuses writes only, as an IAM that answers reads but
-	// throttles or denies UpdateAssumeRolePolicy does.
-	readOnly atomic.Bool
+	down     atomic.Bool
+	readOnly atomic.Bool // refuses writes only, as an IAM denying UpdateAssumeRolePolicy does
 	writes   atomic.Int32
 	roles    *roles
 }
@@ -153,21 +151,33 @@ func TestCraftedNamesKeepTheirStatements(t *testing.T) {
 	}
 }
 
+// An IAM that does not answer, or that reads the trust policy but refuses
+// to write it, holds the Profile's deletion: the statement is still there.
 func TestOutageDuringDeletionHoldsTheProfile(t *testing.T) {
-	o := hostile(t, startPolicy, "")
-	name := "irsa-outage-" + rand.String(5)
-	trusted(t, name)
-	withUs := o.roles.doc(role)
-
-	o.down.Store(true)
-	testhost.DeleteHeld(t, env.Client, name, irsa.Kind)
-	if got := o.roles.doc(role); got != withUs {
-		t.Errorf("trust policy changed during the outage: %s", got)
-	}
-	o.down.Store(false)
-	testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
-	if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
-		t.Errorf("trust policy after the outage (-want +got):\n%s", diff)
+	for _, c := range []struct {
+		fault string
+		of    func(*outage) *atomic.Bool
+	}{
+		{"down", func(o *outage) *atomic.Bool { return &o.down }},
+		{"read only", func(o *outage) *atomic.Bool { return &o.readOnly }},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			o := hostile(t, startPolicy, "")
+			name := "irsa-outage-" + rand.String(5)
+			trusted(t, name)
+			withUs := o.roles.doc(role)
+			fail := c.of(o)
+			fail.Store(true)
+			testhost.DeleteHeld(t, env.Client, name, irsa.Kind)
+			if got := o.roles.doc(role); got != withUs {
+				t.Errorf("trust policy changed during the outage: %s", got)
+			}
+			fail.Store(false)
+			testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
+			if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
+				t.Errorf("trust policy after the outage (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

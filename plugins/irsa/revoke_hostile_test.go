@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -93,26 +92,6 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
 	if strings.Contains(o.roles.doc(role), sid) {
 		t.Errorf("the role still trusts the Profile after the revoke:\n%s", o.roles.doc(role))
-	}
-}
-
-// An IAM that reads the trust policy but refuses to write it holds the
-// Profile's deletion as an outage does: the statement is still there.
-func TestRefusedWriteDuringDeletionHoldsTheProfile(t *testing.T) {
-	o := hostile(t, startPolicy, "")
-	name := "irsa-readonly-" + rand.String(5)
-	trusted(t, name)
-	withUs := o.roles.doc(role)
-
-	o.readOnly.Store(true)
-	testhost.DeleteHeld(t, env.Client, name, irsa.Kind)
-	if got := o.roles.doc(role); got != withUs {
-		t.Errorf("trust policy changed while writes were refused: %s", got)
-	}
-	o.readOnly.Store(false)
-	testhost.WaitProfileGone(t, env.Client, name, 30*time.Second)
-	if diff := cmp.Diff(canonical(t, startPolicy), canonical(t, o.roles.doc(role))); diff != "" {
-		t.Errorf("trust policy once writes were let through (-want +got):\n%s", diff)
 	}
 }
 
