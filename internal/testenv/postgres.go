@@ -40,10 +40,11 @@ type Postgres struct {
 	// CA is the PEM of the CA that signed the server certificate.
 	CA []byte
 
-	bin  string
-	dir  string
-	data string
-	cred *syscall.Credential
+	bin   string
+	dir   string
+	data  string
+	cred  *syscall.Credential
+	close func() error
 }
 
 // StartPostgres initialises a data folder under a new temporary directory
@@ -67,6 +68,9 @@ func StartPostgres() (*Postgres, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	// pg_ctl starts the server apart from this process: nothing else would
+	// stop it when the tests run out of time.
+	p.close = stopBeforeTimeout(func() error { return errors.Join(p.Stop(), os.RemoveAll(p.dir)) })
 	return p, nil
 }
 
@@ -257,11 +261,9 @@ func (p *Postgres) Stop() error {
 	return nil
 }
 
-// Close stops the server and removes its files.
-func (p *Postgres) Close() error {
-	err := p.Stop()
-	return errors.Join(err, os.RemoveAll(p.dir))
-}
+// Close stops the server and removes its files; it closes by itself
+// shortly before the test binary's -timeout.
+func (p *Postgres) Close() error { return p.close() }
 
 // DSN returns a connection URL for user and password to database over TLS
 // with sslmode (verify-full, disable, ...). With verify-full, rootCertFile

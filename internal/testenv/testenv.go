@@ -47,8 +47,9 @@ type Env struct {
 	// Scheme knows the built-in kinds and the Profile API.
 	Scheme *k8sruntime.Scheme
 
-	env *envtest.Environment
-	cm  *controllermanager.Process
+	env  *envtest.Environment
+	cm   *controllermanager.Process
+	stop func() error
 }
 
 // Options says what to install besides the Profile CRD.
@@ -174,11 +175,13 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	e.stop = stopBeforeTimeout(func() error { return errors.Join(e.cm.Stop(), e.env.Stop()) })
 	return e, nil
 }
 
-// Stop stops the control plane.
-func (e *Env) Stop() error { return errors.Join(e.cm.Stop(), e.env.Stop()) }
+// Stop stops the control plane; it stops by itself shortly before the test
+// binary's -timeout (see stopBeforeTimeout).
+func (e *Env) Stop() error { return e.stop() }
 
 // Main is the body of a package's TestMain: it starts an Env into *env, runs
 // the tests, stops the Env and exits with the tests' code. A control plane
