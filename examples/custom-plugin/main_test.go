@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,37 +27,26 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+// asBinary makes the test binary behave as the custom-plugin binary, its
+// arguments those after the program's name, so that the tests run main
+// itself without building it.
+const asBinary = "CUSTOM_PLUGIN_TEST_AS_BINARY"
 
-// binary builds this command once, as a platform team would ship it.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "custom-plugin-")
-	if err != nil {
-		return "", err
+func TestMain(m *testing.M) {
+	if os.Getenv(asBinary) == "1" {
+		os.Args[0] = "custom-plugin"
+		main()
+		os.Exit(0)
 	}
-	bin := filepath.Join(dir, "custom-plugin")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", &buildError{err: err, out: out}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	err error
-	out []byte
+	testenv.Main(m, &env, testenv.Options{})
 }
-
-func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
 
 // command returns the binary run with args.
 func command(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exec.Command(bin, args...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asBinary+"=1")
+	return cmd
 }
 
 // TestRenderWelcomeAndQuotas renders one Profile with the binary and the

@@ -27,23 +27,19 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 )
 
-// TestLocal runs `profilekit local` as a process of its own, built from
-// source, as a newcomer would: it prints a kubeconfig; a Profile created
-// through that kubeconfig gets its namespace and shows on the page for
-// its owner, and the page still wants the user's header; Ctrl-C (SIGINT
-// to its process group, as a terminal sends it) stops it with exit code 0,
-// with none of the processes it started left running and nothing left in
-// its temporary folder.
+// TestLocal runs `profilekit local` as a process of its own (this test
+// binary run as the profilekit binary, main and all), as a newcomer would:
+// it prints a kubeconfig; a Profile created through that kubeconfig gets
+// its namespace and shows on the page for its owner, and the page still
+// wants the user's header; Ctrl-C (SIGINT to its process group, as a
+// terminal sends it) stops it with exit code 0, with none of the processes
+// it started left running and nothing left in its temporary folder.
 func TestLocal(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "profilekit")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	tmp := t.TempDir()
 	page := "127.0.0.1:" + freePort(t)
-	cmd := exec.Command(bin, "local", "--page-address", page)
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, asBinary+"=1", asBinary+"_ARGS=local --page-address "+page)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
