@@ -29,12 +29,14 @@ AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
 # -p 4: most test packages wait on their control plane more than they
-# compute, so four at a time keep two cores busy.
-GO_TEST_FLAGS  ?= -race -count=1 -p 4
+# compute, so four at a time keep two cores busy. -timeout 30m: several
+# times what the longest package takes on a quiet machine, for a slower or
+# busier one; go test's default of 10 minutes is not enough there.
+GO_TEST_FLAGS  ?= -race -count=1 -p 4 -timeout 30m
 # The harness's -short sample runs without the race detector, as make
 # harness and make mutation do: every package's own tests, the plugins'
 # among them, run with it in the step before.
-HARNESS_SAMPLE_FLAGS ?= -count=1 -p 4 -short
+HARNESS_SAMPLE_FLAGS ?= -count=1 -p 4 -short -timeout 30m
 # GOGC for the test runs: the go command, the compiler, the test binaries
 # and the control planes, databases and OPA servers they start inherit it.
 # The tests are bound by CPU on a two-core machine, and a fifth of their
