@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,74 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 	}
 	if v, err := pv(t, a+".census-2"); err != nil || v.DeletionTimestamp != nil {
 		t.Errorf("the granted volume census-2: %v; want it kept", err)
+	}
+}
+
+// TestClaimsWithOurLabelsAreTheTenants: a tenant, with Kubeflow's rights in
+// its namespace, who puts every label of ours (its Profile's and a grants
+// source's among them) on claims of its own gets none of them deleted,
+// neither as stale nor when the plugin is taken off, and uses up none of
+// the cluster-wide allowance of volume deletions, which would then hold
+// every other tenant's: only a claim that a PersistentVolume of ours names
+// is the plugin's. A withdrawn grant's volume goes all the same, counted
+// once, and the revoke ends with the tenant's claims left.
+func TestClaimsWithOurLabelsAreTheTenants(t *testing.T) {
+	t.Parallel()
+	a := unique("team-a")
+	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
+	// Three volume deletions per hour: census-1's withdrawal, then the
+	// revoke's two (standard and census-2).
+	cfg := hostConfigWithDrop(t, map[string]any{"maxVolumeDeletes": 3, "deleteWindow": "1h"}, 1)
+	h := start(t, cfg, reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	want := sharedVolumes(a, "census-1", "census-2")
+	waitVolumes(t, a, want, 30*time.Second)
+
+	tenant := testhost.Tenant(t, env, a)
+	labels := plugins.OwnershipLabels(blobcsi.Kind, a)
+	labels[blobcsi.LabelSource] = serversOf(t).source
+	forged := []string{"mine-1", "mine-2", "mine-3"}
+	for _, name := range forged {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a, Labels: labels},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		if err := tenant.Create(t.Context(), pvc); err != nil {
+			t.Fatalf("the tenant makes claim %s: %v", name, err)
+		}
+		want[name] = "<gone>" // unbound
+	}
+
+	// Deleting the tenant's three claims besides the withdrawn volume would
+	// be four deletions, over the allowance of three: every one held.
+	putGrants(t, sharedDoc([]string{a}, "census-2"))
+	delete(want, "census-1")
+	waitVolumes(t, a, want, 30*time.Second)
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	keptFor(t, 2*time.Second, a, want)
+	if got := len(deletesRecorded(t, cfg)); got != 1 {
+		t.Errorf("the deletion record counts %d deletions, want 1 (census-1's)", got)
+	}
+
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p); err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi"), fmt.Sprintf("finalizers %v, condition %+v", p.Finalizers, plugins.FindCondition(p.Status.Conditions, condType))
+	})
+	left := map[string]string{}
+	for _, name := range forged {
+		left[name] = "<gone>"
+	}
+	if got := volumesOf(t, a); !cmp.Equal(left, got) {
+		t.Errorf("claims after the revoke (-want +got):\n%s", cmp.Diff(left, got))
+	}
+	if got := len(deletesRecorded(t, cfg)); got != 3 {
+		t.Errorf("the deletion record counts %d deletions after the revoke, want 3 (census-1's, then standard's and census-2's)", got)
 	}
 }

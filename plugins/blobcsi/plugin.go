@@ -203,9 +203,10 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		keep["pvc/"+v.Claim], keep["pv/"+v.PV] = true, true
 	}
 	var stale []pair
+	named := live.claimsNamed(ns)
 	for _, name := range slices.Sorted(maps.Keys(live.pvcs)) {
 		pvc := live.pvcs[name]
-		if keep["pvc/"+name] || unknown[pvc.Labels[LabelSource]] || failed[name] {
+		if keep["pvc/"+name] || unknown[pvc.Labels[LabelSource]] || failed[name] || !named[name] {
 			continue
 		}
 		stale = append(stale, pair{claim: pvc, name: name})
@@ -240,6 +241,26 @@ func proofFor(req plugins.Request) proof {
 type liveState struct {
 	pvs  map[string]*corev1.PersistentVolume
 	pvcs map[string]*corev1.PersistentVolumeClaim
+}
+
+// claimsNamed returns the names of the claims in namespace ns that a
+// PersistentVolume of the plugin's names. Only those are the plugin's to
+// delete: a claim's labels are its tenant's to write, and a tenant who
+// copied ours onto claims of its own would have the plugin delete them,
+// each counted against the cluster-wide allowance of volume deletions,
+// which would then hold every other tenant's. PersistentVolumes are
+// cluster-scoped, out of a tenant's reach, and the plugin makes one per
+// claim, so a tenant can have it delete no more claims than it made. The
+// name is enough, not the uid: a volume names its claim without one until
+// it binds, and keeps a deleted claim's until rebind clears it.
+func (st liveState) claimsNamed(ns string) map[string]bool {
+	named := map[string]bool{}
+	for _, pv := range st.pvs {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == ns {
+			named[ref.Name] = true
+		}
+	}
+	return named
 }
 
 // live lists the Profile's volumes and claims through req.Client.

@@ -259,9 +259,13 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	if err != nil {
 		return plugins.Result{}, err
 	}
+	ns := plugins.Namespace(req.Profile)
 	var pairs []pair
+	named := live.claimsNamed(ns)
 	for _, name := range slices.Sorted(maps.Keys(live.pvcs)) {
-		pairs = append(pairs, pair{claim: live.pvcs[name], name: name})
+		if named[name] {
+			pairs = append(pairs, pair{claim: live.pvcs[name], name: name})
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(live.pvs)) {
 		pairs = append(pairs, pair{pv: live.pvs[name], name: name})
@@ -273,11 +277,18 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	// Containers are touched only once no volume of the Profile is left,
 	// so that no pod ever loses a mounted container. The API server says
 	// so, not a cache, which may not yet show a volume made a moment ago.
-	if left, err := p.liveFrom(ctx, req, req.LiveReader()); err != nil || len(left.pvcs)+len(left.pvs) > 0 {
-		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", len(left.pvcs), len(left.pvs)))
+	// A claim no volume of ours names is the tenant's, whatever its labels.
+	left, err := p.liveFrom(ctx, req, req.LiveReader())
+	claimsLeft := 0
+	for name := range left.claimsNamed(ns) {
+		if left.pvcs[name] != nil {
+			claimsLeft++
+		}
+	}
+	if err != nil || claimsLeft+len(left.pvs) > 0 {
+		return res, errors.Join(err, fmt.Errorf("waiting for %d PersistentVolumeClaims and %d PersistentVolumes to be deleted", claimsLeft, len(left.pvs)))
 	}
 	azure := containers{reader: req.LiveReader(), transport: p.st.transport, principals: cfg.Principals, tokens: &p.st.tokens}
-	ns := plugins.Namespace(req.Profile)
 	want := proofFor(req)
 	// A legacy key proves a container without proof ours only when the host
 	// made it, not when it was moved from a record the tenant could write.
