@@ -153,6 +153,10 @@ func TestValidate(t *testing.T) {
 	good := func() replicate.Source {
 		return replicate.Source{ID: "pull", Kind: replicate.KindSecret, Namespace: "platform", Name: "regcred"}
 	}
+	selected := func(prefix string) replicate.Source {
+		return replicate.Source{ID: "shared", Kind: replicate.KindConfigMap, Namespace: "platform", CopyPrefix: prefix,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}}
+	}
 	tests := []struct {
 		reason  string
 		mutate  func(*replicate.Config)
@@ -191,6 +195,47 @@ func TestValidate(t *testing.T) {
 			c.Include = []string{"kube-system-token"}
 		}, wantErr: `include[0] "kube-system-token": the host offers no such source (offered: pull)`},
 		{reason: "a bad policy", mutate: func(c *replicate.Config) { c.OnSourceDeleted = "Orphan" }, wantErr: `onSourceDeleted: "Orphan": want Retain or Delete`},
+		{reason: "a bad policy of a source", mutate: func(c *replicate.Config) {
+			s := good()
+			s.OnSourceDeleted = "Orphan"
+			c.Sources = []replicate.Source{s}
+		}, wantErr: `sources[pull].onSourceDeleted: "Orphan": want Retain or Delete`},
+		{reason: "a source namespace that is not a name", mutate: func(c *replicate.Config) { s := good(); s.Namespace = "Platform"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].namespace "Platform"`},
+		{reason: "a source name that is not a name", mutate: func(c *replicate.Config) { s := good(); s.Name = "reg_cred"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].name "reg_cred"`},
+		{reason: "both name and selector", mutate: func(c *replicate.Config) {
+			s := good()
+			s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}
+			c.Sources = []replicate.Source{s}
+		}, wantErr: "sources[pull]: set name or selector, not both"},
+		{reason: "a copy prefix on a name source", mutate: func(c *replicate.Config) { s := good(); s.CopyPrefix = "team-"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].copyPrefix "team-": only for a selector source`},
+		{reason: "a copy name that is not a name", mutate: func(c *replicate.Config) { s := good(); s.CopyName = "Reg"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].copyName "Reg"`},
+		{reason: "a selector source with a prefix", mutate: func(c *replicate.Config) { c.Sources = []replicate.Source{selected("team-")} }},
+		{reason: "a selector source with a prefix that makes no name", mutate: func(c *replicate.Config) { c.Sources = []replicate.Source{selected("Team_")} }, wantErr: `sources[shared].copyPrefix "Team_"`},
+		{reason: "a copy name on a selector source", mutate: func(c *replicate.Config) {
+			s := selected("")
+			s.CopyName = "one"
+			c.Sources = []replicate.Source{s}
+		}, wantErr: `sources[shared].copyName "one": only for a name source`},
+		{reason: "a selector that does not parse", mutate: func(c *replicate.Config) {
+			s := selected("")
+			s.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "share", Operator: "Near"}}
+			c.Sources = []replicate.Source{s}
+		}, wantErr: "sources[shared].selector: "},
+		{reason: "a Profile selector", mutate: func(c *replicate.Config) {
+			s := good()
+			s.ProfileSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+			c.Sources = []replicate.Source{s}
+		}},
+		{reason: "a Profile selector that does not parse", mutate: func(c *replicate.Config) {
+			s := good()
+			s.ProfileSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}
+			c.Sources = []replicate.Source{s}
+		}, wantErr: "sources[pull].profileSelector: "},
+		{reason: "two keys copied as one", mutate: func(c *replicate.Config) {
+			s := good()
+			s.Keys = []replicate.Key{{Key: "a"}, {Key: "b", As: "a"}}
+			c.Sources = []replicate.Source{s}
+		}, wantErr: `sources[pull].keys[1]: key "a" in the copy is given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
