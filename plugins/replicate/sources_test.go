@@ -24,50 +24,61 @@ import (
 	"github.com/profilekit/profilekit/plugins/replicate"
 )
 
+// TestVanishedSource: when sources are deleted, a source's own policy
+// decides what becomes of its copies (kept: Retain, dropped: Delete), and
+// the config's decides for a source that sets none (inherited: Delete).
 func TestVanishedSource(t *testing.T) {
 	run := "gone-" + rand.String(5)
 	src := "src-" + run
 	createNamespace(t, src)
 	v := secretValue()
-	createSecret(t, src, "kept", nil, map[string]string{"token": v})
-	createSecret(t, src, "dropped", nil, map[string]string{"token": v})
+	for _, n := range []string{"kept", "dropped", "inherited"} {
+		createSecret(t, src, n, nil, map[string]string{"token": v})
+	}
 	cfg := replicate.NewConfig()
-	dropped := nameSource("dropped", src, "dropped")
-	dropped.OnSourceDeleted = replicate.SourceDeletedDelete
-	cfg.Sources = []replicate.Source{nameSource("kept", src, "kept"), dropped}
+	cfg.OnSourceDeleted = replicate.SourceDeletedDelete
+	kept, dropped := nameSource("kept", src, "kept"), nameSource("dropped", src, "dropped")
+	kept.OnSourceDeleted, dropped.OnSourceDeleted = replicate.SourceDeletedRetain, replicate.SourceDeletedDelete
+	cfg.Sources = []replicate.Source{kept, dropped, nameSource("inherited", src, "inherited")}
 	start(t, run, cfg, 300*time.Millisecond)
 	name := run + "-a"
 	testhost.NewProfile(t, env.Client, name, map[string]string{"run": run})
-	waitCopy(t, name, "kept", map[string]string{"token": v})
-	waitCopy(t, name, "dropped", map[string]string{"token": v})
+	for _, n := range []string{"kept", "dropped", "inherited"} {
+		waitCopy(t, name, n, map[string]string{"token": v})
+	}
 
-	for _, n := range []string{"kept", "dropped"} {
+	for _, n := range []string{"kept", "dropped", "inherited"} {
 		s, _ := getSecret(src, n)
 		if err := env.Client.Delete(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cond := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, replicate.ReasonSourceNotFound)
-	for _, w := range []string{"source kept: Secret " + src + "/kept not found, copy kept kept", "source dropped: Secret " + src + "/dropped not found"} {
+	for _, w := range []string{"source kept: Secret " + src + "/kept not found, copy kept kept", "source dropped: Secret " + src + "/dropped not found",
+		"source inherited: Secret " + src + "/inherited not found"} {
 		if !strings.Contains(cond.Message, w) {
 			t.Errorf("condition %q does not say %q", cond.Message, w)
 		}
 	}
-	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
-		_, err := getSecret(name, "dropped")
-		return apierrors.IsNotFound(err), fmt.Sprintf("the Delete policy's copy is still there (%v)", err)
-	})
+	for _, n := range []string{"dropped", "inherited"} {
+		testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+			_, err := getSecret(name, n)
+			return apierrors.IsNotFound(err), fmt.Sprintf("the Delete policy's copy %s is still there (%v)", n, err)
+		})
+	}
 	if _, err := getSecret(name, "kept"); err != nil {
 		t.Errorf("the Retain policy's copy is gone: %v", err)
 	}
 
 	t.Run("a source that comes back is copied again", func(t *testing.T) {
 		v2 := secretValue()
-		createSecret(t, src, "kept", nil, map[string]string{"token": v2})
-		createSecret(t, src, "dropped", nil, map[string]string{"token": v2})
-		waitCopy(t, name, "kept", map[string]string{"token": v2})
-		waitCopy(t, name, "dropped", map[string]string{"token": v2})
-		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "2 objects in sync")
+		for _, n := range []string{"kept", "dropped", "inherited"} {
+			createSecret(t, src, n, nil, map[string]string{"token": v2})
+		}
+		for _, n := range []string{"kept", "dropped", "inherited"} {
+			waitCopy(t, name, n, map[string]string{"token": v2})
+		}
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "3 objects in sync")
 	})
 }
 
