@@ -115,6 +115,30 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestScopes: the host watches a name source's object by its name and a
+// selector source's objects by its selector, each of its kind only.
+func TestScopes(t *testing.T) {
+	cfg := replicate.NewConfig()
+	cfg.Sources = []replicate.Source{
+		{ID: "named", Kind: replicate.KindSecret, Namespace: "p", Name: "a"},
+		{ID: "shared", Kind: replicate.KindSecret, Namespace: "q", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}},
+		{ID: "settings", Kind: replicate.KindConfigMap, Namespace: "p", Name: "b"},
+	}
+	type scope struct{ Namespace, Name, Labels string }
+	var got []scope
+	for _, sc := range replicate.Scopes(cfg, replicate.KindSecret) {
+		s := scope{Namespace: sc.Namespace, Name: sc.Name}
+		if sc.Labels != nil {
+			s.Labels = sc.Labels.String()
+		}
+		got = append(got, s)
+	}
+	want := []scope{{Namespace: "p", Name: "a"}, {Namespace: "q", Labels: "share=yes"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the Secrets' scopes (-want +got):\n%s", diff)
+	}
+}
+
 func TestFor(t *testing.T) {
 	cfg := replicate.NewConfig()
 	cfg.Sources = []replicate.Source{
