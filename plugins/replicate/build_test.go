@@ -139,6 +139,33 @@ func TestScopes(t *testing.T) {
 	}
 }
 
+// TestCarries: a change to a Secret wakes the Profiles that get a source
+// it may concern: a name source's object by its name, and any object in a
+// selector source's namespace, whatever its labels (one that stops matching
+// must still be reported); never a ConfigMap's source, nor another
+// namespace's.
+func TestCarries(t *testing.T) {
+	cfg := replicate.NewConfig()
+	cfg.Sources = []replicate.Source{
+		{ID: "named", Kind: replicate.KindSecret, Namespace: "p", Name: "a"},
+		{ID: "shared", Kind: replicate.KindSecret, Namespace: "q", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}},
+		{ID: "settings", Kind: replicate.KindConfigMap, Namespace: "r", Name: "c"},
+	}
+	carries := replicate.Definition().Watches[0].Carries
+	profile := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+	for _, tc := range []struct {
+		namespace, name string
+		want            bool
+	}{
+		{"p", "a", true}, {"p", "b", false}, {"q", "anything", true}, {"r", "c", false}, {"s", "a", false},
+	} {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tc.namespace, Name: tc.name}}
+		if got := carries(secret, profile, cfg); got != tc.want {
+			t.Errorf("a change to Secret %s/%s wakes the Profile: %v, want %v", tc.namespace, tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestFor(t *testing.T) {
 	cfg := replicate.NewConfig()
 	cfg.Sources = []replicate.Source{
