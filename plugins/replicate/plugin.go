@@ -132,15 +132,19 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	if err != nil {
 		return plugins.Result{}, err
 	}
-	missing, err := keepCopies(ctx, req, cfg, sources, found, unread, copies)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	missing, unlisted := keepCopies(ctx, req, cfg, sources, found, unread, copies)
 	desired := make([]runtime.ApplyConfiguration, 0, len(copies))
 	for _, c := range copies {
 		desired = append(desired, c.Object)
 	}
-	res, err := req.Objects.Sync(ctx, desired...)
+	sync := req.Objects.Sync
+	if unlisted != nil {
+		// Which copies the policies keep is unknown: the wanted ones are
+		// written, and none is deleted.
+		errs = append(errs, unlisted)
+		sync = req.Objects.Apply
+	}
+	res, err := sync(ctx, desired...)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -192,7 +196,9 @@ func read(ctx context.Context, r client.Reader, s *Source) ([]client.Object, err
 // keepCopies tells the Applier which existing copies to leave in place
 // although they are not desired now: those of sources that could not be read,
 // and those of sources that are gone under the Retain policy. It returns a
-// description of each source that is gone, for the condition: names only.
+// description of each source that is gone, for the condition: names only;
+// and an error when it could not list the copies, so that nothing is
+// pruned on a guess.
 func keepCopies(ctx context.Context, req plugins.Request, cfg *Config, sources []*Source, found []Found, unread map[string]bool, copies []Copy) ([]string, error) {
 	desired := map[string]bool{}
 	for _, c := range copies {
@@ -221,10 +227,6 @@ func keepCopies(ctx context.Context, req plugins.Request, cfg *Config, sources [
 		existing, err := ownedCopies(ctx, req.Client, kind, client.InNamespace(ns), sel)
 		if err != nil {
 			errs = append(errs, err)
-			// Nothing of this kind may be pruned on a guess.
-			for id := range byID {
-				unread[id] = true
-			}
 			continue
 		}
 		for _, o := range existing {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,6 +178,8 @@ type host struct {
 	*testhost.Host
 	applies  *applies
 	requests *requests
+	// unlisted, while set, fails the passes' lists of copies.
+	unlisted *atomic.Bool
 }
 
 // start runs the plugin for every Profile labelled run=<run>, with cfg as
@@ -188,6 +191,7 @@ func start(t *testing.T, run string, cfg *replicate.Config, resync time.Duration
 		t.Fatal(err)
 	}
 	a := &applies{n: map[string]int{}}
+	unlisted := &atomic.Bool{}
 	def := replicate.Definition()
 	inner := def.Plugin
 	def.Plugin = plugins.Funcs{
@@ -196,6 +200,9 @@ func start(t *testing.T, run string, cfg *replicate.Config, resync time.Duration
 			a.mu.Lock()
 			a.n[req.Profile.Name]++
 			a.mu.Unlock()
+			if unlisted.Load() {
+				req.Client = unlistedCopies{req.Client}
+			}
 			return inner.Apply(ctx, req)
 		},
 		RevokeFunc: inner.Revoke,
@@ -208,7 +215,7 @@ func start(t *testing.T, run string, cfg *replicate.Config, resync time.Duration
 		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{"run": run})),
 		reconcilers.WithResync(resync),
 	}})
-	return &host{Host: h, applies: a, requests: reqs}
+	return &host{Host: h, applies: a, requests: reqs, unlisted: unlisted}
 }
 
 func createNamespace(t *testing.T, name string) {

@@ -4,7 +4,9 @@ package replicate_test
 // by a selector with Profiles opting in.
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -165,4 +167,55 @@ func TestSelectorSourceAndOptIn(t *testing.T) {
 		}
 		t.Logf("%d Events and %d Profiles' conditions hold none of %d secret values", len(evs.Items), len(ps.Items), len(values.list))
 	})
+}
+
+// unlistedCopies fails every list of ConfigMaps and of objects' metadata
+// (the plugin's Secrets): the host's cache out of reach for the list of
+// the plugin's copies.
+type unlistedCopies struct{ plugins.Cluster }
+
+var errUnlisted = errors.New("the cache did not answer (injected)")
+
+func (c unlistedCopies) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	switch l.(type) {
+	case *corev1.ConfigMapList, *metav1.PartialObjectMetadataList:
+		return errUnlisted
+	}
+	return c.Cluster.List(ctx, l, opts...)
+}
+
+// TestCopiesUnlistedFailThePass: while a pass cannot list the plugin's
+// copies, it cannot tell which of them its sources' policies keep: it fails
+// with the reason and deletes none, here the copy of a source deleted
+// meanwhile, which the Retain policy keeps. Once the copies can be listed,
+// that copy is kept as a gone source's.
+func TestCopiesUnlistedFailThePass(t *testing.T) {
+	run := "unlisted-" + rand.String(5)
+	src := "src-" + run
+	createNamespace(t, src)
+	v := secretValue()
+	createSecret(t, src, "kept", nil, map[string]string{"token": v})
+	cfg := replicate.NewConfig()
+	cfg.Sources = []replicate.Source{nameSource("kept", src, "kept")}
+	h := start(t, run, cfg, 300*time.Millisecond)
+	name := run + "-a"
+	testhost.NewProfile(t, env.Client, name, map[string]string{"run": run})
+	waitCopy(t, name, "kept", map[string]string{"token": v})
+
+	h.unlisted.Store(true)
+	s, _ := getSecret(src, "kept")
+	if err := env.Client.Delete(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, errUnlisted.Error())
+	time.Sleep(time.Second) // passes retried meanwhile
+	if _, err := getSecret(name, "kept"); err != nil {
+		t.Errorf("the copy while the copies cannot be listed: %v, want it kept", err)
+	}
+
+	h.unlisted.Store(false)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "copy kept kept")
+	if _, err := getSecret(name, "kept"); err != nil {
+		t.Errorf("the copy of the gone source: %v, want it kept", err)
+	}
 }
