@@ -178,8 +178,9 @@ type host struct {
 	*testhost.Host
 	applies  *applies
 	requests *requests
-	// unlisted, while set, fails the passes' lists of copies.
-	unlisted *atomic.Bool
+	// unlisted, while set, fails the passes' lists of copies; unread,
+	// their reads of sources.
+	unlisted, unread *atomic.Bool
 }
 
 // start runs the plugin for every Profile labelled run=<run>, with cfg as
@@ -191,7 +192,7 @@ func start(t *testing.T, run string, cfg *replicate.Config, resync time.Duration
 		t.Fatal(err)
 	}
 	a := &applies{n: map[string]int{}}
-	unlisted := &atomic.Bool{}
+	unlisted, unread := &atomic.Bool{}, &atomic.Bool{}
 	def := replicate.Definition()
 	inner := def.Plugin
 	def.Plugin = plugins.Funcs{
@@ -202,6 +203,9 @@ func start(t *testing.T, run string, cfg *replicate.Config, resync time.Duration
 			a.mu.Unlock()
 			if unlisted.Load() {
 				req.Client = unlistedCopies{req.Client}
+			}
+			if unread.Load() {
+				req.Watched = unreadSources{req.WatchedReader()}
 			}
 			return inner.Apply(ctx, req)
 		},
@@ -215,7 +219,7 @@ func start(t *testing.T, run string, cfg *replicate.Config, resync time.Duration
 		reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{"run": run})),
 		reconcilers.WithResync(resync),
 	}})
-	return &host{Host: h, applies: a, requests: reqs, unlisted: unlisted}
+	return &host{Host: h, applies: a, requests: reqs, unlisted: unlisted, unread: unread}
 }
 
 func createNamespace(t *testing.T, name string) {

@@ -219,3 +219,53 @@ func TestCopiesUnlistedFailThePass(t *testing.T) {
 		t.Errorf("the copy of the gone source: %v, want it kept", err)
 	}
 }
+
+// unreadSources fails every read: the sources' caches out of reach.
+type unreadSources struct{ client.Reader }
+
+func (unreadSources) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errUnlisted
+}
+
+func (unreadSources) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errUnlisted
+}
+
+// TestSourcesUnreadKeepTheirCopies: while selector sources of both kinds
+// cannot be read, their copies stay, even under the Delete policy, and the
+// pass fails with the reason.
+func TestSourcesUnreadKeepTheirCopies(t *testing.T) {
+	run := "unread-" + rand.String(5)
+	src := "src-" + run
+	createNamespace(t, src)
+	v := secretValue()
+	shared := map[string]string{"share": "yes"}
+	createSecret(t, src, "token", shared, map[string]string{"token": v})
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings", Labels: shared}, Data: map[string]string{"mode": "fast"}}
+	if err := env.Client.Create(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	cfg := replicate.NewConfig()
+	cfg.OnSourceDeleted = replicate.SourceDeletedDelete
+	for _, kind := range []string{replicate.KindSecret, replicate.KindConfigMap} {
+		cfg.Sources = append(cfg.Sources, replicate.Source{ID: strings.ToLower(kind), Kind: kind, Namespace: src,
+			Selector: &metav1.LabelSelector{MatchLabels: shared}})
+	}
+	h := start(t, run, cfg, 300*time.Millisecond)
+	name := run + "-a"
+	testhost.NewProfile(t, env.Client, name, map[string]string{"run": run})
+	waitCopy(t, name, "token", map[string]string{"token": v})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "2 objects in sync")
+
+	h.unread.Store(true)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, errUnlisted.Error())
+	time.Sleep(time.Second) // passes retried meanwhile
+	if _, err := getSecret(name, "token"); err != nil {
+		t.Errorf("the Secret's copy while its source cannot be read: %v, want it kept", err)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "settings"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the ConfigMap's copy while its source cannot be read: %v, want it kept", err)
+	}
+	h.unread.Store(false)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "2 objects in sync")
+}
