@@ -12,7 +12,8 @@ var binaryStart = time.Now()
 
 // deadlineMargin is how long before the -timeout panic the servers stop:
 // enough for kube-apiserver, etcd or PostgreSQL to stop and their folders
-// to go.
+// to go. A timeout shorter than four margins gets a quarter of itself, so
+// that a short one does not stop the servers as they start.
 const deadlineMargin = 20 * time.Second
 
 // stopBeforeTimeout runs stop once, deadlineMargin before the test binary's
@@ -41,7 +42,7 @@ func stopBeforeTimeout(stop func() error) func() error {
 	if !ok || timeout <= 0 {
 		return run
 	}
-	timer := time.AfterFunc(time.Until(binaryStart.Add(timeout-deadlineMargin)), func() { _ = run() })
+	timer := time.AfterFunc(time.Until(binaryStart.Add(timeout-min(deadlineMargin, timeout/4))), func() { _ = run() })
 	return func() error {
 		timer.Stop()
 		return run()
