@@ -147,7 +147,8 @@ func appliedLabels(entries []metav1.ManagedFieldsEntry, manager string) []string
 
 // pollEvery is how often watchLabels reads the labels file besides watching it,
 // for file systems and mounts whose changes raise no event.
-const pollEvery = 10 * time.Second
+// A variable, so that a test can take the reads out and see the watch alone.
+var pollEvery = 10 * time.Second
 
 // watchLabels, the plugin's Runner, watches the namespace labels file named
 // in the host config and has every Profile reconciled when its contents

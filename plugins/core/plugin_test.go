@@ -265,8 +265,9 @@ func TestLabelsFile(t *testing.T) {
 	run := "labels-" + rand.String(4)
 	labelsFile := filepath.Join(t.TempDir(), "namespace-labels.yaml")
 	writeFile(t, labelsFile, "keep: \"1\"\nremove: \"2\"\n")
-	// The default resync (minutes) cannot account for anything below: only
-	// the file's change can.
+	// Neither the default resync (minutes) nor the file's reads (every hour
+	// here) can account for anything below: only the watch of the file.
+	core.SetPollEvery(t, time.Hour)
 	startCore(t, run, map[string]any{"namespaceLabelsPath": labelsFile, "mesh": core.MeshNone})
 	names := []string{"labels-a-" + rand.String(4), "labels-b-" + rand.String(4)}
 	for _, n := range names {
