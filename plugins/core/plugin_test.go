@@ -279,17 +279,20 @@ func TestLabelsFile(t *testing.T) {
 			return l["keep"] == "1" && l["remove"] == "2", fmt.Sprintf("labels %v", l)
 		})
 	}
-	// Someone labels the first namespace by hand: the file does not change it.
+	// Someone labels the first namespace by hand: the file does not change
+	// the value it sets (theirs), but its empty value removes the key
+	// (gone), though our apply never held it.
 	var ns corev1.Namespace
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: names[0]}, &ns); err != nil {
 		t.Fatal(err)
 	}
 	ns.Labels["theirs"] = "by-hand"
+	ns.Labels["gone"] = "by-hand"
 	if err := env.Client.Update(t.Context(), &ns); err != nil {
 		t.Fatal(err)
 	}
 
-	writeFile(t, labelsFile, "keep: \"changed\"\nremove: \"\"\ntheirs: \"from-file\"\nadded: \"3\"\n")
+	writeFile(t, labelsFile, "keep: \"changed\"\nremove: \"\"\ngone: \"\"\ntheirs: \"from-file\"\nadded: \"3\"\n")
 	for i, n := range names {
 		want := map[string]string{"keep": "1", "added": "3", "theirs": "from-file"}
 		if i == 0 {
@@ -301,9 +304,9 @@ func TestLabelsFile(t *testing.T) {
 			for k := range want {
 				got[k] = l[k]
 			}
-			_, removed := l["remove"]
-			removed = !removed
-			return cmp.Diff(want, got) == "" && removed, fmt.Sprintf("namespace %s labels %v", n, l)
+			_, kept := l["remove"]
+			_, keptGone := l["gone"]
+			return cmp.Diff(want, got) == "" && !kept && !keptGone, fmt.Sprintf("namespace %s labels %v", n, l)
 		})
 	}
 
