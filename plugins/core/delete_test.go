@@ -12,8 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/core"
+	"github.com/profilekit/profilekit/reconcilers"
 )
 
 // TestDeletingProfileDeletesNamespace deletes a Profile with users' things in
@@ -73,5 +76,42 @@ func TestDeletingProfileDeletesNamespace(t *testing.T) {
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s still there after its namespace: %v", o, o.GetName(), err)
 		}
+	}
+}
+
+// TestRevokeKeepsTheNamespace takes the core plugin off a Profile: under the
+// default retention its namespace stays, with the users' things in it;
+// under Delete, the namespace goes.
+func TestRevokeKeepsTheNamespace(t *testing.T) {
+	// What each revoke says it did.
+	summaries := map[plugins.Retention]string{plugins.RetentionRetain: "no objects", plugins.RetentionDelete: "7 deleted"}
+	for _, retention := range []plugins.Retention{plugins.RetentionRetain, plugins.RetentionDelete} {
+		t.Run(string(retention), func(t *testing.T) {
+			run := "revoke-" + rand.String(4)
+			name := "revoke-" + rand.String(5)
+			startCore(t, run, map[string]any{}, reconcilers.WithRetention(retention))
+			newProfile(t, name, run, "alice@example.org", nil)
+			testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+			notes := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "notes", Namespace: name}, Data: map[string]string{"a": "b"}}
+			if err := env.Client.Create(t.Context(), notes); err != nil {
+				t.Fatal(err)
+			}
+
+			testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { delete(p.Labels, labelTest) })
+			testhost.WaitRevoked(t, env.Client, name, core.Kind, summaries[retention])
+			var ns corev1.Namespace
+			err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &ns)
+			switch {
+			case retention == plugins.RetentionDelete && (apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp != nil):
+			case retention == plugins.RetentionDelete:
+				t.Errorf("namespace %s after the revoke under Delete: %v, deletion %v; want it deleted", name, err, ns.DeletionTimestamp)
+			case err != nil || ns.DeletionTimestamp != nil:
+				t.Errorf("namespace %s after the revoke under Retain: %v, deletion %v; want it kept", name, err, ns.DeletionTimestamp)
+			default:
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(notes), &corev1.ConfigMap{}); err != nil {
+					t.Errorf("the users' ConfigMap after the revoke under Retain: %v, want it kept", err)
+				}
+			}
+		})
 	}
 }
