@@ -203,7 +203,12 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 		keep["pvc/"+v.Claim], keep["pv/"+v.PV] = true, true
 	}
 	var stale []pair
-	named := live.claimsNamed(ns)
+	named, err := p.claimsNamed(ctx, req, live, func(name string) bool {
+		return !keep["pvc/"+name] && !unknown[live.pvcs[name].Labels[LabelSource]] && !failed[name]
+	})
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
 	for _, name := range slices.Sorted(maps.Keys(live.pvcs)) {
 		pvc := live.pvcs[name]
 		if keep["pvc/"+name] || unknown[pvc.Labels[LabelSource]] || failed[name] || !named[name] {
@@ -261,6 +266,24 @@ func (st liveState) claimsNamed(ns string) map[string]bool {
 		}
 	}
 	return named
+}
+
+// claimsNamed returns live's claimsNamed, unless a claim that candidate
+// picks is not among them: the cache may not show its volume yet, so the
+// volumes are then listed from the API server instead.
+func (p Plugin) claimsNamed(ctx context.Context, req plugins.Request, live liveState, candidate func(claim string) bool) (map[string]bool, error) {
+	ns := plugins.Namespace(req.Profile)
+	named := live.claimsNamed(ns)
+	for name := range live.pvcs {
+		if !named[name] && candidate(name) {
+			now, err := p.liveFrom(ctx, req, req.LiveReader())
+			if err != nil {
+				return nil, err
+			}
+			return liveState{pvs: now.pvs}.claimsNamed(ns), nil
+		}
+	}
+	return named, nil
 }
 
 // live lists the Profile's volumes and claims through req.Client.

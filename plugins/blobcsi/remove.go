@@ -261,7 +261,10 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 	}
 	ns := plugins.Namespace(req.Profile)
 	var pairs []pair
-	named := live.claimsNamed(ns)
+	named, err := p.claimsNamed(ctx, req, live, func(string) bool { return true })
+	if err != nil {
+		return plugins.Result{}, err
+	}
 	for _, name := range slices.Sorted(maps.Keys(live.pvcs)) {
 		if named[name] {
 			pairs = append(pairs, pair{claim: live.pvcs[name], name: name})
