@@ -137,14 +137,14 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 	for _, c := range copies {
 		desired = append(desired, c.Object)
 	}
-	sync := req.Objects.Sync
+	write := req.Objects.Sync
 	if unlisted != nil {
 		// Which copies the policies keep is unknown: the wanted ones are
 		// written, and none is deleted.
 		errs = append(errs, unlisted)
-		sync = req.Objects.Apply
+		write = req.Objects.Apply
 	}
-	res, err := sync(ctx, desired...)
+	res, err := write(ctx, desired...)
 	if err != nil {
 		errs = append(errs, err)
 	}
