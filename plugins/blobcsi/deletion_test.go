@@ -203,6 +203,21 @@ func replacedOnceStopped(t *testing.T, a string, pod *corev1.Pod, old types.UID)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
 
+// takeOff takes the plugin off the Profile and waits until its revoke has
+// ended, the plugin's finalizer gone.
+func takeOff(t *testing.T, name string) {
+	t.Helper()
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		var p kubeflowv1.Profile
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi"),
+			fmt.Sprintf("finalizers %v, condition %+v", p.Finalizers, plugins.FindCondition(p.Status.Conditions, condType))
+	})
+}
+
 func TestRetention(t *testing.T) {
 	t.Parallel()
 	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
@@ -215,15 +230,7 @@ func TestRetention(t *testing.T) {
 			if !slices.Contains(containers(t), a) {
 				t.Fatalf("container %s missing", a)
 			}
-			// Revoke: the plugin is taken off the Profile.
-			testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
-			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-				var p kubeflowv1.Profile
-				if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p); err != nil {
-					return false, err.Error()
-				}
-				return !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi"), fmt.Sprintf("finalizers %v", p.Finalizers)
-			})
+			takeOff(t, a)
 			if got := liveClaims(t, a); len(got) != 0 {
 				t.Errorf("claims after revoke = %v, want all deleted", got)
 			}

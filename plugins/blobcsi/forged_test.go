@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,14 +248,7 @@ func TestClaimsWithOurLabelsAreTheTenants(t *testing.T) {
 		t.Errorf("the deletion record counts %d deletions, want 1 (census-1's)", got)
 	}
 
-	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
-		var p kubeflowv1.Profile
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p); err != nil {
-			return false, err.Error()
-		}
-		return !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi"), fmt.Sprintf("finalizers %v, condition %+v", p.Finalizers, plugins.FindCondition(p.Status.Conditions, condType))
-	})
+	takeOff(t, a)
 	left := map[string]string{}
 	for _, name := range forged {
 		left[name] = "<gone>"

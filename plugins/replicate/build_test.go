@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/replicate"
 )
@@ -208,100 +209,80 @@ func TestValidate(t *testing.T) {
 		return replicate.Source{ID: "shared", Kind: replicate.KindConfigMap, Namespace: "platform", CopyPrefix: prefix,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}}
 	}
-	tests := []struct {
-		reason  string
-		mutate  func(*replicate.Config)
-		wantErr string
-	}{
-		{reason: "built-in defaults are valid", mutate: func(*replicate.Config) {}},
-		{reason: "a name source is valid", mutate: func(c *replicate.Config) { c.Sources = []replicate.Source{good()} }},
-		{reason: "an unknown kind", mutate: func(c *replicate.Config) { s := good(); s.Kind = "Pod"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].kind "Pod": want Secret or ConfigMap`},
-		{reason: "neither name nor selector", mutate: func(c *replicate.Config) { s := good(); s.Name = ""; c.Sources = []replicate.Source{s} }, wantErr: "sources[pull]: set name or selector"},
-		{reason: "an empty selector would copy a whole namespace", mutate: func(c *replicate.Config) {
+	testhost.CheckValidate(t, replicate.NewConfig, []testhost.ConfigCase[*replicate.Config]{
+		{Name: "built-in defaults are valid", Edit: func(*replicate.Config) {}},
+		{Name: "a name source is valid", Edit: func(c *replicate.Config) { c.Sources = []replicate.Source{good()} }},
+		{Name: "an unknown kind", Edit: func(c *replicate.Config) { s := good(); s.Kind = "Pod"; c.Sources = []replicate.Source{s} }, Want: `sources[pull].kind "Pod": want Secret or ConfigMap`},
+		{Name: "neither name nor selector", Edit: func(c *replicate.Config) { s := good(); s.Name = ""; c.Sources = []replicate.Source{s} }, Want: "sources[pull]: set name or selector"},
+		{Name: "an empty selector would copy a whole namespace", Edit: func(c *replicate.Config) {
 			s := good()
 			s.Name = ""
 			s.Selector = &metav1.LabelSelector{}
 			c.Sources = []replicate.Source{s}
-		}, wantErr: "sources[pull].selector: empty"},
-		{reason: "ids are unique", mutate: func(c *replicate.Config) { c.Sources = []replicate.Source{good(), good()} }, wantErr: `sources[pull].id "pull": given twice`},
-		{reason: "two sources with one copy name", mutate: func(c *replicate.Config) {
+		}, Want: "sources[pull].selector: empty"},
+		{Name: "ids are unique", Edit: func(c *replicate.Config) { c.Sources = []replicate.Source{good(), good()} }, Want: `sources[pull].id "pull": given twice`},
+		{Name: "two sources with one copy name", Edit: func(c *replicate.Config) {
 			s := good()
 			s.ID = "other"
 			s.Name = "else"
 			s.CopyName = "regcred"
 			c.Sources = []replicate.Source{good(), s}
-		}, wantErr: `its copy Secret "regcred" is also sources[pull]'s`},
-		{reason: "upstream's names are refused", mutate: func(c *replicate.Config) {
+		}, Want: `its copy Secret "regcred" is also sources[pull]'s`},
+		{Name: "upstream's names are refused", Edit: func(c *replicate.Config) {
 			s := good()
 			s.CopyName = "default-editor"
 			c.Sources = []replicate.Source{s}
-		}, wantErr: "belongs to the upstream profile controller"},
-		{reason: "a bad key", mutate: func(c *replicate.Config) {
+		}, Want: "belongs to the upstream profile controller"},
+		{Name: "a bad key", Edit: func(c *replicate.Config) {
 			s := good()
 			s.Keys = []replicate.Key{{Key: "a/b"}}
 			c.Sources = []replicate.Source{s}
-		}, wantErr: `sources[pull].keys[0].key "a/b"`},
-		{reason: "include names only offered sources", mutate: func(c *replicate.Config) {
+		}, Want: `sources[pull].keys[0].key "a/b"`},
+		{Name: "include names only offered sources", Edit: func(c *replicate.Config) {
 			c.Sources = []replicate.Source{good()}
 			c.Include = []string{"kube-system-token"}
-		}, wantErr: `include[0] "kube-system-token": the host offers no such source (offered: pull)`},
-		{reason: "a bad policy", mutate: func(c *replicate.Config) { c.OnSourceDeleted = "Orphan" }, wantErr: `onSourceDeleted: "Orphan": want Retain or Delete`},
-		{reason: "a bad policy of a source", mutate: func(c *replicate.Config) {
+		}, Want: `include[0] "kube-system-token": the host offers no such source (offered: pull)`},
+		{Name: "a bad policy", Edit: func(c *replicate.Config) { c.OnSourceDeleted = "Orphan" }, Want: `onSourceDeleted: "Orphan": want Retain or Delete`},
+		{Name: "a bad policy of a source", Edit: func(c *replicate.Config) {
 			s := good()
 			s.OnSourceDeleted = "Orphan"
 			c.Sources = []replicate.Source{s}
-		}, wantErr: `sources[pull].onSourceDeleted: "Orphan": want Retain or Delete`},
-		{reason: "a source namespace that is not a name", mutate: func(c *replicate.Config) { s := good(); s.Namespace = "Platform"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].namespace "Platform"`},
-		{reason: "a source name that is not a name", mutate: func(c *replicate.Config) { s := good(); s.Name = "reg_cred"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].name "reg_cred"`},
-		{reason: "both name and selector", mutate: func(c *replicate.Config) {
+		}, Want: `sources[pull].onSourceDeleted: "Orphan": want Retain or Delete`},
+		{Name: "a source namespace that is not a name", Edit: func(c *replicate.Config) { s := good(); s.Namespace = "Platform"; c.Sources = []replicate.Source{s} }, Want: `sources[pull].namespace "Platform"`},
+		{Name: "a source name that is not a name", Edit: func(c *replicate.Config) { s := good(); s.Name = "reg_cred"; c.Sources = []replicate.Source{s} }, Want: `sources[pull].name "reg_cred"`},
+		{Name: "both name and selector", Edit: func(c *replicate.Config) {
 			s := good()
 			s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}
 			c.Sources = []replicate.Source{s}
-		}, wantErr: "sources[pull]: set name or selector, not both"},
-		{reason: "a copy prefix on a name source", mutate: func(c *replicate.Config) { s := good(); s.CopyPrefix = "team-"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].copyPrefix "team-": only for a selector source`},
-		{reason: "a copy name that is not a name", mutate: func(c *replicate.Config) { s := good(); s.CopyName = "Reg"; c.Sources = []replicate.Source{s} }, wantErr: `sources[pull].copyName "Reg"`},
-		{reason: "a selector source with a prefix", mutate: func(c *replicate.Config) { c.Sources = []replicate.Source{selected("team-")} }},
-		{reason: "a selector source with a prefix that makes no name", mutate: func(c *replicate.Config) { c.Sources = []replicate.Source{selected("Team_")} }, wantErr: `sources[shared].copyPrefix "Team_"`},
-		{reason: "a copy name on a selector source", mutate: func(c *replicate.Config) {
+		}, Want: "sources[pull]: set name or selector, not both"},
+		{Name: "a copy prefix on a name source", Edit: func(c *replicate.Config) { s := good(); s.CopyPrefix = "team-"; c.Sources = []replicate.Source{s} }, Want: `sources[pull].copyPrefix "team-": only for a selector source`},
+		{Name: "a copy name that is not a name", Edit: func(c *replicate.Config) { s := good(); s.CopyName = "Reg"; c.Sources = []replicate.Source{s} }, Want: `sources[pull].copyName "Reg"`},
+		{Name: "a selector source with a prefix", Edit: func(c *replicate.Config) { c.Sources = []replicate.Source{selected("team-")} }},
+		{Name: "a selector source with a prefix that makes no name", Edit: func(c *replicate.Config) { c.Sources = []replicate.Source{selected("Team_")} }, Want: `sources[shared].copyPrefix "Team_"`},
+		{Name: "a copy name on a selector source", Edit: func(c *replicate.Config) {
 			s := selected("")
 			s.CopyName = "one"
 			c.Sources = []replicate.Source{s}
-		}, wantErr: `sources[shared].copyName "one": only for a name source`},
-		{reason: "a selector that does not parse", mutate: func(c *replicate.Config) {
+		}, Want: `sources[shared].copyName "one": only for a name source`},
+		{Name: "a selector that does not parse", Edit: func(c *replicate.Config) {
 			s := selected("")
 			s.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "share", Operator: "Near"}}
 			c.Sources = []replicate.Source{s}
-		}, wantErr: "sources[shared].selector: "},
-		{reason: "a Profile selector", mutate: func(c *replicate.Config) {
+		}, Want: "sources[shared].selector: "},
+		{Name: "a Profile selector", Edit: func(c *replicate.Config) {
 			s := good()
 			s.ProfileSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
 			c.Sources = []replicate.Source{s}
 		}},
-		{reason: "a Profile selector that does not parse", mutate: func(c *replicate.Config) {
+		{Name: "a Profile selector that does not parse", Edit: func(c *replicate.Config) {
 			s := good()
 			s.ProfileSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}
 			c.Sources = []replicate.Source{s}
-		}, wantErr: "sources[pull].profileSelector: "},
-		{reason: "two keys copied as one", mutate: func(c *replicate.Config) {
+		}, Want: "sources[pull].profileSelector: "},
+		{Name: "two keys copied as one", Edit: func(c *replicate.Config) {
 			s := good()
 			s.Keys = []replicate.Key{{Key: "a"}, {Key: "b", As: "a"}}
 			c.Sources = []replicate.Source{s}
-		}, wantErr: `sources[pull].keys[1]: key "a" in the copy is given twice`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.reason, func(t *testing.T) {
-			c := replicate.NewConfig()
-			tt.mutate(c)
-			err := c.Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Validate error = %v, want it to contain %q", err, tt.wantErr)
-			}
-		})
-	}
+		}, Want: `sources[pull].keys[1]: key "a" in the copy is given twice`},
+	})
 }
