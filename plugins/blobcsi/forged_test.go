@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +259,50 @@ func TestClaimsWithOurLabelsAreTheTenants(t *testing.T) {
 	}
 	if got := len(deletesRecorded(t, cfg)); got != 3 {
 		t.Errorf("the deletion record counts %d deletions after the revoke, want 3 (census-1's, then standard's and census-2's)", got)
+	}
+}
+
+// TestRevokeWithAForgedClaimFailsClosed: the plugin is taken off a Profile
+// whose tenant forged a claim with our labels while the API server does
+// not answer the reads that prove which claims are ours: the revoke fails,
+// with the reason, and deletes nothing, neither our volumes nor the
+// tenant's claim, and the finalizer stays. Once the reads work, the revoke
+// ends and the tenant's claim is left.
+func TestRevokeWithAForgedClaimFailsClosed(t *testing.T) {
+	t.Parallel()
+	a := unique("team-a")
+	putGrants(t, sharedDoc([]string{a}, "census-1"))
+	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	want := sharedVolumes(a, "census-1")
+	waitVolumes(t, a, want, 30*time.Second)
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: a, Labels: plugins.OwnershipLabels(blobcsi.Kind, a)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := testhost.Tenant(t, env, a).Create(t.Context(), pvc); err != nil {
+		t.Fatalf("the tenant makes claim mine: %v", err)
+	}
+	want["mine"] = "<gone>" // unbound
+
+	h.applies.failClaims.Store(true)
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, errClaimRead.Error())
+	keptFor(t, 2*time.Second, a, want)
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Finalizers, "profilekit.dev/blobcsi") {
+		t.Errorf("finalizers %v while the revoke cannot prove what is ours, want the plugin's kept", p.Finalizers)
+	}
+
+	h.applies.failClaims.Store(false)
+	takeOff(t, a)
+	if got := volumesOf(t, a); !cmp.Equal(map[string]string{"mine": "<gone>"}, got) {
+		t.Errorf("claims after the revoke: %v, want the tenant's alone", got)
 	}
 }

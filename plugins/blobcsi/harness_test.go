@@ -254,6 +254,17 @@ type claimReads struct {
 
 var errClaimRead = errors.New("the API server did not answer (injected)")
 
+// List fails the lists of claims and of volumes while fail is set.
+func (r claimReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch list.(type) {
+	case *corev1.PersistentVolumeClaimList, *corev1.PersistentVolumeList:
+		if r.fail.Load() {
+			return errClaimRead
+		}
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
 func (r claimReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, ok := obj.(*corev1.PersistentVolumeClaim); ok && r.fail.Load() {
 		return errClaimRead
