@@ -78,7 +78,7 @@ func NewTLS() (*TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "testenv-tls-")
+	dir, err := tempDir("testenv-tls-")
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func StartAzurite(opts ...AzuriteOption) (*Azurite, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "azurite-")
+	dir, err := tempDir("azurite-")
 	if err != nil {
 		return nil, err
 	}

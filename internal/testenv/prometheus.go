@@ -85,7 +85,7 @@ func StartPrometheus(targets ...ScrapeTarget) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "prometheus-")
+	dir, err := tempDir("prometheus-")
 	if err != nil {
 		return nil, err
 	}
