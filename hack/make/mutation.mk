@@ -97,7 +97,7 @@ $(GREMLINS):
 	GOBIN=$$tmp CGO_ENABLED=0 go install github.com/go-gremlins/gremlins/cmd/gremlins@v$(GREMLINS_VERSION) && mv $$tmp/gremlins $@
 
 .PHONY: mutation-source
-mutation-source: $(GREMLINS) envtest-assets test-servers argocd-crds postgres-server ## Source-level mutation testing with gremlins of SOURCE_MUTATION_PKGS, each scored by its own tests and harness scenario (-short); prints each package's score and the mutants that lived; the output goes to bin/mutation-source/.
+mutation-source: $(GREMLINS) envtest-assets test-servers argocd-crds prometheus-crds prometheus postgres-server ## Source-level mutation testing with gremlins of SOURCE_MUTATION_PKGS, each scored by its own tests and harness scenario (-short); prints each package's score and the mutants that lived; the output goes to bin/mutation-source/.
 	@out=$(LOCALBIN)/mutation-source; rm -rf $$out; mkdir -p $$out/src; \
 	git ls-files -co --exclude-standard -z | grep -zv '^bin$$' | xargs -0 cp --parents -t $$out/src; \
 	status=0; for p in $(SOURCE_MUTATION_PKGS); do \

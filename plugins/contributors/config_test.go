@@ -63,6 +63,7 @@ func TestValidate(t *testing.T) {
 		{"no roles at all", func(c *contributors.Config) { c.Roles = nil }, []string{"roles: at least one of admin, edit, view is needed"}},
 		{"kinds: unknown", func(c *contributors.Config) { c.Kinds = []string{"Robot"} }, []string{`kinds[0] "Robot": want one of User, Group, ServiceAccount`}},
 		{"no contributor allowed", func(c *contributors.Config) { c.MaxContributors = 0 }, []string{"maxContributors 0: want at least 1"}},
+		{"one contributor at most", func(c *contributors.Config) { c.MaxContributors = 1 }, nil},
 		{"domain patterns", func(c *contributors.Config) {
 			c.UserDomains = []string{"example.org", "@example.org", "*@*", "a@b@c", " *@example.org", "**@example.org"}
 		}, []string{`userDomains[0]: "example.org": want one "@"`, `userDomains[1]: "@example.org": want text on both sides`, `userDomains[2]: "*@*": the domain must not be "*" alone`, `userDomains[3]: "a@b@c": want one "@"`, `userDomains[4]: " *@example.org": white space`, `userDomains[5]: "**@example.org"`}},

@@ -67,6 +67,12 @@ func TestBuildRefusesOnlyTheBadEntry(t *testing.T) {
 			{at + `[2] (User "bob*", role "view")`, "wildcard"},
 		},
 	}, {
+		reason:      "a user name Istio would read as a wildcard, under a user-id prefix that hides it",
+		config:      func(c *contributors.Config) { c.UserIDPrefix = "accounts.google.com:" },
+		entries:     []contributors.Contributor{user("*@example.org", "view"), ok},
+		wantGranted: []string{okName},
+		wantLines:   [][2]string{{at + `[0] (User "*@example.org", role "view")`, "wildcard"}},
+	}, {
 		reason:      "a group name with a wildcard, or holding the groups header's separator",
 		config:      func(c *contributors.Config) { c.Groups = access.Groups{Header: "kubeflow-groups"} },
 		entries:     []contributors.Contributor{ok, {Kind: "Group", Name: "team-*", Role: "view"}, {Kind: "Group", Name: "a,b", Role: "view"}},
