@@ -47,6 +47,14 @@ func roleTemplate(name, extra string) string {
     rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]`
 }
 
+// rbacNamed is a template of a Role named name.
+func rbacNamed(name string) string {
+	return `
+templates:
+- name: long
+  object: {apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: ` + name + `}, rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]}`
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		reason  string
@@ -63,6 +71,14 @@ templates:
     metadata:
       name: settings
     data: {owner: "{{ .Owner }}", rule: "{{ $labels.pod }} is down"}`},
+		{reason: "a string of YAML that begins with a comment and a separator, as files often do", yaml: `
+templates:
+- name: settings
+  object: "# settings\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"`},
+		{reason: "a string of comments alone", yaml: `
+templates:
+- name: settings
+  object: "# settings\n---\n# to come\n"`, wantErr: "holds 0 YAML documents, want one object"},
 		{reason: "a string that is not YAML", yaml: `
 templates:
 - name: settings
@@ -148,6 +164,18 @@ templates:
     metadata: {name: admins}
     roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
     subjects: [{kind: Group, name: ops}]`, wantErr: `RoleBinding grants role "cluster-admin", which the host denies`},
+		{reason: "a cluster-wide binding of a denied role: both reasons", yaml: `
+templates:
+- name: admins
+  object:
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRoleBinding
+    metadata: {name: admins}
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+    subjects: [{kind: Group, name: ops}]`, wantErr: "kind ClusterRoleBinding.rbac.authorization.k8s.io is cluster-scoped: templates make objects in Profiles' namespaces only\n" +
+			`ClusterRoleBinding grants role "cluster-admin", which the host denies`},
+		{reason: "a Role's name of the longest length", yaml: rbacNamed(strings.Repeat("r", 253))},
+		{reason: "a Role's name one longer", yaml: rbacNamed(strings.Repeat("r", 254)), wantErr: "must be 1 to 253 characters"},
 		{reason: "a binding of a role the host allows", yaml: `
 templates:
 - name: viewers
@@ -241,5 +269,16 @@ func TestProfileSpec(t *testing.T) {
 				t.Fatalf("Decode error = %v (%s), want InvalidSpec %q", err, plugins.ReasonOf(err, ""), tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestObjectOfNothing: an Object given no bytes at all, as only a direct
+// call can give it, is an error, not a panic.
+func TestObjectOfNothing(t *testing.T) {
+	for _, data := range []string{"", "  \n"} {
+		var o templates.Object
+		if err := o.UnmarshalJSON([]byte(data)); err == nil || !strings.Contains(err.Error(), "want a Kubernetes object") {
+			t.Errorf("UnmarshalJSON(%q) = %v, want an error that asks for an object", data, err)
+		}
 	}
 }

@@ -46,9 +46,7 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 		if err != nil {
 			return err
 		}
-		if data, err = yaml.YAMLToJSONStrict(doc); err != nil {
-			return fmt.Errorf("not valid YAML: %w", err)
-		}
+		data = doc
 	}
 	var m map[string]any
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
@@ -61,7 +59,9 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// oneDocument returns the single YAML document text holds.
+// oneDocument returns the single YAML document text holds, as JSON. A
+// document of nothing but comments and white space is none, as kubectl
+// reads a file: a manifest may begin with a comment and "---".
 func oneDocument(text string) ([]byte, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
 	var docs [][]byte
@@ -73,8 +73,12 @@ func oneDocument(text string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("not valid YAML: %w", err)
 		}
-		if len(bytes.TrimSpace(doc)) > 0 && string(bytes.TrimSpace(doc)) != "---" {
-			docs = append(docs, doc)
+		j, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, fmt.Errorf("not valid YAML: %w", err)
+		}
+		if string(j) != "null" {
+			docs = append(docs, j)
 		}
 	}
 	if len(docs) != 1 {
