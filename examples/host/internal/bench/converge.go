@@ -134,9 +134,13 @@ wait:
 		return err
 	}
 	el := end.Sub(start)
-	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(d.objects)) / el.Seconds(), CPU: convCPU}
-	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s)\n  %s\n  %s\n",
-		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, b.res.Convergence.CPU, w.tail(start))
+	b.res.Convergence = newPhase(el, len(d.objects), convCPU)
+	alloc := fmt.Sprintf("%.1f KiB allocated per object by host+bench", b.res.Convergence.AllocatedKiBPerObject)
+	if f := b.res.ApplyFloor; f != nil {
+		alloc += fmt.Sprintf(", %.1f by the apply floor's client", f.AllocatedKiBPerObject)
+	}
+	fmt.Fprintf(b.Out, "converged in %s: every condition True and all %d objects present (%.0f objects/s; %s)\n  %s\n  %s\n",
+		el.Round(time.Millisecond), len(d.objects), b.res.Convergence.ObjectsPerSecond, alloc, b.res.Convergence.CPU, w.tail(start))
 	if err := profiled(); err != nil {
 		return err
 	}
@@ -376,7 +380,7 @@ func (b *bench) incomplete(ctx context.Context, h *host, d *desired, w *readyWat
 		return err
 	}
 	present := len(d.objects) - missing
-	b.res.Convergence = Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(present) / el.Seconds(), CPU: cpuUsed}
+	b.res.Convergence = newPhase(el, present, cpuUsed)
 	b.res.Incomplete = &Incomplete{ReadyProfiles: n, ObjectsPresent: present}
 	hostReq := h.counter.snapshot().minus(hostBefore)
 	b.res.Requests = requestReport(hostReq, counts{}, h.counter.conflictCount().minus(confBefore), present)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -22,13 +23,15 @@ type cpuSample struct {
 	at      time.Time
 	procs   map[string]float64
 	machine float64
+	// allocated is the bytes this process has allocated on its heap so far.
+	allocated uint64
 }
 
 // sampleCPU reads the CPU seconds used so far. The processes that are not
 // this one or its children (other work on the machine) show as the
 // machine's busy time less ours.
 func sampleCPU() (cpuSample, error) {
-	s := cpuSample{at: time.Now(), procs: map[string]float64{}}
+	s := cpuSample{at: time.Now(), procs: map[string]float64{}, allocated: heapAllocated()}
 	self := os.Getpid()
 	_, _, cpu, err := procStat(filepath.Join("/proc", "self", "stat"))
 	if err != nil {
@@ -92,6 +95,9 @@ type CPU struct {
 	Other        float64 `json:"otherProcesses"`
 	Capacity     float64 `json:"capacity"`
 	BusyShare    float64 `json:"busyShare"`
+	// AllocatedMiB is what this process (the host, when it runs in it,
+	// and the benchmark's client) allocated on its heap during the phase.
+	AllocatedMiB float64 `json:"allocatedMiB,omitempty"`
 }
 
 // cpuSince returns the CPU time spent since s.
@@ -106,6 +112,7 @@ func cpuSince(s cpuSample) CPU {
 		APIServer:    d("kube-apiserver"),
 		Etcd:         d("etcd"),
 		Capacity:     now.at.Sub(s.at).Seconds() * float64(runtime.NumCPU()),
+		AllocatedMiB: mib(now.allocated - s.allocated),
 	}
 	machine := now.machine - s.machine
 	c.Other = max(0, machine-c.HostAndBench-c.APIServer-c.Etcd)
@@ -116,6 +123,17 @@ func cpuSince(s cpuSample) CPU {
 }
 
 func (c CPU) String() string {
-	return fmt.Sprintf("CPU s: host+bench %.1f, kube-apiserver %.1f, etcd %.1f, other processes %.1f; machine %.0f%% busy",
-		c.HostAndBench, c.APIServer, c.Etcd, c.Other, 100*c.BusyShare)
+	return fmt.Sprintf("CPU s: host+bench %.1f, kube-apiserver %.1f, etcd %.1f, other processes %.1f; machine %.0f%% busy; host+bench allocated %.0f MiB",
+		c.HostAndBench, c.APIServer, c.Etcd, c.Other, 100*c.BusyShare, c.AllocatedMiB)
+}
+
+// heapAllocated returns the bytes this process has allocated on its heap
+// since it started (runtime/metrics, which stops no goroutine).
+func heapAllocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

@@ -74,7 +74,7 @@ func (b *bench) profilesAlone(ctx context.Context, profiles []*kubeflowv1.Profil
 		return fmt.Errorf("the Profiles alone: %w", err)
 	}
 	el := time.Since(start)
-	p := Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(len(profiles)) / el.Seconds(), CPU: cpuSince(cpu)}
+	p := newPhase(el, len(profiles), cpuSince(cpu))
 	fmt.Fprintf(b.Out, "created %d Profiles in %s\n  %s\n", len(profiles), el.Round(time.Millisecond), p.CPU)
 	b.res.ProfilesAlone = &p
 	return nil
@@ -134,8 +134,8 @@ func (b *bench) timeFloor(ctx context.Context, d *desired, prefix string, write 
 		}
 	}
 	el := time.Since(start)
-	p := Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(n) / el.Seconds(), CPU: cpuSince(cpu)}
-	fmt.Fprintf(b.Out, "wrote %d objects in %s (%.0f objects/s, %d workers)\n  %s\n", n, el.Round(time.Millisecond), p.ObjectsPerSecond, b.res.Workers, p.CPU)
+	p := newPhase(el, n, cpuSince(cpu))
+	fmt.Fprintf(b.Out, "wrote %d objects in %s (%.0f objects/s, %d workers, %.1f KiB allocated per object)\n  %s\n", n, el.Round(time.Millisecond), p.ObjectsPerSecond, b.res.Workers, p.AllocatedKiBPerObject, p.CPU)
 	return p, profiled()
 }
 

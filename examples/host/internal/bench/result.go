@@ -123,6 +123,19 @@ type Phase struct {
 	Seconds          float64 `json:"seconds"`
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
 	CPU              CPU     `json:"cpuSeconds"`
+	// AllocatedKiBPerObject is CPU.AllocatedMiB over the objects written:
+	// for the convergence, an upper bound of the host's allocation per
+	// object, since the benchmark's client allocates in the same process.
+	AllocatedKiBPerObject float64 `json:"allocatedKiBPerObject,omitempty"`
+}
+
+// newPhase is a phase that wrote objects in el with cpu.
+func newPhase(el time.Duration, objects int, cpu CPU) Phase {
+	p := Phase{Seconds: el.Seconds(), ObjectsPerSecond: float64(objects) / el.Seconds(), CPU: cpu}
+	if objects > 0 {
+		p.AllocatedKiBPerObject = cpu.AllocatedMiB * 1024 / float64(objects)
+	}
+	return p
 }
 
 // Ratios compare the convergence with the floor of the same run and with
