@@ -156,6 +156,8 @@ func TestIsHeaderName(t *testing.T) {
 		{"empty", "", false},
 		{"a colon", "x:groups", false},
 		{"non-ASCII", "gröups", false},
+		{"the highest token character, ~", "x~groups", true},
+		{"DEL, just above it", "x\x7fgroups", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {

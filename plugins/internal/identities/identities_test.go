@@ -1,6 +1,7 @@
 package identities_test
 
 import (
+	"github.com/google/go-cmp/cmp"
 	"strings"
 	"testing"
 
@@ -27,20 +28,20 @@ func TestAllow(t *testing.T) {
 		profile    *kubeflowv1.Profile
 		identity   string
 		wantShared bool
-		wantErr    bool
+		wantErr    string // in part; "" for none
 	}{
 		{reason: "its own role, from the template", policy: policy, profile: profile("alice", nil), identity: role + "kf-alice"},
-		{reason: "another Profile's role from the template", policy: policy, profile: profile("alice", nil), identity: role + "kf-bob", wantErr: true},
+		{reason: "another Profile's role from the template", policy: policy, profile: profile("alice", nil), identity: role + "kf-bob", wantErr: "is not among the identities the host allows this Profile"},
 		{reason: "a team role, selected", policy: policy, profile: profile("alice", map[string]string{"team": "ml"}), identity: role + "ml-team", wantShared: true},
-		{reason: "a team role, not selected", policy: policy, profile: profile("mallory", map[string]string{"team": "ops"}), identity: role + "ml-team", wantErr: true},
-		{reason: "a role the template's prefix only resembles", policy: policy, profile: profile("alice", nil), identity: role + "kf-alice-admin", wantErr: true},
-		{reason: "no policy denies everything", profile: profile("alice", nil), identity: role + "kf-alice", wantErr: true},
+		{reason: "a team role, not selected", policy: policy, profile: profile("mallory", map[string]string{"team": "ops"}), identity: role + "ml-team", wantErr: "is not among the identities the host allows this Profile"},
+		{reason: "a role the template's prefix only resembles", policy: policy, profile: profile("alice", nil), identity: role + "kf-alice-admin", wantErr: "is not among the identities the host allows this Profile"},
+		{reason: "no policy denies everything, and says so", profile: profile("alice", nil), identity: role + "kf-alice", wantErr: "the host allows no identity (allowedIdentities is empty)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
 			got, err := tt.policy.Allow(tt.profile, tt.identity)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Allow(%q) error = %v, want error %v", tt.identity, err, tt.wantErr)
+			if err == nil && tt.wantErr != "" || err != nil && (tt.wantErr == "" || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Allow(%q) error = %v, want %q", tt.identity, err, tt.wantErr)
 			}
 			if err != nil && plugins.ReasonOf(err, "") != identities.ReasonNotAllowed {
 				t.Errorf("reason = %q, want %q", plugins.ReasonOf(err, ""), identities.ReasonNotAllowed)
@@ -57,18 +58,36 @@ func TestValidate(t *testing.T) {
 		{Identity: ""},
 		{Identity: "arn:aws:iam::1:role/{{ .Owner }}"},
 		{Identity: "x", ProfileSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Sideways"}}}},
+		{Tag: &identities.Tag{Key: " ", Value: "{{ .Namespace }}"}},
+		{Tag: &identities.Tag{Key: "team", Value: "{{ .Owner }}"}},
 	}
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("Validate accepted an empty identity, an unknown placeholder and a bad selector")
 	}
-	for _, want := range []string{"allowedIdentities[0].identity: required", "allowedIdentities[1].identity", "allowedIdentities[2].profileSelector"} {
+	for _, want := range []string{"allowedIdentities[0].identity: required", "allowedIdentities[1].identity", "allowedIdentities[2].profileSelector",
+		"allowedIdentities[3].tag.key: required", "allowedIdentities[4].tag.value"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if err := (identities.Policy{{Identity: "{{ .Namespace }}@p.iam.gserviceaccount.com"}}).Validate(); err != nil {
+	if err := (identities.Policy{{Identity: "{{ .Namespace }}@p.iam.gserviceaccount.com"}, {Tag: &identities.Tag{Key: "profilekit.dev/namespace", Value: "{{ .Namespace }}"}}}).Validate(); err != nil {
 		t.Errorf("a valid policy: %v", err)
+	}
+}
+
+// TestNamed: the identities a policy's templates give a Profile, each once;
+// an allowance by tag alone names none.
+func TestNamed(t *testing.T) {
+	policy := identities.Policy{
+		{Tag: &identities.Tag{Key: "profilekit.dev/namespace", Value: "{{ .Namespace }}"}},
+		{Identity: "kf-{{ .Profile }}"},
+		{Identity: "team-ml", ProfileSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}},
+		{Identity: "kf-{{ .Namespace }}"},
+	}
+	alice := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "alice", Labels: map[string]string{"team": "ml"}}}
+	if diff := cmp.Diff([]string{"kf-alice", "team-ml"}, policy.Named(alice)); diff != "" {
+		t.Errorf("Named (-want +got):\n%s", diff)
 	}
 }
 
