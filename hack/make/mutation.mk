@@ -89,7 +89,7 @@ breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each
 # mutation-source.txt records those mutants run by hand.
 GREMLINS_VERSION     := 0.6.0
 GREMLINS             := $(LOCALBIN)/gremlins-v$(GREMLINS_VERSION)
-SOURCE_MUTATION_PKGS ?= plugins/limitrange plugins/quotas plugins/placeholders plugins/notebook plugins/egress plugins/namespacemeta plugins/rbac plugins/network plugins/contributors plugins/outside opa plugins/authpolicy plugins/expose plugins/irsa plugins/workloadidentity plugins/azureidentity plugins/replicate plugins/core plugins/templates
+SOURCE_MUTATION_PKGS ?= plugins/limitrange plugins/quotas plugins/placeholders plugins/notebook plugins/egress plugins/namespacemeta plugins/rbac plugins/network plugins/contributors plugins/outside opa plugins/authpolicy plugins/expose plugins/irsa plugins/workloadidentity plugins/azureidentity plugins/replicate plugins/core plugins/templates plugins/internal/access plugins/internal/identities plugins/internal/quotanames
 
 $(GREMLINS):
 	@mkdir -p $(LOCALBIN)

@@ -127,3 +127,44 @@ func TestSDKTaggedRoleIsAllowed(t *testing.T) {
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "does not carry the tag profilekit.dev/namespace="+name)
 	stopListing(t, name)
 }
+
+// TestSDKTaggedRoleRevokeFailsClosedWithoutARecord: a role the host allows
+// by its tag alone, which no allowance names, so that only the Profile's
+// spec says where its grant is. With no host running, the record is lost
+// and the Profile deleted; the next host's Revoke still takes the Profile's
+// statement off the role its spec names.
+func TestSDKTaggedRoleRevokeFailsClosedWithoutARecord(t *testing.T) {
+	srv, c := startAWS(t, startPolicy)
+	name := "irsa-taglost-" + rand.String(5)
+	srv.TagRole(role, "profilekit.dev/namespace", name)
+	host := func(t *testing.T) {
+		testhost.Start(t, env, testhost.Plugin{Def: irsa.Definition(c), Options: []reconcilers.Option{
+			reconcilers.WithDefaults([]byte(`{"allowedIdentities":[{"tag":{"key":"profilekit.dev/namespace","value":"{{ .Namespace }}"}}]}`)),
+			reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+		}})
+	}
+	sid := trustpolicy.StatementID(provider, name)
+	// The first host stops at the end of this step.
+	t.Run("granted", func(t *testing.T) {
+		host(t)
+		testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"awsIamRole":"`+roleARN+`"}`))
+		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+		if got, _ := srv.TrustPolicy(role); !strings.Contains(got, sid) {
+			t.Fatalf("the tagged role does not trust the Profile: %s", got)
+		}
+	})
+	var p kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	testhost.LoseRecord(t, env.Client, irsa.Kind, &p)
+	if err := env.Client.Delete(t.Context(), &p); err != nil {
+		t.Fatal(err)
+	}
+	host(t)
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	if got, _ := srv.TrustPolicy(role); strings.Contains(got, sid) {
+		t.Errorf("the role still trusts the deleted Profile, whose record was lost:\n%s", got)
+	}
+}
