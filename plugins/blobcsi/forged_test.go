@@ -301,6 +301,11 @@ func TestRevokeWithAForgedClaimFailsClosed(t *testing.T) {
 	}
 
 	h.applies.failClaims.Store(false)
+	// The failed revokes are retried with a growing delay, by now maybe
+	// beyond takeOff's wait; a change of the Profile retries it at once.
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) {
+		p.Annotations = map[string]string{plugins.AnnotationReverify: "reads-work"}
+	})
 	takeOff(t, a)
 	if got := volumesOf(t, a); !cmp.Equal(map[string]string{"mine": "<gone>"}, got) {
 		t.Errorf("claims after the revoke: %v, want the tenant's alone", got)

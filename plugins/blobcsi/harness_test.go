@@ -197,9 +197,9 @@ func (p *perProfile) counts(names ...string) map[string]int {
 	return out
 }
 
-// settled waits until no pass of the named Profiles has run for a second
-// (kube-controller-manager's last bindings are events too, later on a busy
-// machine) and returns their counts.
+// settled waits until no pass of the named Profiles has run for three
+// seconds (kube-controller-manager's last bindings are events too, seconds
+// later on a busy machine) and returns their counts.
 func (p *perProfile) settled(t *testing.T, names ...string) map[string]int {
 	t.Helper()
 	last, since := p.counts(names...), time.Now()
@@ -207,7 +207,7 @@ func (p *perProfile) settled(t *testing.T, names ...string) map[string]int {
 		if now := p.counts(names...); !cmp.Equal(now, last) {
 			last, since = now, time.Now()
 		}
-		return time.Since(since) >= time.Second, fmt.Sprintf("passes still running: %v", last)
+		return time.Since(since) >= 3*time.Second, fmt.Sprintf("passes still running: %v", last)
 	})
 	return last
 }
