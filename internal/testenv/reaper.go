@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -22,16 +21,12 @@ const reaperMode = "PROFILEKIT_TESTENV_REAPER"
 
 func init() {
 	if os.Getenv(reaperMode) == "1" {
-		// A pkill of the test binary's name reaches the reaper too, which
-		// must outlive the binary to clean up after it.
-		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		os.Exit(reap(os.Stdin, os.Stderr))
 	}
 }
 
 var reaper struct {
 	once sync.Once
-	cmd  *exec.Cmd
 	w    io.WriteCloser
 	err  error
 	mu   sync.Mutex
@@ -64,7 +59,6 @@ func reapOnExit(dirs ...string) error {
 		if reaper.w, err = cmd.StdinPipe(); err == nil {
 			err = cmd.Start()
 		}
-		reaper.cmd = cmd
 		reaper.err = err
 	})
 	if reaper.err != nil {

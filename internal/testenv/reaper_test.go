@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// endsBadly makes the test binary run endBadly instead of its tests: "panic",
-// "kill" or "pkill".
+// endsBadly makes the test binary run endBadly instead of its tests: "panic"
+// or "kill".
 const endsBadly = "TESTENV_ENDS_BADLY"
 
 func TestMain(m *testing.M) {
@@ -49,11 +49,6 @@ func endBadly(how string) int {
 		go func() { panic("a test's goroutine panics") }()
 	case "kill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	case "pkill":
-		// As pkill of the binary's name does: the reaper is the same
-		// binary, and gets the SIGTERM too.
-		_ = reaper.cmd.Process.Signal(syscall.SIGTERM)
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 	select {}
 }
@@ -62,7 +57,7 @@ func endBadly(how string) int {
 // kube-controller-manager and PostgreSQL, and end without stopping them:
 // once each has ended, none of those runs and none of their folders is left.
 func TestServersEndWithTheBinary(t *testing.T) {
-	for how, exitCode := range map[string]int{"panic": 2, "kill": -1, "pkill": -1} {
+	for how, exitCode := range map[string]int{"panic": 2, "kill": -1} {
 		t.Run(how, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0])
 			cmd.Env = append(os.Environ(), endsBadly+"="+how)
