@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -45,8 +44,6 @@ type Postgres struct {
 	dir  string
 	data string
 	cred *syscall.Credential
-	// close stops the server and removes its files, once.
-	close func() error
 }
 
 // StartPostgres initialises a data folder under a new temporary directory
@@ -72,7 +69,6 @@ func StartPostgres() (*Postgres, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	p.close = sync.OnceValue(func() error { return errors.Join(p.Stop(), os.RemoveAll(p.dir)) })
 	return p, nil
 }
 
@@ -263,10 +259,9 @@ func (p *Postgres) Stop() error {
 	return nil
 }
 
-// Close stops the server and removes its files; a second call returns the
-// first's error. A test binary that ends without it has the server killed
-// and the files removed (see reapOnExit).
-func (p *Postgres) Close() error { return p.close() }
+// Close stops the server and removes its files; a test binary that ends
+// without it has the server killed and the files removed (see reapOnExit).
+func (p *Postgres) Close() error { return errors.Join(p.Stop(), os.RemoveAll(p.dir)) }
 
 // DSN returns a connection URL for user and password to database over TLS
 // with sslmode (verify-full, disable, ...). With verify-full, rootCertFile

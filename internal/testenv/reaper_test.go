@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // endsBadly makes the test binary run endBadly instead of its tests: "panic"
@@ -117,34 +116,5 @@ func TestProcessesNamingMatchesWholeNames(t *testing.T) {
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	}
-}
-
-// TestStopTwice: a second Stop or Close returns at once, with the first's
-// result, as the deferred stop of a test that already stopped its servers
-// calls it.
-func TestStopTwice(t *testing.T) {
-	e, err := Start(Options{ControllerManager: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg, err := StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		done := make(chan error, 2)
-		go func() { done <- e.Stop() }()
-		go func() { done <- pg.Close() }()
-		for range 2 {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("stop %d: %v", i+1, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("stop %d did not return within 30s", i+1)
-			}
-		}
 	}
 }

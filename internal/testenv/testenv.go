@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,9 +47,8 @@ type Env struct {
 	// Scheme knows the built-in kinds and the Profile API.
 	Scheme *k8sruntime.Scheme
 
-	env  *envtest.Environment
-	cm   *controllermanager.Process
-	stop func() error
+	env *envtest.Environment
+	cm  *controllermanager.Process
 }
 
 // Options says what to install besides the Profile CRD.
@@ -176,19 +174,17 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	e.stop = sync.OnceValue(func() error { return errors.Join(e.cm.Stop(), e.env.Stop()) })
 	dirs := []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir, e.cm.Dir()}
 	if err := reapOnExit(dirs...); err != nil {
-		_ = e.stop()
+		_ = errors.Join(e.cm.Stop(), env.Stop())
 		return nil, err
 	}
 	return e, nil
 }
 
-// Stop stops the control plane; a second call returns the first's error. A
-// test binary that ends without it (a panic, a -timeout) has it killed and
-// its folders removed (see reapOnExit).
-func (e *Env) Stop() error { return e.stop() }
+// Stop stops the control plane. A test binary that ends without it (a
+// panic, a -timeout) has it killed and its folders removed (see reapOnExit).
+func (e *Env) Stop() error { return errors.Join(e.cm.Stop(), e.env.Stop()) }
 
 // Main is the body of a package's TestMain: it starts an Env into *env, runs
 // the tests, stops the Env and exits with the tests' code. A control plane
