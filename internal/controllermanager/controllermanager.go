@@ -116,15 +116,6 @@ func start(bin, dir string, kubeconfig []byte, o Options) (*Process, error) {
 	return p, nil
 }
 
-// Dir is the process's own folder, named in its command line; "" for a nil
-// Process.
-func (p *Process) Dir() string {
-	if p == nil {
-		return ""
-	}
-	return p.dir
-}
-
 // Stop ends the controller manager (SIGTERM, then SIGKILL after ten
 // seconds) and removes its folder. Call it once; a nil Process has
 // nothing to stop.

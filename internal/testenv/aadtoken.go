@@ -78,7 +78,7 @@ func NewTLS() (*TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := tempDir("testenv-tls-")
+	dir, err := os.MkdirTemp("", "testenv-tls-")
 	if err != nil {
 		return nil, err
 	}

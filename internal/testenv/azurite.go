@@ -64,7 +64,7 @@ func StartAzurite(opts ...AzuriteOption) (*Azurite, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := tempDir("azurite-")
+	dir, err := os.MkdirTemp("", "azurite-")
 	if err != nil {
 		return nil, err
 	}

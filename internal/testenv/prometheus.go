@@ -85,7 +85,7 @@ func StartPrometheus(targets ...ScrapeTarget) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := tempDir("prometheus-")
+	dir, err := os.MkdirTemp("", "prometheus-")
 	if err != nil {
 		return nil, err
 	}

@@ -47,8 +47,9 @@ type Env struct {
 	// Scheme knows the built-in kinds and the Profile API.
 	Scheme *k8sruntime.Scheme
 
-	env *envtest.Environment
-	cm  *controllermanager.Process
+	env  *envtest.Environment
+	cm   *controllermanager.Process
+	stop func() error
 }
 
 // Options says what to install besides the Profile CRD.
@@ -174,17 +175,13 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	dirs := []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir, e.cm.Dir()}
-	if err := reapOnExit(dirs...); err != nil {
-		_ = errors.Join(e.cm.Stop(), env.Stop())
-		return nil, err
-	}
+	e.stop = stopBeforeTimeout(func() error { return errors.Join(e.cm.Stop(), e.env.Stop()) })
 	return e, nil
 }
 
-// Stop stops the control plane. A test binary that ends without it (a
-// panic, a -timeout) has it killed and its folders removed (see reapOnExit).
-func (e *Env) Stop() error { return errors.Join(e.cm.Stop(), e.env.Stop()) }
+// Stop stops the control plane; it stops by itself shortly before the test
+// binary's -timeout (see stopBeforeTimeout).
+func (e *Env) Stop() error { return e.stop() }
 
 // Main is the body of a package's TestMain: it starts an Env into *env, runs
 // the tests, stops the Env and exits with the tests' code. A control plane
