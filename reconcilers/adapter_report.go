@@ -96,7 +96,7 @@ func (a *Adapter[R, P]) setCondition(p *kubeflowv1.Profile, c *kubeflowv1.Profil
 	}
 	switch {
 	case changed:
-		a.env.status.Set(p.Name, a.def.Condition(), c)
+		a.env.status.setOf(p, a.def.Condition(), c)
 	case a.env.status.ReadyStale(p):
 		a.env.status.Touch(p.Name)
 	}

@@ -213,7 +213,7 @@ func (r *Reconciler) setHandOverCondition(ctx context.Context, p *kubeflowv1.Pro
 		return false, nil
 	}
 	if r.status != nil {
-		r.status.Set(p.Name, ConditionFinalizerHandOver, c)
+		r.status.setOf(p, ConditionFinalizerHandOver, c)
 		return true, nil
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

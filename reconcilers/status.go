@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,9 +75,14 @@ type StatusWriter struct {
 	// priority queue panics on a second ShutDown.
 	shutdown sync.Once
 
-	mu       sync.Mutex
-	pending  map[string]map[string]*kubeflowv1.ProfileCondition
-	since    map[string]time.Time // when a Profile's oldest pending condition was set
+	mu      sync.Mutex
+	pending map[string]map[string]*kubeflowv1.ProfileCondition
+	since   map[string]time.Time // when a Profile's oldest pending condition was set
+	// of is the Profile, of those that have borne the name, whose passes
+	// set the pending conditions, when they were set with the Profile at
+	// hand: a name deleted and registered again must not get the
+	// conditions of its earlier Profile.
+	of       map[string]incarnation
 	expected map[string]func(*kubeflowv1.Profile) bool
 	reported map[string]time.Time // when each condition type was last set, for any Profile
 	// written is the resource version of the Profile after the writer's
@@ -88,6 +94,13 @@ type StatusWriter struct {
 	// retired are the condition types of plugins the host does not run:
 	// each flush takes them off the Profile.
 	retired []string
+}
+
+// incarnation is one Profile of a name: its UID, and its resource version
+// as the pass that set a condition read it.
+type incarnation struct {
+	uid types.UID
+	rv  string
 }
 
 // StatusWriterOption configures a StatusWriter.
@@ -125,6 +138,7 @@ func NewStatusWriter(mgr ctrl.Manager, delay time.Duration, opts ...StatusWriter
 		queue:    newestFirstQueue("profilekit-status", workqueue.DefaultTypedControllerRateLimiter[string](), mgr.GetCache(), mgr.GetLogger(), func(name string) string { return name }),
 		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
 		since:    map[string]time.Time{},
+		of:       map[string]incarnation{},
 		written:  map[string]string{},
 		expected: map[string]func(*kubeflowv1.Profile) bool{},
 		reported: map[string]time.Time{},
@@ -155,7 +169,14 @@ func (w *StatusWriter) Expect(t string, applies func(*kubeflowv1.Profile) bool) 
 // Set asks for the Profile's condition of type t to become c; nil removes
 // it. A later Set for the same Profile and type, before the write, wins.
 func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
-	w.setFor(profile, nil, t, c)
+	w.set(profile, nil, false, t, c)
+}
+
+// setOf is Set by a caller that has the Profile p at hand: the condition is
+// of p, and is neither written on a later Profile of p's name nor kept
+// once one is.
+func (w *StatusWriter) setOf(p *kubeflowv1.Profile, t string, c *kubeflowv1.ProfileCondition) {
+	w.set(p.Name, p, false, t, c)
 }
 
 // setFor is Set by a Reconciler, which knows the Profile p: once every
@@ -165,9 +186,20 @@ func (w *StatusWriter) Set(profile, t string, c *kubeflowv1.ProfileCondition) {
 // last write of it, read from a cache that has not caught up, whose
 // conditions may only seem to change. It reports whether c is new: false
 // when the same condition waits to be written already, so that a pass
-// that runs again before the write records no second Event.
+// that runs again before the write records no second Event, and false for
+// a pass over an earlier Profile of the name, whose condition is dropped.
 func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c *kubeflowv1.ProfileCondition) bool {
+	return w.set(profile, p, true, t, c)
+}
+
+// set is Set, setOf and setFor: p, when not nil, is the Profile the
+// condition is of; gather writes at once when p's conditions are complete.
+func (w *StatusWriter) set(profile string, p *kubeflowv1.Profile, gather bool, t string, c *kubeflowv1.ProfileCondition) bool {
 	w.mu.Lock()
+	if p != nil && !w.ofLocked(p) {
+		w.mu.Unlock()
+		return false
+	}
 	old, waiting := w.pending[profile][t]
 	isNew := !waiting || (old == nil) != (c == nil) || (old != nil && !sameCondition(*old, *c))
 	if w.pending[profile] == nil {
@@ -176,8 +208,8 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 	}
 	w.pending[profile][t] = c
 	w.reported[t] = time.Now()
-	behind := p != nil && w.behindLocked(p)
-	complete := p != nil && !behind && w.completeLocked(p)
+	behind := gather && p != nil && w.behindLocked(p)
+	complete := gather && p != nil && !behind && w.completeLocked(p)
 	w.mu.Unlock()
 	if complete {
 		w.queue.Add(profile)
@@ -185,6 +217,31 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 	}
 	w.queue.AddAfter(profile, w.delay)
 	return isNew
+}
+
+// ofLocked ties the pending conditions of p's name to p. The name may have
+// been deleted and registered again (by another owner) while a pass over
+// the earlier Profile was under way: the conditions pending for the earlier
+// one are dropped when p is the later, and p's condition is refused (false)
+// when p is the earlier. A Profile's resource version as read is older than
+// every resource version of a Profile created after it was deleted. w.mu is
+// held.
+func (w *StatusWriter) ofLocked(p *kubeflowv1.Profile) bool {
+	if p.UID == "" {
+		return true
+	}
+	if w.of == nil {
+		w.of = map[string]incarnation{}
+	}
+	if held, ok := w.of[p.Name]; ok && held.uid != p.UID {
+		if cmp, err := resourceversion.CompareResourceVersion(p.ResourceVersion, held.rv); err == nil && cmp < 0 {
+			return false
+		}
+		delete(w.pending, p.Name)
+		delete(w.since, p.Name)
+	}
+	w.of[p.Name] = incarnation{uid: p.UID, rv: p.ResourceVersion}
+	return true
 }
 
 // completeLocked reports whether every plugin that applies to p has a
@@ -284,6 +341,7 @@ func (w *StatusWriter) Drop(profile, t string) {
 	if len(w.pending[profile]) == 0 {
 		delete(w.pending, profile)
 		delete(w.since, profile)
+		delete(w.of, profile)
 	}
 	w.mu.Unlock()
 }

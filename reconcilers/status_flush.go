@@ -68,7 +68,7 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		_, _ = w.take(name)
+		_, _, _ = w.take(name)
 		w.mu.Lock()
 		delete(w.written, name)
 		w.mu.Unlock()
@@ -81,9 +81,22 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 		w.queue.AddAfter(name, left)
 		return nil
 	}
-	changes, ok := w.take(name)
+	changes, of, ok := w.take(name)
 	if !ok {
 		return nil
+	}
+	if of.uid != "" && cached.UID != of.uid {
+		// The cache may not show the Profile the conditions are of yet;
+		// when the API server does not either, they are of a Profile of
+		// the name that is gone, and describe nothing that is.
+		err := w.reader.Get(ctx, client.ObjectKey{Name: name}, &cached)
+		if apierrors.IsNotFound(err) || err == nil && cached.UID != of.uid {
+			return nil
+		}
+		if err != nil {
+			w.putBack(name, changes, of)
+			return err
+		}
 	}
 	first := true // the cached Profile first; conflicts read afresh
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -95,6 +108,9 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 			}
 		}
 		first = false
+		if of.uid != "" && p.UID != of.uid {
+			return nil
+		}
 		conds, changed := applyConditions(p.Status.Conditions, changes)
 		// Ready sums up the plugins' conditions, in the same write; a
 		// Profile that no plugin of this host serves gets none.
@@ -114,30 +130,48 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}
-	w.mu.Lock()
-	if w.pending[name] == nil {
-		w.pending[name] = changes
-		w.since[name] = time.Now()
-	} else {
-		for t, c := range changes {
-			if _, newer := w.pending[name][t]; !newer {
-				w.pending[name][t] = c
-			}
-		}
-	}
-	w.mu.Unlock()
+	w.putBack(name, changes, of)
 	return err
 }
 
-// take removes and returns the pending conditions of a Profile, and whether
-// it had any or was touched.
-func (w *StatusWriter) take(name string) (map[string]*kubeflowv1.ProfileCondition, bool) {
+// putBack returns the conditions of a failed write to pending, under any
+// that arrived meanwhile; those of another Profile of the name that
+// arrived meanwhile win whole.
+func (w *StatusWriter) putBack(name string, changes map[string]*kubeflowv1.ProfileCondition, of incarnation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending[name] == nil {
+		w.pending[name] = changes
+		w.since[name] = time.Now()
+		if of.uid != "" {
+			if w.of == nil {
+				w.of = map[string]incarnation{}
+			}
+			w.of[name] = of
+		}
+		return
+	}
+	if held, ok := w.of[name]; ok && of.uid != "" && held.uid != of.uid {
+		return
+	}
+	for t, c := range changes {
+		if _, newer := w.pending[name][t]; !newer {
+			w.pending[name][t] = c
+		}
+	}
+}
+
+// take removes and returns the pending conditions of a Profile, the
+// Profile they are of when known, and whether it had any or was touched.
+func (w *StatusWriter) take(name string) (map[string]*kubeflowv1.ProfileCondition, incarnation, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	changes, ok := w.pending[name]
+	of := w.of[name]
 	delete(w.pending, name)
 	delete(w.since, name)
-	return changes, ok
+	delete(w.of, name)
+	return changes, of, ok
 }
 
 // holdFor returns how much longer the pending conditions of p wait for a

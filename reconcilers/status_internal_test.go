@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
@@ -136,5 +137,170 @@ func TestFlushFromABehindCacheReadsInsteadOfWriting(t *testing.T) {
 	}
 	if updates != 1 {
 		t.Errorf("%d status writes from a caught-up cache missing the condition, want 1", updates)
+	}
+}
+
+// TestConditionsOfAnEarlierProfileOfTheName: alice's Profile was deleted
+// and mallory registered its name while a pass over alice's was under
+// way. The condition that pass set says what alice had (True: granted);
+// written on mallory's Profile it would say mallory has it. The writer
+// drops it whichever comes first, and writes mallory's own.
+func TestConditionsOfAnEarlierProfileOfTheName(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := kubeflowv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	alice := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "alice", ResourceVersion: "5"}}
+	mallory := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory", ResourceVersion: "10"}}
+	granted := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: granted"}
+	conflict := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionFalse, Message: "Conflict: the name is held"}
+
+	for _, tc := range []struct {
+		name string
+		sets func(w *StatusWriter)
+		want *kubeflowv1.ProfileCondition // what mallory's Profile carries after the flush
+	}{
+		{"alice's alone", func(w *StatusWriter) { w.setFor("team", alice, "QuotasReady", granted) }, nil},
+		{"alice's, then mallory's", func(w *StatusWriter) {
+			w.setFor("team", alice, "QuotasReady", granted)
+			w.setFor("team", mallory, "QuotasReady", conflict)
+		}, conflict},
+		{"mallory's, then alice's", func(w *StatusWriter) {
+			w.setFor("team", mallory, "QuotasReady", conflict)
+			if w.setFor("team", alice, "QuotasReady", granted) {
+				t.Error("alice's condition, set after mallory's, is new")
+			}
+		}, conflict},
+		{"alice's by the fork", func(w *StatusWriter) { w.setOf(alice, "QuotasReady", granted) }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory"}}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(live).WithStatusSubresource(live).Build()
+			w := &StatusWriter{
+				client: c, reader: c, delay: time.Hour,
+				queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+				pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
+				since:    map[string]time.Time{},
+				written:  map[string]string{},
+				expected: map[string]func(*kubeflowv1.Profile) bool{},
+				reported: map[string]time.Time{},
+			}
+			defer w.queue.ShutDown()
+			tc.sets(w)
+			if err := w.flush(t.Context(), "team"); err != nil {
+				t.Fatal(err)
+			}
+			var got kubeflowv1.Profile
+			if err := c.Get(t.Context(), client.ObjectKey{Name: "team"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			cond := plugins.FindCondition(got.Status.Conditions, "QuotasReady")
+			switch {
+			case tc.want == nil && cond != nil:
+				t.Errorf("mallory's Profile carries %s=%s %s, set by a pass over alice's", cond.Type, cond.Status, cond.Message)
+			case tc.want != nil && (cond == nil || cond.Status != tc.want.Status || cond.Message != tc.want.Message):
+				t.Errorf("mallory's Profile carries %+v, want %s=%s %s", cond, tc.want.Type, tc.want.Status, tc.want.Message)
+			}
+			if len(w.pending) != 0 || len(w.of) != 0 {
+				t.Errorf("left after the flush: pending %v, of %v", w.pending, w.of)
+			}
+		})
+	}
+}
+
+// TestConditionsOfALaterProfileWithTheCacheBehind: the cache still shows
+// alice's deleted Profile when mallory's conditions are flushed. They are
+// mallory's: the writer reads the API server's copy and writes them there,
+// rather than dropping them as another Profile's.
+func TestConditionsOfALaterProfileWithTheCacheBehind(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := kubeflowv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	live := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory"}}
+	apiServer := fake.NewClientBuilder().WithScheme(s).WithObjects(live).WithStatusSubresource(live).Build()
+	cache := interceptor.NewClient(apiServer, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			alice := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "alice", ResourceVersion: "5"}}
+			alice.DeepCopyInto(obj.(*kubeflowv1.Profile))
+			return nil
+		},
+	})
+	w := &StatusWriter{
+		client: cache, reader: apiServer, delay: time.Hour,
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
+		since:    map[string]time.Time{},
+		written:  map[string]string{},
+		expected: map[string]func(*kubeflowv1.Profile) bool{},
+		reported: map[string]time.Time{},
+	}
+	defer w.queue.ShutDown()
+	conflict := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionFalse, Message: "Conflict: the name is held"}
+	w.setFor("team", &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory", ResourceVersion: "10"}}, "QuotasReady", conflict)
+	if err := w.flush(t.Context(), "team"); err != nil {
+		t.Fatal(err)
+	}
+	var got kubeflowv1.Profile
+	if err := apiServer.Get(t.Context(), client.ObjectKey{Name: "team"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if cond := plugins.FindCondition(got.Status.Conditions, "QuotasReady"); cond == nil || cond.Message != conflict.Message {
+		t.Errorf("mallory's Profile carries %+v, want its own condition %+v", cond, conflict)
+	}
+}
+
+// TestConflictOnAProfileReplacedMeanwhile: mallory's Profile was written by
+// someone else (a conflict), and between that write and the writer's read
+// afresh the name was deleted and registered again. The conditions are
+// mallory's, and the Profile now read is not: nothing is written on it.
+func TestConflictOnAProfileReplacedMeanwhile(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := kubeflowv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	mallory := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory"}}
+	apiServer := fake.NewClientBuilder().WithScheme(s).WithObjects(mallory).WithStatusSubresource(mallory).Build()
+	updates := 0
+	c := interceptor.NewClient(apiServer, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			updates++
+			if updates > 1 {
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			}
+			// The name changes hands before the writer reads again.
+			if err := c.Delete(ctx, &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team"}}); err != nil {
+				return err
+			}
+			if err := c.Create(ctx, &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "eve"}}); err != nil {
+				return err
+			}
+			return apierrors.NewConflict(kubeflowv1.GroupVersion.WithResource("profiles").GroupResource(), "team", nil)
+		},
+	})
+	w := &StatusWriter{
+		client: c, reader: c, delay: time.Hour,
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
+		since:    map[string]time.Time{},
+		written:  map[string]string{},
+		expected: map[string]func(*kubeflowv1.Profile) bool{},
+		reported: map[string]time.Time{},
+	}
+	defer w.queue.ShutDown()
+	granted := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: granted"}
+	w.setFor("team", &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory", ResourceVersion: "10"}}, "QuotasReady", granted)
+	if err := w.flush(t.Context(), "team"); err != nil {
+		t.Fatal(err)
+	}
+	var got kubeflowv1.Profile
+	if err := apiServer.Get(t.Context(), client.ObjectKey{Name: "team"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != "eve" {
+		t.Fatalf("the Profile is %s's, want eve's: the test did not replace it", got.UID)
+	}
+	if cond := plugins.FindCondition(got.Status.Conditions, "QuotasReady"); cond != nil {
+		t.Errorf("eve's Profile carries %+v, mallory's condition", cond)
 	}
 }
