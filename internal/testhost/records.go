@@ -57,3 +57,19 @@ func LoseRecord(t *testing.T, c client.Client, kind string, p *kubeflowv1.Profil
 		t.Fatalf("delete the record of %s: %v", p.Name, err)
 	}
 }
+
+// LoseRecordAndDelete reads the Profile named name, deletes plugin kind's
+// outside-state record of it (LoseRecord), and then deletes the Profile:
+// its Revoke must then fail closed, without the record that names what
+// was granted.
+func LoseRecordAndDelete(t *testing.T, c client.Client, kind, name string) {
+	t.Helper()
+	var p kubeflowv1.Profile
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+		t.Fatalf("read the Profile %s: %v", name, err)
+	}
+	LoseRecord(t, c, kind, &p)
+	if err := c.Delete(t.Context(), &p); err != nil {
+		t.Fatalf("delete the Profile %s: %v", name, err)
+	}
+}

@@ -81,14 +81,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if !strings.Contains(o.roles.doc(role), sid) {
 		t.Fatalf("the role does not trust the Profile:\n%s", o.roles.doc(role))
 	}
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	testhost.LoseRecord(t, env.Client, irsa.Kind, &p)
-	if err := env.Client.Delete(t.Context(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.LoseRecordAndDelete(t, env.Client, irsa.Kind, name)
 	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
 	if strings.Contains(o.roles.doc(role), sid) {
 		t.Errorf("the role still trusts the Profile after the revoke:\n%s", o.roles.doc(role))

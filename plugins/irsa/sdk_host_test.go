@@ -154,14 +154,7 @@ func TestSDKTaggedRoleRevokeFailsClosedWithoutARecord(t *testing.T) {
 			t.Fatalf("the tagged role does not trust the Profile: %s", got)
 		}
 	})
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	testhost.LoseRecord(t, env.Client, irsa.Kind, &p)
-	if err := env.Client.Delete(t.Context(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.LoseRecordAndDelete(t, env.Client, irsa.Kind, name)
 	host(t)
 	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
 	if got, _ := srv.TrustPolicy(role); strings.Contains(got, sid) {

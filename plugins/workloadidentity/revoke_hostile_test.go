@@ -48,14 +48,7 @@ func TestRevokeFailsClosedWithoutARecord(t *testing.T) {
 	if !slices.ContainsFunc(acct.bindings(), func(b *iam.Binding) bool { return slices.Contains(b.Members, member) }) {
 		t.Fatalf("the account does not hold the Profile's member: %s", membersOf(acct.bindings()))
 	}
-	var p kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	testhost.LoseRecord(t, env.Client, workloadidentity.Kind, &p)
-	if err := env.Client.Delete(t.Context(), &p); err != nil {
-		t.Fatal(err)
-	}
+	testhost.LoseRecordAndDelete(t, env.Client, workloadidentity.Kind, name)
 	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
 	if got := acct.bindings(); slices.ContainsFunc(got, func(b *iam.Binding) bool { return slices.Contains(b.Members, member) }) {
 		t.Errorf("the Profile's member keeps the role after the deletion: %s", membersOf(got))
