@@ -336,8 +336,8 @@ func TestRolloutProgressDeadline(t *testing.T) {
 	})
 	elapsed := time.Since(start)
 	t.Logf("paused %s after the start: %s", elapsed.Round(time.Millisecond), st["reason"])
-	if elapsed < 3*time.Second || st["batches"] != "1" || !strings.Contains(st["reason"], "was not Ready with revision") ||
-		!strings.Contains(st["reason"], "within the progress deadline 3s") || !strings.Contains(st["reason"], "Paused") {
+	if elapsed < 10*time.Second || st["batches"] != "1" || !strings.Contains(st["reason"], "was not Ready with revision") ||
+		!strings.Contains(st["reason"], "within the progress deadline 10s") || !strings.Contains(st["reason"], "Paused") {
 		t.Fatalf("state %v", st)
 	}
 	to, _ := strconv.ParseUint(st["to"], 16, 64)
