@@ -9,8 +9,9 @@
 # Debian's chromium for the tenant page's browser test when it is missing, and
 # golangci-lint; it checks that the generated files are current and that
 # the code passes the linters, then runs every test with the race detector
-# (four packages at a time), then the harness's sample and its mutation
-# sample without it.
+# (four packages at a time) but the load tests, then the load tests alone,
+# then the harness's sample and its mutation sample without the race
+# detector.
 
 SHELL := /usr/bin/env bash -o pipefail
 export GOTOOLCHAIN ?= local
@@ -48,6 +49,12 @@ PKGS           ?= ./...
 # The harness's tests (plugins/plugintest) and the packages that hold them:
 # make test runs their -short sample, make harness every plan.
 HARNESS_TESTS  := EveryPerturbation
+# The load tests drive the API server as hard as they can and judge how a
+# balancer keeps up: beside three other packages on two cores they measure
+# the neighbours, and the neighbours' waits time out under them. make test
+# runs them after every other package's tests, one package at a time.
+LOAD_TESTS     := ^(TestLoadNeverOverspends|TestLoadBrokenOrderOverspends|TestBurstLoad)$$
+LOAD_PKGS      := ./plugins/budgets
 HARNESS_PKGS    = $(sort $(dir $(shell grep -rl --include='*_test.go' 'func Test[A-Za-z]*$(HARNESS_TESTS)' plugins gitea examples)))
 
 .PHONY: all
@@ -60,8 +67,10 @@ build: ## Compile every package.
 .PHONY: test
 test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm kustomize postgres-server chromium verify-generated verify-mocks apicheck lint ## Build the test assets, check generated files, the stable API and lint, run every test with the race detector.
 	GOGC=$(TEST_GOGC) go vet ./...
-	@start=$$(date +%s); set -x; GOGC=$(TEST_GOGC) go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)' $(PKGS); \
+	@start=$$(date +%s); set -x; GOGC=$(TEST_GOGC) go test $(GO_TEST_FLAGS) -skip '$(HARNESS_TESTS)|$(LOAD_TESTS)' $(PKGS); \
 	status=$$?; set +x; echo "every package's tests (-race): $$(( $$(date +%s) - start )) s"; exit $$status
+	@start=$$(date +%s); set -x; GOGC=$(TEST_GOGC) go test $(GO_TEST_FLAGS) -p 1 -run '$(LOAD_TESTS)' $(LOAD_PKGS); \
+	status=$$?; set +x; echo "load tests, alone (-race): $$(( $$(date +%s) - start )) s"; exit $$status
 	@start=$$(date +%s); set -x; GOGC=$(TEST_GOGC) go test $(HARNESS_SAMPLE_FLAGS) -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
 	status=$$?; set +x; echo "harness (-short sample): $$(( $$(date +%s) - start )) s"; exit $$status
 	@$(MAKE) --no-print-directory mutation-sample

@@ -275,7 +275,12 @@ func TestLoadNeverOverspends(t *testing.T) {
 	if len(res.raced) > 0 {
 		t.Logf("%d samples in which the API server had admitted pods past a member's own quota (kubernetes/kubernetes#123434; the quotas allowed no more than the budget), first %s", len(res.raced), res.raced[0])
 	}
-	if secs := int64(d.Seconds()); res.admitted.Load() < 2*secs || res.samples < int(5*secs) {
+	// The sampler aims at 10 samples a second; on a loaded two-core
+	// machine under the race detector it reads every quota and pod less
+	// often, down to about 3 a second. One a second still sees the load
+	// (TestLoadBrokenOrderOverspends shows the sampler catches an
+	// overspend at that pace).
+	if secs := int64(d.Seconds()); res.admitted.Load() < 2*secs || res.samples < int(secs) {
 		t.Errorf("only %d pods admitted over %d samples: the load did not run", res.admitted.Load(), res.samples)
 	}
 	if len(res.waits) < 5 || len(res.idle) < 5 {
