@@ -42,7 +42,7 @@ func run(m *testing.M) int {
 	}
 	// Most tests wait on kube-controller-manager, a poll interval or a
 	// restart, and each has a grants source of its own.
-	testenv.Parallel(8)
+	testenv.Parallel(4)
 	fail := func(err error) int { fmt.Fprintf(os.Stderr, "testenv: %v\n", err); return 1 }
 	var err error
 	if azurite, err = testenv.StartAzurite(); err != nil {
