@@ -196,7 +196,7 @@ func (w *StatusWriter) setFor(profile string, p *kubeflowv1.Profile, t string, c
 // condition is of; gather writes at once when p's conditions are complete.
 func (w *StatusWriter) set(profile string, p *kubeflowv1.Profile, gather bool, t string, c *kubeflowv1.ProfileCondition) bool {
 	w.mu.Lock()
-	if p != nil && !w.ofLocked(p) {
+	if p != nil && !w.ofLocked(p.Name, incarnation{uid: p.UID, rv: p.ResourceVersion}) {
 		w.mu.Unlock()
 		return false
 	}
@@ -219,28 +219,28 @@ func (w *StatusWriter) set(profile string, p *kubeflowv1.Profile, gather bool, t
 	return isNew
 }
 
-// ofLocked ties the pending conditions of p's name to p. The name may have
-// been deleted and registered again (by another owner) while a pass over
-// the earlier Profile was under way: the conditions pending for the earlier
-// one are dropped when p is the later, and p's condition is refused (false)
-// when p is the earlier. A Profile's resource version as read is older than
-// every resource version of a Profile created after it was deleted. w.mu is
-// held.
-func (w *StatusWriter) ofLocked(p *kubeflowv1.Profile) bool {
-	if p.UID == "" {
+// ofLocked ties the pending conditions of the Profile named name to the
+// Profile of that name p is. The name may have been deleted and registered
+// again (by another owner) while a pass over the earlier Profile was under
+// way: the conditions pending for the earlier one are dropped when p is the
+// later, and p's are refused (false) when p is the earlier. A Profile's
+// resource version as read is older than every resource version of a
+// Profile created after it was deleted. w.mu is held.
+func (w *StatusWriter) ofLocked(name string, p incarnation) bool {
+	if p.uid == "" {
 		return true
 	}
 	if w.of == nil {
 		w.of = map[string]incarnation{}
 	}
-	if held, ok := w.of[p.Name]; ok && held.uid != p.UID {
-		if cmp, err := resourceversion.CompareResourceVersion(p.ResourceVersion, held.rv); err == nil && cmp < 0 {
+	if held, ok := w.of[name]; ok && held.uid != p.uid {
+		if cmp, err := resourceversion.CompareResourceVersion(p.rv, held.rv); err == nil && cmp < 0 {
 			return false
 		}
-		delete(w.pending, p.Name)
-		delete(w.since, p.Name)
+		delete(w.pending, name)
+		delete(w.since, name)
 	}
-	w.of[p.Name] = incarnation{uid: p.UID, rv: p.ResourceVersion}
+	w.of[name] = p
 	return true
 }
 

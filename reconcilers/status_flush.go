@@ -135,23 +135,17 @@ func (w *StatusWriter) flush(ctx context.Context, name string) error {
 }
 
 // putBack returns the conditions of a failed write to pending, under any
-// that arrived meanwhile; those of another Profile of the name that
-// arrived meanwhile win whole.
+// that arrived meanwhile; of two Profiles of the name, the later's
+// conditions win whole.
 func (w *StatusWriter) putBack(name string, changes map[string]*kubeflowv1.ProfileCondition, of incarnation) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.ofLocked(name, of) {
+		return
+	}
 	if w.pending[name] == nil {
 		w.pending[name] = changes
 		w.since[name] = time.Now()
-		if of.uid != "" {
-			if w.of == nil {
-				w.of = map[string]incarnation{}
-			}
-			w.of[name] = of
-		}
-		return
-	}
-	if held, ok := w.of[name]; ok && of.uid != "" && held.uid != of.uid {
 		return
 	}
 	for t, c := range changes {

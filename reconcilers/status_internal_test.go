@@ -304,3 +304,41 @@ func TestConflictOnAProfileReplacedMeanwhile(t *testing.T) {
 		t.Errorf("eve's Profile carries %+v, mallory's condition", cond)
 	}
 }
+
+// TestFailedWriteGoesBackUnderTheLaterProfile: a write that failed puts its
+// conditions back into pending, where a pass over another Profile of the
+// name may have set some meanwhile. The later Profile's conditions win
+// whole, whichever of the two failed.
+func TestFailedWriteGoesBackUnderTheLaterProfile(t *testing.T) {
+	alice := incarnation{uid: "alice", rv: "5"}
+	mallory := incarnation{uid: "mallory", rv: "10"}
+	granted := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: granted"}
+	conflict := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionFalse, Message: "Conflict: the name is held"}
+	for _, tc := range []struct {
+		name          string
+		failed, set   incarnation
+		failedC, setC *kubeflowv1.ProfileCondition
+		wantUID       string
+		wantMessage   string
+	}{
+		{"mallory's failed, alice's set meanwhile", mallory, alice, conflict, granted, "mallory", conflict.Message},
+		{"alice's failed, mallory's set meanwhile", alice, mallory, granted, conflict, "mallory", conflict.Message},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &StatusWriter{pending: map[string]map[string]*kubeflowv1.ProfileCondition{}, since: map[string]time.Time{}}
+			w.mu.Lock()
+			if !w.ofLocked("team", tc.set) {
+				t.Fatal("the pass set meanwhile is refused with nothing pending")
+			}
+			w.pending["team"] = map[string]*kubeflowv1.ProfileCondition{"QuotasReady": tc.setC}
+			w.mu.Unlock()
+			w.putBack("team", map[string]*kubeflowv1.ProfileCondition{"QuotasReady": tc.failedC}, tc.failed)
+			if got := w.of["team"].uid; string(got) != tc.wantUID {
+				t.Errorf("pending conditions are %s's, want %s's", got, tc.wantUID)
+			}
+			if got := w.pending["team"]["QuotasReady"]; got == nil || got.Message != tc.wantMessage {
+				t.Errorf("pending %+v, want %q", got, tc.wantMessage)
+			}
+		})
+	}
+}
