@@ -9,7 +9,7 @@
 # Debian's chromium for the tenant page's browser test when it is missing, and
 # golangci-lint; it checks that the generated files are current and that
 # the code passes the linters, then runs every test with the race detector
-# (four packages at a time) but the load tests, then the load tests alone,
+# (two packages at a time) but the load tests, then the load tests alone,
 # then the harness's sample and its mutation sample without the race
 # detector.
 
@@ -29,11 +29,14 @@ AZURITE          := $(ASSETS)/azurite/node_modules/.bin/azurite-blob
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 MOCKGEN        := $(LOCALBIN)/mockgen
-# -p 4: most test packages wait on their control plane more than they
-# compute, so four at a time keep two cores busy. -timeout 30m: several
+# -p 2: the race step is bound by CPU (user and system time of a fresh run
+# are 1.8 times its wall time on two cores), so more packages at a time do
+# not end it sooner; at -p 4 they only starved each other past their
+# tests' waits (blobcsi's hosts, the rollout and monitoring tests of
+# examples/host, the admission webhook's answers). -timeout 30m: several
 # times what the longest package takes on a quiet machine, for a slower or
 # busier one; go test's default of 10 minutes is not enough there.
-GO_TEST_FLAGS  ?= -race -count=1 -p 4 -timeout 30m
+GO_TEST_FLAGS  ?= -race -count=1 -p 2 -timeout 30m
 # The harness's -short sample runs without the race detector, as make
 # harness and make mutation do: every package's own tests, the plugins'
 # among them, run with it in the step before.
