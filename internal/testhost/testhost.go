@@ -5,6 +5,7 @@ package testhost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,6 +101,9 @@ func Run(t *testing.T, mgr manager.Manager) {
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Logf("goroutines in profilekit's code after the grace period:\n%s", stuckGoroutines(20))
+			}
 			t.Errorf("manager: %v", err)
 		}
 	})
