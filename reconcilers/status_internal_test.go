@@ -80,10 +80,7 @@ func TestWriteAtOnceOnlyOnACaughtUpCache(t *testing.T) {
 // reads the API server's copy, finds the condition there, and writes
 // nothing.
 func TestFlushFromABehindCacheReadsInsteadOfWriting(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := kubeflowv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := profileScheme(t)
 	ready := kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "quota applied"}
 	stale := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
 	live := stale.DeepCopy()
@@ -146,10 +143,7 @@ func TestFlushFromABehindCacheReadsInsteadOfWriting(t *testing.T) {
 // written on mallory's Profile it would say mallory has it. The writer
 // drops it whichever comes first, and writes mallory's own.
 func TestConditionsOfAnEarlierProfileOfTheName(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := kubeflowv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := profileScheme(t)
 	alice := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "alice", ResourceVersion: "5"}}
 	mallory := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory", ResourceVersion: "10"}}
 	granted := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: granted"}
@@ -176,16 +170,7 @@ func TestConditionsOfAnEarlierProfileOfTheName(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			live := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory"}}
 			c := fake.NewClientBuilder().WithScheme(s).WithObjects(live).WithStatusSubresource(live).Build()
-			w := &StatusWriter{
-				client: c, reader: c, delay: time.Hour,
-				queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-				pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
-				since:    map[string]time.Time{},
-				written:  map[string]string{},
-				expected: map[string]func(*kubeflowv1.Profile) bool{},
-				reported: map[string]time.Time{},
-			}
-			defer w.queue.ShutDown()
+			w := testWriter(t, c, c)
 			tc.sets(w)
 			if err := w.flush(t.Context(), "team"); err != nil {
 				t.Fatal(err)
@@ -213,10 +198,7 @@ func TestConditionsOfAnEarlierProfileOfTheName(t *testing.T) {
 // mallory's: the writer reads the API server's copy and writes them there,
 // rather than dropping them as another Profile's.
 func TestConditionsOfALaterProfileWithTheCacheBehind(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := kubeflowv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := profileScheme(t)
 	live := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory"}}
 	apiServer := fake.NewClientBuilder().WithScheme(s).WithObjects(live).WithStatusSubresource(live).Build()
 	cache := interceptor.NewClient(apiServer, interceptor.Funcs{
@@ -226,16 +208,7 @@ func TestConditionsOfALaterProfileWithTheCacheBehind(t *testing.T) {
 			return nil
 		},
 	})
-	w := &StatusWriter{
-		client: cache, reader: apiServer, delay: time.Hour,
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
-		since:    map[string]time.Time{},
-		written:  map[string]string{},
-		expected: map[string]func(*kubeflowv1.Profile) bool{},
-		reported: map[string]time.Time{},
-	}
-	defer w.queue.ShutDown()
+	w := testWriter(t, cache, apiServer)
 	conflict := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionFalse, Message: "Conflict: the name is held"}
 	w.setFor("team", &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory", ResourceVersion: "10"}}, "QuotasReady", conflict)
 	if err := w.flush(t.Context(), "team"); err != nil {
@@ -255,10 +228,7 @@ func TestConditionsOfALaterProfileWithTheCacheBehind(t *testing.T) {
 // afresh the name was deleted and registered again. The conditions are
 // mallory's, and the Profile now read is not: nothing is written on it.
 func TestConflictOnAProfileReplacedMeanwhile(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := kubeflowv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := profileScheme(t)
 	mallory := &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory"}}
 	apiServer := fake.NewClientBuilder().WithScheme(s).WithObjects(mallory).WithStatusSubresource(mallory).Build()
 	updates := 0
@@ -278,16 +248,7 @@ func TestConflictOnAProfileReplacedMeanwhile(t *testing.T) {
 			return apierrors.NewConflict(kubeflowv1.GroupVersion.WithResource("profiles").GroupResource(), "team", nil)
 		},
 	})
-	w := &StatusWriter{
-		client: c, reader: c, delay: time.Hour,
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
-		since:    map[string]time.Time{},
-		written:  map[string]string{},
-		expected: map[string]func(*kubeflowv1.Profile) bool{},
-		reported: map[string]time.Time{},
-	}
-	defer w.queue.ShutDown()
+	w := testWriter(t, c, c)
 	granted := &kubeflowv1.ProfileCondition{Type: "QuotasReady", Status: plugins.ConditionTrue, Message: "Applied: granted"}
 	w.setFor("team", &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "mallory", ResourceVersion: "10"}}, "QuotasReady", granted)
 	if err := w.flush(t.Context(), "team"); err != nil {
@@ -341,4 +302,31 @@ func TestFailedWriteGoesBackUnderTheLaterProfile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testWriter is a StatusWriter over c and r that writes only when a test
+// calls flush, expecting no plugin's condition.
+func testWriter(t *testing.T, c client.Client, r client.Reader) *StatusWriter {
+	t.Helper()
+	w := &StatusWriter{
+		client: c, reader: r, delay: time.Hour,
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		pending:  map[string]map[string]*kubeflowv1.ProfileCondition{},
+		since:    map[string]time.Time{},
+		written:  map[string]string{},
+		expected: map[string]func(*kubeflowv1.Profile) bool{},
+		reported: map[string]time.Time{},
+	}
+	t.Cleanup(w.queue.ShutDown)
+	return w
+}
+
+// profileScheme is a scheme that knows Profiles.
+func profileScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := kubeflowv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
