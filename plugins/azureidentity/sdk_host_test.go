@@ -1,6 +1,7 @@
 package azureidentity_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -123,4 +124,38 @@ func TestSDKTaggedIdentityIsAllowed(t *testing.T) {
 		got := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name)
 		return len(got) == 0, "credentials left"
 	})
+}
+
+// TestSDKTaggedIdentityRevokeFailsClosedWithoutARecord: an identity that
+// only its tag allows, so that the host's policy names no identity, is
+// named by the Profile's spec alone. With the record of the credential
+// lost, the deletion of the Profile still deletes the credential: the next
+// Profile of the name gets no identity from the one before.
+func TestSDKTaggedIdentityRevokeFailsClosedWithoutARecord(t *testing.T) {
+	srv, c := startAzure(t)
+	name := "az-taglost-" + rand.String(5)
+	srv.TagIdentity(teamA.Subscription, teamA.ResourceGroup, teamA.Name, map[string]string{"profilekit.dev/namespace": name})
+	host := func(t *testing.T) {
+		testhost.Start(t, env, testhost.Plugin{Def: azureidentity.Definition(c), Options: []reconcilers.Option{
+			reconcilers.WithDefaults([]byte(`{"issuer":"` + issuer + `","allowedIdentities":[{"tag":{"key":"profilekit.dev/namespace","value":"{{ .Namespace }}"}}]}`)),
+			reconcilers.WithShard(labels.SelectorFromSet(labels.Set{"test": name})),
+		}})
+	}
+	credential := azureidentity.CredentialName(name, "default-editor")
+	// The first host stops at the end of this step.
+	t.Run("granted", func(t *testing.T) {
+		host(t)
+		testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
+		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
+		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+		if _, ok := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name)[credential]; !ok {
+			t.Fatal("no credential for the Profile on the tagged identity")
+		}
+	})
+	testhost.LoseRecordAndDelete(t, env.Client, azureidentity.Kind, name)
+	host(t)
+	testhost.WaitProfileGone(t, env.Client, name, 20*time.Second)
+	if got := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name); len(got) != 0 {
+		t.Errorf("credentials left on the identity after the deletion, whose record was lost: %v", slices.Sorted(maps.Keys(got)))
+	}
 }
