@@ -194,10 +194,6 @@ func strictInto(v any, data []byte) error {
 // v, in terms of its fields: a value whose type is wrong, or that its type
 // refuses (a quantity that does not parse), is named by its path.
 func describeJSONError(v any, data []byte, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Errorf("field %q: cannot use %s as %s", te.Field, te.Value, te.Type)
-	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		if strings.Contains(se.Error(), "exceeded max depth") {
@@ -205,8 +201,14 @@ func describeJSONError(v any, data []byte, err error) error {
 		}
 		return fmt.Errorf("not valid JSON at byte %d: %v", se.Offset, se)
 	}
+	// The decoder's own field names no list index (apps.port, not
+	// apps[2].port); the path found again does.
 	if path, ferr := locate(reflect.TypeOf(v), data, nil); path != nil {
 		return fmt.Errorf("field %q: %w", path, ferr)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Errorf("field %q: cannot use %s as %s", te.Field, te.Value, te.Type)
 	}
 	return err
 }
@@ -216,8 +218,8 @@ const maxShownValue = 64
 
 // locate finds the first field of data that does not decode into a value of
 // type t and returns its path (hard[cpu], apps[0].port) and why; nil when
-// every field decodes. It runs only after decoding failed without naming a
-// field, so its cost does not matter.
+// every field decodes. It runs only after decoding failed, so its cost does
+// not matter.
 func locate(t reflect.Type, data []byte, path *field.Path) (*field.Path, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()

@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,7 +22,8 @@ type testConfig struct {
 	Nested struct {
 		Deep []string `json:"deep,omitempty"`
 	} `json:"nested,omitempty"`
-	Limits corev1.ResourceList `json:"limits,omitempty"`
+	Limits corev1.ResourceList   `json:"limits,omitempty"`
+	Quotas []corev1.ResourceList `json:"quotas,omitempty"`
 }
 
 func (c *testConfig) Validate() error {
@@ -67,14 +69,24 @@ func TestDecode(t *testing.T) {
 			want:     &testConfig{Owner: "host", Size: 3, Tags: map[string]string{"a": "builtin", "b": "host", "c": "profile"}},
 		},
 		{reason: "a null spec is no spec", profile: profileWith(demo(`null`)), want: &testConfig{Owner: "builtin", Size: 1, Tags: map[string]string{"a": "builtin"}}},
+		{reason: "a blank spec is no spec", profile: profileWith(demo(" \n")), want: &testConfig{Owner: "builtin", Size: 1, Tags: map[string]string{"a": "builtin"}}},
 		{reason: "an unknown nested field", profile: profileWith(demo(`{"nested":{"deeep":[]}}`)), wantErr: `spec.plugins[0] (demo).spec: unknown field "nested.deeep"`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a mistyped field", profile: profileWith(demo(`{"size":"big"}`)), wantErr: `spec.plugins[0] (demo).spec: field "size": cannot use string as int`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a mistyped item of a list is named by its index", profile: profileWith(demo(`{"nested":{"deep":["a",3]}}`)), wantErr: `spec.plugins[0] (demo).spec: field "nested.deep[1]": cannot use number as string`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a duplicated field", profile: profileWith(demo(`{"size":1,"size":2}`)), wantErr: `duplicate field "size"`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a host-only field from a Profile", profile: profileWith(demo(`{"owner":"me"}`)), wantErr: `spec.plugins[0] (demo).spec: field "owner" is set by the host only`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "validation runs last", profile: profileWith(demo(`{"size":11}`)), wantErr: "spec.plugins[0] (demo).spec: size must be at most 10", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "two entries of one kind", profile: profileWith(demo(`{}`), demo(`{}`)), wantErr: `spec.plugins[1] (demo): kind "demo" is listed more than once (also at spec.plugins[0])`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "an array is not a spec", profile: profileWith(demo(`[1,2]`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got an array", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a string is not a spec", profile: profileWith(demo(`"size: 3"`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got a string", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a boolean is not a spec", profile: profileWith(demo(`false`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got a boolean", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a number is not a spec", profile: profileWith(demo(`-3`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got a number", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a digit starts a number", profile: profileWith(demo(`0`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got a number", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "what starts no JSON value", profile: profileWith(demo(`size: 3`)), wantErr: "spec.plugins[0] (demo).spec: must be an object, got something that is not JSON", wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a value its type refuses in a list is named by its index", profile: profileWith(demo(`{"quotas":[{"cpu":"1"},{"cpu":"lots"}]}`)), wantErr: `spec.plugins[0] (demo).spec: field "quotas[1][cpu]": "lots" is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a list that is not a list is named", profile: profileWith(demo(`{"quotas":{"cpu":"1"}}`)), wantErr: `spec.plugins[0] (demo).spec: field "quotas"`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a refused value of the most shown bytes is shown whole", profile: profileWith(demo(`{"limits":{"cpu":"` + strings.Repeat("z", 62) + `"}}`)), wantErr: `field "limits[cpu]": "` + strings.Repeat("z", 62) + `" is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
+		{reason: "a longer refused value is cut", profile: profileWith(demo(`{"limits":{"cpu":"` + strings.Repeat("z", 63) + `"}}`)), wantErr: `field "limits[cpu]": "` + strings.Repeat("z", 63) + `... is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "a value its type refuses is named by its path", profile: profileWith(demo(`{"limits":{"cpu":"lots"}}`)), wantErr: `spec.plugins[0] (demo).spec: field "limits[cpu]": "lots" is not a quantity`, wantReason: plugins.ReasonInvalidSpec},
 		{reason: "deep nesting", profile: profileWith(demo(`{"nested":{"deep":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`)), wantErr: "spec.plugins[0] (demo).spec: nested too deeply", wantReason: plugins.ReasonInvalidSpec},
 		{reason: "every unknown field is a line of its own", profile: profileWith(demo(`{"a":1,"b":2}`)), wantErr: "spec.plugins[0] (demo).spec: unknown field \"a\"\nspec.plugins[0] (demo).spec: unknown field \"b\"", wantReason: plugins.ReasonInvalidSpec},
@@ -108,7 +120,21 @@ func TestDecodeWithoutConfig(t *testing.T) {
 	if _, err := def.Decode(nil, p); err == nil || !strings.Contains(err.Error(), "spec.plugins[0] (bare).spec: plugin bare takes no spec") {
 		t.Errorf("Decode error = %v, want a plugin that takes no spec to refuse one", err)
 	}
+	if _, err := def.Decode([]byte(`{"x":1}`), profileWith()); err == nil || !strings.Contains(err.Error(), "plugin bare: takes no config") || plugins.ReasonOf(err, "") != plugins.ReasonInvalidConfig {
+		t.Errorf("Decode error = %v, want host defaults for a plugin that takes no config refused as InvalidConfig", err)
+	}
+	for _, defaults := range []string{"", " null "} {
+		if cfg, err := def.Decode([]byte(defaults), profileWith()); err != nil || cfg != nil {
+			t.Errorf("Decode with host defaults %q = %v, %v; want no config and no error", defaults, cfg, err)
+		}
+	}
 }
+
+// joined is an error that joins the errors it holds, none or more.
+type joined []error
+
+func (j joined) Error() string   { return fmt.Sprint([]error(j)) }
+func (j joined) Unwrap() []error { return j }
 
 func TestIsTerminal(t *testing.T) {
 	term := plugins.Terminalf(plugins.ReasonInvalidLabel, "bad label")
@@ -123,6 +149,7 @@ func TestIsTerminal(t *testing.T) {
 		{reason: "a wrapped terminal error", err: errors.Join(term), want: true},
 		{reason: "terminal errors joined", err: errors.Join(term, plugins.Terminal(plugins.ReasonConflict, errors.New("taken"))), want: true},
 		{reason: "one transient error makes a join retryable", err: errors.Join(term, errors.New("timeout")), want: false},
+		{reason: "a join of nothing is retryable", err: joined{}, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {

@@ -30,6 +30,8 @@ func TestBoundMessage(t *testing.T) {
 		{reason: "the rest is counted", in: lines(7, "p%d"), want: "p0\np1\np2\np3\np4\n(and 2 more problems)"},
 		{reason: "one more is counted in the singular", in: lines(6, "p%d"), want: "p0\np1\np2\np3\np4\n(and 1 more problem)"},
 		{reason: "a long problem is cut", in: strings.Repeat("x", 500), want: strings.Repeat("x", 397) + "..."},
+		{reason: "a problem of the most bytes is whole", in: strings.Repeat("x", plugins.MaxProblemBytes), want: strings.Repeat("x", plugins.MaxProblemBytes)},
+		{reason: "bytes that start no rune are cut to the mark alone", in: strings.Repeat("\x80", 500), want: "..."},
 		{reason: "a cut never splits a rune", in: strings.Repeat("é", 250), want: strings.Repeat("é", 198) + "..."},
 		{reason: "50,000 problems are five and a count", in: lines(50000, "hard[bad_%05d]: not a resource name"),
 			want: lines(5, "hard[bad_%05d]: not a resource name") + "\n(and 49995 more problems)"},
