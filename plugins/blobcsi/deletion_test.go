@@ -208,7 +208,7 @@ func replacedOnceStopped(t *testing.T, a string, pod *corev1.Pod, old types.UID)
 func takeOff(t *testing.T, name string) {
 	t.Helper()
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		var p kubeflowv1.Profile
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return false, err.Error()
@@ -268,7 +268,7 @@ func TestVolumeDeletesAreCapped(t *testing.T) {
 	doc.Buckets = map[string]map[string]any{}
 	putGrants(t, doc)
 	held := 0
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		var msgs []string
 		held = 0
 		for _, n := range []string{a, b} {
@@ -287,7 +287,7 @@ func TestVolumeDeletesAreCapped(t *testing.T) {
 	// One Profile's two volumes went (their claims may still be going when
 	// the other's condition says held); the other's two would pass the cap
 	// of three, so they stay and its condition says why.
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		ca, cb := liveClaims(t, a), liveClaims(t, b)
 		return len(ca)+len(cb) == 4, fmt.Sprintf("claims left %v and %v, want 4 (2 standard + 2 held)", ca, cb)
 	})

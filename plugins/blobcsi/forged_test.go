@@ -30,7 +30,7 @@ import (
 func heldProfiles(t *testing.T, n int, names ...string) []string {
 	t.Helper()
 	var msgs []string
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		msgs = nil
 		for _, name := range names {
 			var p kubeflowv1.Profile
@@ -65,7 +65,7 @@ func TestForeignDeleteRecordHoldsEveryDeletion(t *testing.T) {
 	h := start(t, raw, reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	want := sharedVolumes(a, "census-1", "census-2")
-	waitVolumes(t, a, want, 30*time.Second)
+	waitVolumes(t, a, want, time.Minute)
 	putGrants(t, sharedDoc([]string{a}, "census-1"))
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, plugins.ReasonConflict)
 	if !strings.Contains(cond.Message, systemNS+"/"+record) {
@@ -97,7 +97,7 @@ func TestForgedClaimsDoNotHoldBackGrants(t *testing.T) {
 	want := sharedVolumes(a, two...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		waitVolumes(t, a, want, 30*time.Second)
+		waitVolumes(t, a, want, time.Minute)
 	})
 	// While the host is down the tenant forges ten claims: with them the
 	// unchanged document would withdraw 10 of 12 grants. Their names are
@@ -160,7 +160,7 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 	putGrants(t, sharedDoc([]string{a}, "census-1", "census-2"))
 	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
-	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
+	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), time.Minute)
 
 	h.applies.holdVolumes(t)
 	var taken *corev1.PersistentVolume
@@ -178,7 +178,7 @@ func TestVolumeTakenOverUnseenByTheCacheIsNotDeleted(t *testing.T) {
 	}
 
 	putGrants(t, sharedDoc([]string{a}, "census-2"))
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		_, has := claims(t, a)["census-1"]
 		return !has, "the withdrawn claim census-1 is still there"
 	})
@@ -218,7 +218,7 @@ func TestClaimsWithOurLabelsAreTheTenants(t *testing.T) {
 	h := start(t, cfg, reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	want := sharedVolumes(a, "census-1", "census-2")
-	waitVolumes(t, a, want, 30*time.Second)
+	waitVolumes(t, a, want, time.Minute)
 
 	tenant := testhost.Tenant(t, env, a)
 	labels := plugins.OwnershipLabels(blobcsi.Kind, a)
@@ -242,7 +242,7 @@ func TestClaimsWithOurLabelsAreTheTenants(t *testing.T) {
 	// be four deletions, over the allowance of three: every one held.
 	putGrants(t, sharedDoc([]string{a}, "census-2"))
 	delete(want, "census-1")
-	waitVolumes(t, a, want, 30*time.Second)
+	waitVolumes(t, a, want, time.Minute)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 	keptFor(t, 2*time.Second, a, want)
 	if got := len(deletesRecorded(t, cfg)); got != 1 {
@@ -275,7 +275,7 @@ func TestRevokeWithAForgedClaimFailsClosed(t *testing.T) {
 	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	want := sharedVolumes(a, "census-1")
-	waitVolumes(t, a, want, 30*time.Second)
+	waitVolumes(t, a, want, time.Minute)
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: a, Labels: plugins.OwnershipLabels(blobcsi.Kind, a)},
 		Spec: corev1.PersistentVolumeClaimSpec{

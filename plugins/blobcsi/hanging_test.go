@@ -37,7 +37,7 @@ func TestGrantsSourceHangingFromTheStartSaysWhy(t *testing.T) {
 	first := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, blobcsi.ReasonGrantsNotSynced)
 	t.Logf("at first: %s", first.Message)
 	cond := first
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		cond = testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, blobcsi.ReasonGrantsNotSynced)
 		return strings.Contains(cond.Message, "Unreachable"), "condition: " + cond.Message
 	})

@@ -203,7 +203,7 @@ func (p *perProfile) counts(names ...string) map[string]int {
 func (p *perProfile) settled(t *testing.T, names ...string) map[string]int {
 	t.Helper()
 	last, since := p.counts(names...), time.Now()
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		if now := p.counts(names...); !cmp.Equal(now, last) {
 			last, since = now, time.Now()
 		}
@@ -342,7 +342,7 @@ func liveClaims(t *testing.T, ns string) map[string]string {
 
 func waitClaims(t *testing.T, ns string, want map[string]string) {
 	t.Helper()
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		got := liveClaims(t, ns)
 		d := cmp.Diff(want, got)
 		return d == "", "claims (-want +got):\n" + d

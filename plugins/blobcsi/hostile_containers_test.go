@@ -128,7 +128,7 @@ func TestForeignContainerIsAConflict(t *testing.T) {
 		if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
 			t.Fatal(err)
 		}
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		testhost.Eventually(t, time.Minute, func() (bool, string) {
 			var p kubeflowv1.Profile
 			err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p)
 			return apierrors.IsNotFound(err), fmt.Sprintf("Profile: %v, finalizers %v", err, p.Finalizers)
@@ -309,7 +309,7 @@ func TestTenantForgedRecordClaimsNoContainer(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
 		t.Fatal(err)
 	}
-	testhost.WaitProfileGone(t, env.Client, a, 30*time.Second)
+	testhost.WaitProfileGone(t, env.Client, a, time.Minute)
 	if md := metadataOf(t, a); md == nil || !hasBlob(t, a, "data.csv") {
 		t.Errorf("the container after the Profile's deletion under retention Delete: metadata %v, blob kept %v; want it untouched", md, hasBlob(t, a, "data.csv"))
 	}
@@ -328,14 +328,14 @@ func TestReplacedContainerIsNotDeleted(t *testing.T) {
 	if _, err := azureContainer(t, a).Delete(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		_, err := azureContainer(t, a).Create(t.Context(), &container.CreateOptions{Metadata: map[string]*string{"owner": to.Ptr("someone-else")}})
 		return err == nil, fmt.Sprint(err)
 	})
 	if err := env.Client.Delete(t.Context(), &kubeflowv1.Profile{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
 		t.Fatal(err)
 	}
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		var p kubeflowv1.Profile
 		err := env.Client.Get(t.Context(), client.ObjectKey{Name: a}, &p)
 		return apierrors.IsNotFound(err), fmt.Sprintf("Profile: %v, finalizers %v", err, p.Finalizers)

@@ -103,7 +103,7 @@ func TestRestartWithBadGrantsDeletesNothing(t *testing.T) {
 	want := sharedVolumes(a, buckets...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		waitVolumes(t, a, want, 30*time.Second)
+		waitVolumes(t, a, want, time.Minute)
 		testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 	})
 
@@ -163,7 +163,7 @@ func TestRestartWithOPADownDeletesNothing(t *testing.T) {
 	want := sharedVolumes(a, buckets...)
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		waitVolumes(t, a, want, 30*time.Second)
+		waitVolumes(t, a, want, time.Minute)
 	})
 	if err := serversOf(t).opa.Stop(); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestRestartWithConfigMapSourceDeleted(t *testing.T) {
 	want := sharedVolumes(a, "census-1", "census-2")
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
-		waitVolumes(t, a, want, 30*time.Second)
+		waitVolumes(t, a, want, time.Minute)
 	})
 	if err := env.Client.Delete(t.Context(), cm); err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestRestartBetweenGrantChanges(t *testing.T) {
 	t.Run("first run", func(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 		want := sharedVolumes(a, four...)
-		waitVolumes(t, a, want, 30*time.Second)
+		waitVolumes(t, a, want, time.Minute)
 	})
 	// While the host is down the gateway withdraws three of four buckets.
 	putGrants(t, sharedDoc([]string{a}, four[:1]...))
@@ -264,7 +264,7 @@ func TestRestartBetweenGrantChanges(t *testing.T) {
 	// Two of four is within the share: taken, and only those two go.
 	putGrants(t, sharedDoc([]string{a}, four[:2]...))
 	want := sharedVolumes(a, four[:2]...)
-	waitVolumes(t, a, want, 30*time.Second)
+	waitVolumes(t, a, want, time.Minute)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
 
@@ -285,12 +285,12 @@ func TestVolumeDeleteCapSurvivesRestart(t *testing.T) {
 		startShard(t, shard, cfg, reconcilers.WithResync(time.Hour))
 		for _, n := range []string{a, b} {
 			want := sharedVolumes(n, "census-1", "census-2")
-			waitVolumes(t, n, want, 30*time.Second)
+			waitVolumes(t, n, want, time.Minute)
 		}
 		putGrants(t, sharedDoc([]string{a, b}, "census-2"))
 		for _, n := range []string{a, b} {
 			want := sharedVolumes(n, "census-2")
-			waitVolumes(t, n, want, 30*time.Second)
+			waitVolumes(t, n, want, time.Minute)
 		}
 	})
 	// Two more after the restart would make four within the hour: one
@@ -317,10 +317,10 @@ func TestStaleClaimsCountOnce(t *testing.T) {
 	h := start(t, cfg, reconcilers.WithResync(time.Hour))
 	h.applies.lagClaims()
 	h.profile(t, a, blobPlugin())
-	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), 30*time.Second)
+	waitVolumes(t, a, sharedVolumes(a, "census-1", "census-2"), time.Minute)
 
 	putGrants(t, sharedDoc([]string{a}, "census-2"))
-	waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
+	waitVolumes(t, a, sharedVolumes(a, "census-2"), time.Minute)
 	// Every pass after the deletion read the deleted claim once more.
 	time.Sleep(2 * time.Second)
 	if got := len(deletesRecorded(t, cfg)); got != 1 {
@@ -328,7 +328,7 @@ func TestStaleClaimsCountOnce(t *testing.T) {
 	}
 	// One deletion is left in the window: census-2's withdrawal goes.
 	putGrants(t, sharedDoc([]string{a}))
-	waitVolumes(t, a, sharedVolumes(a), 30*time.Second)
+	waitVolumes(t, a, sharedVolumes(a), time.Minute)
 }
 
 // TestClaimReadFailingHoldsTheDeletion: while the reads that confirm a
@@ -349,7 +349,7 @@ func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
 			h := start(t, cfg, reconcilers.WithResync(time.Hour))
 			h.profile(t, a, blobPlugin())
 			both := sharedVolumes(a, "census-1", "census-2")
-			waitVolumes(t, a, both, 30*time.Second)
+			waitVolumes(t, a, both, time.Minute)
 
 			if unseen {
 				h.applies.hideClaims()
@@ -364,7 +364,7 @@ func TestClaimReadFailingHoldsTheDeletion(t *testing.T) {
 			}
 
 			h.applies.failClaims.Store(false)
-			waitVolumes(t, a, sharedVolumes(a, "census-2"), 30*time.Second)
+			waitVolumes(t, a, sharedVolumes(a, "census-2"), time.Minute)
 			if got := len(deletesRecorded(t, cfg)); got != 1 {
 				t.Errorf("the deletion record counts %d deletions, want 1", got)
 			}

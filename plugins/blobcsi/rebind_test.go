@@ -19,7 +19,7 @@ import (
 func waitClaimBound(t *testing.T, ns, name, volume string) corev1.PersistentVolumeClaim {
 	t.Helper()
 	var c corev1.PersistentVolumeClaim
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
 			return false, err.Error()
 		}

@@ -201,7 +201,7 @@ func TestServicePrincipalCreatesContainers(t *testing.T) {
 
 	t.Run("revoke with retention Delete deletes the container with the same token", func(t *testing.T) {
 		testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) { p.Spec.Plugins = nil })
-		testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		testhost.Eventually(t, time.Minute, func() (bool, string) {
 			_, ok := w.container(t, name)
 			return !ok, "container " + name + " still exists"
 		})
@@ -322,7 +322,7 @@ func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
 	testhost.NewProfile(t, env.Client, a, shard, blobPlugin())
 	startShard(t, shard, configMapSourceConfig(t, cmName), reconcilers.WithResync(time.Hour))
 	want := sharedVolumes(a, "census-ok", "census-x")
-	waitVolumes(t, a, want, 30*time.Second)
+	waitVolumes(t, a, want, time.Minute)
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 
 	cm.Data = doc("sp-nobody")

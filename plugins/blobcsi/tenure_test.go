@@ -61,10 +61,10 @@ func TestSharedGrantDoesNotChangeHands(t *testing.T) {
 	t.Run("first host", func(st *testing.T) {
 		startShard(st, shard, cfg, opts...)
 		profileOf(testhost.Alice)
-		waitVolumes(st, name, sharedVolumes(name, "census"), 30*time.Second)
+		waitVolumes(st, name, sharedVolumes(name, "census"), time.Minute)
 		testhost.WaitCondition(st, env.Client, name, condType, plugins.ConditionTrue, "")
 		st.Logf("alice's namespace mounts %v", mounts(st, name))
-		testhost.DeleteProfile(st, env.Client, name, 30*time.Second)
+		testhost.DeleteProfile(st, env.Client, name, time.Minute)
 		if !slices.Contains(containers(st), name) {
 			st.Fatalf("alice's container went with her Profile under retention Retain: %v", containers(st))
 		}
@@ -82,7 +82,7 @@ func TestSharedGrantDoesNotChangeHands(t *testing.T) {
 	t.Run("after a restart", func(st *testing.T) {
 		before := testhost.Reconciles(st, blobcsi.Kind)
 		startShard(st, shard, cfg, opts...)
-		testhost.Eventually(st, 20*time.Second, func() (bool, string) {
+		testhost.Eventually(st, time.Minute, func() (bool, string) {
 			return testhost.Reconciles(st, blobcsi.Kind) > before, "the new host has not passed over the Profile"
 		})
 		testhost.WaitTenureConflict(st, env.Client, name, condType)
@@ -110,13 +110,13 @@ func TestSharedGrantDoesNotChangeHands(t *testing.T) {
 		if err := tenantClaimsGone(st, name); err != nil {
 			st.Fatal(err)
 		}
-		testhost.DeleteProfile(st, env.Client, name, 20*time.Second)
+		testhost.DeleteProfile(st, env.Client, name, time.Minute)
 
 		profileOf(testhost.Alice)
 		waitMounts(st, name, "census", name)
 		cond := testhost.WaitCondition(st, env.Client, name, condType, plugins.ConditionTrue, "")
 		st.Logf("alice back: mounts %v; %s=%s %s", mounts(st, name), condType, cond.Status, cond.Message)
-		testhost.DeleteProfile(st, env.Client, name, 30*time.Second)
+		testhost.DeleteProfile(st, env.Client, name, time.Minute)
 
 		testhost.ReleaseName(st, env.Client, name)
 		profileOf(testhost.Mallory)
@@ -156,7 +156,7 @@ func mounts(t *testing.T, ns string) map[string]string {
 // container.
 func waitMounts(t *testing.T, ns string, containers ...string) {
 	t.Helper()
-	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		m := mounts(t, ns)
 		got := map[string]bool{}
 		for k, c := range m {
@@ -192,7 +192,7 @@ func tenantClaimsGone(t *testing.T, ns string) error {
 			return err
 		}
 	}
-	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
 		return len(claims(t, ns)) == 0, "claims left: " + fmtMounts(liveClaims(t, ns))
 	})
 	return nil
