@@ -7,13 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/profilekit/profilekit/api/kubeflow"
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
+	"github.com/profilekit/profilekit/internal/testenv"
 	"github.com/profilekit/profilekit/plugins"
 )
 
@@ -21,11 +19,8 @@ import (
 // and the objects profilekit labels, as a host's cache does, and nothing a
 // tenant or another controller made.
 func TestCachedHoldsWhatAHostCaches(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := kubeflow.AddToScheme(scheme); err != nil {
+	scheme, err := testenv.NewScheme()
+	if err != nil {
 		t.Fatal(err)
 	}
 	ours := map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue}
