@@ -90,9 +90,15 @@ breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each
 # ./plugins for ./plugins/...: the package plugins runs in a copy of its own
 # that keeps, of plugins/'s folders, only apply, which its tests import, and
 # none of apply's tests; apply's files are not mutated there.
+# SOURCE_MUTATION_SKIP (a go test -skip pattern, say
+# SurviveEveryPerturbation) leaves those tests out of each mutant's run, for
+# a package whose harness scenario takes most of its test time: a mutant
+# killed without them is killed, and each one that lives must then be run
+# against the package's whole tests before it is called lived.
 GREMLINS_VERSION     := 0.6.0
 GREMLINS             := $(LOCALBIN)/gremlins-v$(GREMLINS_VERSION)
-SOURCE_MUTATION_PKGS ?= plugins plugins/limitrange plugins/quotas plugins/placeholders plugins/notebook plugins/egress plugins/namespacemeta plugins/rbac plugins/network plugins/contributors plugins/outside opa plugins/authpolicy plugins/expose plugins/irsa plugins/workloadidentity plugins/azureidentity plugins/replicate plugins/core plugins/templates plugins/internal/access plugins/internal/identities plugins/internal/quotanames
+SOURCE_MUTATION_SKIP ?=
+SOURCE_MUTATION_PKGS ?= plugins plugins/limitrange plugins/quotas plugins/placeholders plugins/notebook plugins/egress plugins/namespacemeta plugins/rbac plugins/network plugins/contributors plugins/outside opa plugins/authpolicy plugins/expose plugins/irsa plugins/workloadidentity plugins/azureidentity plugins/replicate plugins/core plugins/templates plugins/internal/access plugins/internal/identities plugins/internal/quotanames plugins/apps
 
 $(GREMLINS):
 	@mkdir -p $(LOCALBIN)
@@ -110,7 +116,7 @@ mutation-source: $(GREMLINS) envtest-assets test-servers argocd-crds prometheus-
 			find $$src/plugins -mindepth 1 -maxdepth 1 -type d ! -name apply -exec rm -rf {} +; \
 			rm -f $$src/plugins/apply/*_test.go; exclude=(--exclude-files 'apply/'); \
 		fi; \
-		( cd $$src && GOFLAGS=-short $(GREMLINS) unleash --workers 1 "$${exclude[@]}" --output $$out/$$name.json ./$$p ) > $$out/$$name.log 2>&1 || status=1; \
+		( cd $$src && GOFLAGS="-short$(if $(SOURCE_MUTATION_SKIP), -skip=$(SOURCE_MUTATION_SKIP))" $(GREMLINS) unleash --workers 1 "$${exclude[@]}" --output $$out/$$name.json ./$$p ) > $$out/$$name.log 2>&1 || status=1; \
 		echo "$$p: $$(grep -E '^Killed:' $$out/$$name.log | tr -d '\n'), $$(grep -E '^Test efficacy' $$out/$$name.log) ($$(( $$(date +%s) - start )) s)"; \
 		sed -nE "s|^ *LIVED ([A-Z_]+) at (.*)$$|	lived: \1 at $$p/\2|p" $$out/$$name.log; \
 		sed -nE 's/^ *NOT COVERED [A-Z_]+ at ([^:]+):.*/\1/p' $$out/$$name.log | sort | uniq -c | \

@@ -24,6 +24,11 @@ func TestApplicationName(t *testing.T) {
 		{reason: "and so does the other", ns: "a", app: "b-c", want: "a.b-c"},
 		{reason: "longer than 63 bytes: 23 bytes of the namespace, what fits of the app, and 16 hex digits", ns: long, app: "gitea-unclassified",
 			want: strings.Repeat("n", 23) + ".gitea-unclassified." + hash16(long+".gitea-unclassified")},
+		{reason: "the first and last letters and digits are a label's", ns: "a-z", app: "0-9", want: "a-z.0-9"},
+		{reason: "exactly 63 bytes is not hashed", ns: strings.Repeat("n", 31), app: strings.Repeat("a", 31),
+			want: strings.Repeat("n", 31) + "." + strings.Repeat("a", 31)},
+		{reason: "a long namespace and a long app: 23 bytes and the 22 that fit", ns: long, app: strings.Repeat("a", 63),
+			want: strings.Repeat("n", 23) + "." + strings.Repeat("a", 22) + "." + hash16(long+"."+strings.Repeat("a", 63))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -36,6 +41,12 @@ func TestApplicationName(t *testing.T) {
 	}
 	if a, b := apps.LegacyApplicationName("a-b", "c"), apps.LegacyApplicationName("a", "b-c"); a != b {
 		t.Errorf("the first release's names %q and %q differ; this test shows nothing", a, b)
+	}
+	if got, want := apps.LegacyApplicationName(strings.Repeat("n", 31), strings.Repeat("a", 31)), strings.Repeat("n", 31)+"-"+strings.Repeat("a", 31); got != want {
+		t.Errorf("the first release's name of a pair of 63 bytes is %q, want the pair itself", got)
+	}
+	if got, want := apps.LegacyApplicationName(long, "app"), strings.Repeat("n", 54)+"-"+hash16(long + "-app")[:8]; got != want {
+		t.Errorf("the first release's name of a long pair is %q, want %q", got, want)
 	}
 }
 
