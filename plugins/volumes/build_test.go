@@ -1,6 +1,7 @@
 package volumes
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/plugins"
@@ -36,6 +39,7 @@ func TestClaimSize(t *testing.T) {
 		{reason: "a live claim stays on a class that does not", v: Volume{Template: "home", Size: q("20Gi")}, live: q("10Gi"), sc: fixed, want: "10Gi", msg: "does not allow volume expansion"},
 		{reason: "a live claim stays when the class is missing", v: Volume{Template: "home", Size: q("20Gi")}, live: q("10Gi"), want: "10Gi", msg: `StorageClass "standard"`},
 		{reason: "a claim never shrinks", v: Volume{Template: "home"}, live: q("20Gi"), sc: grows, want: "20Gi"},
+		{reason: "a live claim of the size asked stays, without a word, on a class that does not grow", v: Volume{Template: "home", Size: q("10Gi")}, live: q("10Gi"), sc: fixed, want: "10Gi"},
 	}
 	for _, tt := range tests {
 		got, msg := ClaimSize(home, tt.v, tt.live, tt.sc)
@@ -44,6 +48,72 @@ func TestClaimSize(t *testing.T) {
 		}
 		if (tt.msg == "") != (msg == "") || !strings.Contains(msg, tt.msg) {
 			t.Errorf("%s: message %q, want one containing %q", tt.reason, msg, tt.msg)
+		}
+	}
+}
+
+func TestClaim(t *testing.T) {
+	home := Template{Name: "home", ClaimName: "home", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Labels: map[string]string{"automount": "true"}}
+	size := resource.MustParse("10Gi")
+	claim := func(volumeName string, annotations map[string]string) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+		spec := corev1ac.PersistentVolumeClaimSpec().
+			WithAccessModes(corev1.ReadWriteOnce).
+			WithResources(corev1ac.VolumeResourceRequirements().WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
+		if volumeName != "" {
+			spec.WithVolumeName(volumeName)
+		}
+		c := corev1ac.PersistentVolumeClaim("home", "team-a").
+			WithLabels(map[string]string{"automount": "true", LabelTemplate: "home"}).
+			WithSpec(spec)
+		if annotations != nil {
+			c.WithAnnotations(annotations)
+		}
+		return c
+	}
+	tests := []struct {
+		reason     string
+		owner      string
+		volumeName string
+		want       *corev1ac.PersistentVolumeClaimApplyConfiguration
+	}{
+		{reason: "a new claim names no volume and carries its owner", owner: "alice@example.com", want: claim("", map[string]string{AnnotationOwner: "alice@example.com"})},
+		{reason: "a claim bound again names its volume", owner: "alice@example.com", volumeName: "pv-1", want: claim("pv-1", map[string]string{AnnotationOwner: "alice@example.com"})},
+		{reason: "a Profile without an owner gives the claim no owner annotation", want: claim("", nil)},
+	}
+	for _, tt := range tests {
+		got := Claim(profile("team-a", tt.owner), home, size, tt.volumeName)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: claim (-want +got):\n%s", tt.reason, diff)
+		}
+	}
+	if _, ok := home.Labels[LabelTemplate]; ok {
+		t.Errorf("Claim wrote its template label into the template's own labels: %v", home.Labels)
+	}
+}
+
+func TestVolumeProfiles(t *testing.T) {
+	ours := map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: Kind, plugins.LabelProfile: "team-a"}
+	pv := func(labels map[string]string, ref *corev1.ObjectReference) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1", Labels: labels}, Spec: corev1.PersistentVolumeSpec{ClaimRef: ref}}
+	}
+	with := func(k, v string) map[string]string { l := maps.Clone(ours); l[k] = v; return l }
+	tests := []struct {
+		reason string
+		obj    client.Object
+		want   []string
+	}{
+		{reason: "ours, unclaimed", obj: pv(ours, nil), want: []string{"team-a"}},
+		{reason: "ours, claimed from another namespace", obj: pv(ours, &corev1.ObjectReference{Namespace: "team-b", Name: "home"}), want: []string{"team-a", "team-b"}},
+		{reason: "ours, claimed from its own namespace", obj: pv(ours, &corev1.ObjectReference{Namespace: "team-a", Name: "home"}), want: []string{"team-a"}},
+		{reason: "another manager's", obj: pv(with(plugins.LabelManagedBy, "someone"), &corev1.ObjectReference{Namespace: "team-b"}), want: []string{"team-b"}},
+		{reason: "another plugin's", obj: pv(with(plugins.LabelPlugin, "blobcsi"), nil)},
+		{reason: "ours for no Profile", obj: pv(with(plugins.LabelProfile, ""), nil)},
+		{reason: "a claim reference without a namespace", obj: pv(nil, &corev1.ObjectReference{Name: "home"})},
+		{reason: "not a volume", obj: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Labels: ours}}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, volumeProfiles(t.Context(), tt.obj)); diff != "" {
+			t.Errorf("%s: Profiles (-want +got):\n%s", tt.reason, diff)
 		}
 	}
 }
@@ -247,6 +317,12 @@ func TestValidate(t *testing.T) {
 		{reason: "an unknown match", mutate: func(c *Config) { c.Match = "Group" }, want: `match "Group"`},
 		{reason: "a cap below the size", mutate: func(c *Config) { c.Templates[0].MaxSize = resource.MustParse("1Gi") }, want: "templates[0].maxSize 1Gi is below size 10Gi"},
 		{reason: "no deletes per sweep", mutate: func(c *Config) { c.MaxDeletesPerSweep = 0 }, want: "maxDeletesPerSweep 0"},
+		{reason: "a size below the template's", mutate: func(c *Config) { c.Volumes = []Volume{{Template: "home", Size: q("5Gi")}} }, want: "volumes[0].size 5Gi is below the template's size 10Gi"},
+		{reason: "a fixed template's own size", mutate: func(c *Config) { c.Volumes = []Volume{{Template: "scratch", Size: q("5Gi")}} }},
+		{reason: "a template of size zero", mutate: func(c *Config) { c.Templates[1].Size = resource.Quantity{} }, want: `templates[1].size "0": must be positive`},
+		{reason: "a cap equal to the size", mutate: func(c *Config) { c.Templates[0].MaxSize = resource.MustParse("10Gi") }},
+		{reason: "no time between sweeps", mutate: func(c *Config) { c.SweepInterval.Duration = 0 }, want: "sweepInterval 0s: must be positive"},
+		{reason: "a negative retention", mutate: func(c *Config) { c.RetainFor.Duration = -time.Hour }, want: "retainFor -1h0m0s is negative"},
 	}
 	for _, tt := range tests {
 		c := base()

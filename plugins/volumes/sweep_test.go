@@ -269,3 +269,77 @@ func TestSweepTakesBackAReservationNoProfileWaitsFor(t *testing.T) {
 		t.Errorf("the reservation of an owner with a Profile was changed: claimRef %+v", ref)
 	}
 }
+
+// TestSweepExpiresAtTheRetentionsEnd: a volume released exactly retainFor
+// ago is past retention; one released a second later is not.
+func TestSweepExpiresAtTheRetentionsEnd(t *testing.T) {
+	id := rand.String(5)
+	released := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	due, early := "due-"+id, "early-"+id
+	releasedVolume(t, due, released, false)
+	releasedVolume(t, early, released.Add(time.Second), false)
+	cfg := sweepConfig(id)
+	cfg.SweepDryRun = true
+	s := sweeper(cfg)
+	s.Now = func() time.Time { return released.Add(cfg.RetainFor.Duration) }
+	rep, err := s.Sweep(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{due}, only(rep.Expired, []string{due, early})); diff != "" {
+		t.Errorf("expired at retainFor's end (-want +got):\n%s", diff)
+	}
+}
+
+// TestSweepWithoutRetentionDeletesNothing: a host that sets no retainFor
+// keeps released volumes for ever, however old their mark.
+func TestSweepWithoutRetentionDeletesNothing(t *testing.T) {
+	id := rand.String(5)
+	name := "kept-" + id
+	releasedVolume(t, name, time.Now().Add(-365*24*time.Hour), false)
+	cfg := sweepConfig(id)
+	cfg.RetainFor = metav1.Duration{}
+	rep, err := sweeper(cfg).Sweep(t.Context())
+	if err != nil || len(rep.Expired) != 0 || len(rep.Deleted) != 0 {
+		t.Errorf("Sweep without retainFor = expired %v, deleted %v, %v; want nothing", rep.Expired, rep.Deleted, err)
+	}
+	stillThere(t, name)
+}
+
+// TestSweepHandsTheStorageToItsProvisioner: a swept volume is deleted with
+// reclaim policy Delete, so that its provisioner deletes the storage behind
+// it too; with Retain, the storage would be left behind, paid for, unseen.
+func TestSweepHandsTheStorageToItsProvisioner(t *testing.T) {
+	ctx := t.Context()
+	id := rand.String(5)
+	name := "provisioned-" + id
+	releasedVolume(t, name, time.Now().Add(-72*time.Hour), false)
+	// A finalizer of the test's holds the deleted volume, to be read.
+	const hold = "test.profilekit.dev/hold"
+	var pv corev1.PersistentVolume
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	pv.Finalizers = append(pv.Finalizers, hold)
+	if err := env.Client.Update(ctx, &pv); err != nil {
+		t.Fatal(err)
+	}
+	//nolint:forbidigo // cleanups run after t.Context is canceled
+	t.Cleanup(func() {
+		var pv corev1.PersistentVolume
+		if env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &pv) == nil {
+			pv.Finalizers = slices.DeleteFunc(pv.Finalizers, func(f string) bool { return f == hold })
+			_ = env.Client.Update(context.Background(), &pv)
+		}
+	})
+	rep, err := sweeper(sweepConfig(id)).Sweep(ctx)
+	if err != nil || !slices.Contains(rep.Deleted, name) {
+		t.Fatalf("Sweep = deleted %v, %v; want %s deleted", rep.Deleted, err, name)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	if pv.DeletionTimestamp.IsZero() || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		t.Errorf("swept volume: deletion %v, reclaim policy %s; want deleted with %s", pv.DeletionTimestamp, pv.Spec.PersistentVolumeReclaimPolicy, corev1.PersistentVolumeReclaimDelete)
+	}
+}
