@@ -32,7 +32,8 @@ func RefuseRecords(t *testing.T, c client.Client, p *kubeflowv1.Profile) (lift f
 }
 
 // Refuse makes the API server refuse the writes (ops; creates and updates
-// when none are given) of resource (a core kind's, such as "configmaps")
+// when none are given) of resource (a core kind's, such as "configmaps";
+// several separated by commas, such as "persistentvolumes,persistentvolumes/status")
 // for which expression (CEL, over object) is false, through a validating
 // admission policy named name, and returns what lifts it. It returns once
 // the create of probe, an object the policy refuses, is refused.
@@ -49,7 +50,7 @@ func Refuse(t *testing.T, c client.Client, name, resource, expression string, pr
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: ops,
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: strings.Split(resource, ",")},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: "refused by " + name + " (test)"}},

@@ -149,9 +149,10 @@
 // far, plugins/outside and opa among them) with -short, and prints each
 // package's efficacy (killed of killed and lived) and the mutants that
 // lived; testdata/mutation-source.txt records what was done about each.
-// SOURCE_MUTATION_SKIP leaves tests out of each mutant's run (the harness
-// scenario, say, when it takes most of a package's time); a mutant that
-// lives without them is then run against the package's whole tests.
+// SOURCE_MUTATION_SKIPS leaves tests out of each mutant's run, per package
+// (apps' harness scenario; volumes' too, and its tests that wait on
+// kube-controller-manager); a mutant that lives without them is then run
+// against the package's whole tests.
 // go-mutesting, the other Go mutation tool, is not among the modules this
 // project's builds can install.
 //

@@ -1,6 +1,7 @@
 package volumes_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
+	"github.com/profilekit/profilekit/plugins/volumes"
 )
 
 // TestReservationDoesNotOutliveItsProfile: an owner's Profile comes back,
@@ -52,6 +54,11 @@ func TestReservationDoesNotOutliveItsProfile(t *testing.T) {
 	})
 	deleteProfile(t, again)
 	lift()
+	// Taken back from the claim, the volume is released again for the
+	// retention's clock.
+	if got := waitVolume(t, pv.Name, time.Second, func(*corev1.PersistentVolume) (bool, string) { return true, "" }); got.Labels[volumes.LabelReleasedAt] == "" {
+		t.Errorf("the volume taken back from her claim has no release mark: labels %v, claimRef %+v", got.Labels, got.Spec.ClaimRef)
+	}
 
 	// The next Profile of the name, of another owner, is refused: the name
 	// is held for her. Handed over by an administrator, it makes a claim of
@@ -169,4 +176,51 @@ func TestNextOwnerCannotClaimTheVolumeByName(t *testing.T) {
 	// untouched and said so.
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionFalse, "Conflict")
 	check("once the name is hers")
+}
+
+// TestReservationIsKeptUntilTheClaimBinds: the plugin gives an owner's
+// retained volume back by reserving it for her claim; until the binder
+// binds them (here held back, its status writes too), the volume still
+// shows Released. Pass after
+// pass the reservation stays, and nothing is written: taking it back would
+// leave her claim waiting for a volume no longer meant for it. Once the
+// binder may write again, the claim binds to her volume.
+func TestReservationIsKeptUntilTheClaimBinds(t *testing.T) {
+	ctx := t.Context()
+	run, name := "held-"+rand.String(4), "held-"+rand.String(5)
+	sc := storageClass(t, false)
+	host := startHost(t, run, hostConfig(sc))
+	pv := retained(name, sc)
+	if err := env.Client.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) }) //nolint:forbidigo // cleanups run after t.Context is canceled
+	if err := settled(ctx, env.Client, pv.Name); err != nil {
+		t.Fatal(err)
+	}
+	probe := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "hold-probe-" + rand.String(6)}, Spec: pv.Spec}
+	lift := testhost.Refuse(t, env.Client, "hold-"+name, "persistentvolumes,persistentvolumes/status",
+		fmt.Sprintf("!object.metadata.name.startsWith('hold-probe-') && (object.metadata.name != '%s' || request.userInfo.username != 'system:kube-controller-manager')", pv.Name),
+		probe)
+
+	newProfile(t, name, run, scenarioOwner, nil)
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		var c corev1.PersistentVolumeClaim
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: "workspace"}, &c)
+		return err == nil && c.Spec.VolumeName == pv.Name, fmt.Sprintf("claim workspace: volumeName %q, %v", c.Spec.VolumeName, err)
+	})
+	writes := host.ResyncWrites(t, 3, volumes.Kind)
+	held := waitVolume(t, pv.Name, time.Second, func(*corev1.PersistentVolume) (bool, string) { return true, "" })
+	if ref := held.Spec.ClaimRef; len(writes) != 0 || ref == nil || ref.UID != "" || ref.Namespace != name || ref.Name != "workspace" {
+		t.Errorf("while the binding is held back: %d writes %v; the volume (%s) has claimRef %+v, want reserved for %s/workspace",
+			len(writes), writes, held.Status.Phase, ref, name)
+	}
+	t.Logf("binding held back: volume %s %s, %d writes in 3 passes", held.Name, held.Status.Phase, len(writes))
+
+	lift()
+	pvc, bound := waitBound(t, name, "workspace")
+	if bound.Name != pv.Name {
+		t.Errorf("her claim bound to %s, want her retained volume %s", bound.Name, pv.Name)
+	}
+	t.Logf("binding let go: claim %s/%s bound to %s", name, pvc.Name, bound.Name)
 }
