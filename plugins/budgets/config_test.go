@@ -44,6 +44,10 @@ budgets:
 `,
 		},
 		{
+			reason: "a limit of zero is a limit: none of it for the team",
+			yaml:   `{budgets: [{name: nogpu, profileSelector: {}, hard: {requests.nvidia.com/gpu: "0", requests.cpu: "8"}}]}`,
+		},
+		{
 			reason: "an empty selector selects every Profile",
 			yaml:   `{budgets: [{name: all, profileSelector: {}, hard: {count/pods: "100"}, grant: {count/pods: "5"}}]}`,
 		},

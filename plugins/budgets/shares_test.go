@@ -112,6 +112,42 @@ func TestPlanShares(t *testing.T) {
 			seats: []seat{ready("a", 2, 3), ready("b", 3, 1)},
 			want:  plan{Held: 6, Lower: map[string]int64{"b": 2}, Raise: map[string]int64{"a": 4}, Order: []string{"a"}},
 		},
+		{
+			reason: "a refused workload is served before a member that only wants its grant back",
+			hard:   6, grant: 2,
+			seats: []seat{ready("a", 2, 2), asked(ready("b", 2, 2))},
+			want:  plan{Held: 4, Raise: map[string]int64{"b": 4}, Order: []string{"b"}},
+		},
+		{
+			reason: "a refusal from a member holding exactly a grant of headroom gets it nothing more",
+			hard:   10, grant: 2,
+			seats: []seat{asked(ready("a", 4, 2)), ready("b", 2, 2)},
+			want:  plan{Held: 6, Raise: map[string]int64{"b": 4}, Order: []string{"b"}},
+		},
+		{
+			reason: "a donor giving to two members keeps its grant: what it gave the first counts",
+			hard:   6, grant: 1,
+			seats: []seat{ready("a", 1, 1), ready("b", 1, 1), ready("d", 4, 2)},
+			want:  plan{Held: 6, Lower: map[string]int64{"d": 3}, Raise: map[string]int64{"a": 2}, Order: []string{"a"}},
+		},
+		{
+			reason: "a refused workload served from what is free and a donor's spare takes no more than it needs",
+			hard:   7, grant: 2,
+			seats: []seat{asked(ready("a", 2, 2)), ready("d", 4, 1)},
+			want:  plan{Held: 6, Lower: map[string]int64{"d": 3}, Raise: map[string]int64{"a": 4}, Order: []string{"a"}},
+		},
+		{
+			reason: "a budget lowered below two full shares cuts both to the highest common level that fits",
+			hard:   16, grant: 1,
+			seats: []seat{ready("a", 10, 10), ready("b", 10, 10)},
+			want:  plan{Held: 20, Over: true, Lower: map[string]int64{"a": 8, "b": 8}},
+		},
+		{
+			reason: "shares that fit the lowered budget exactly once a quiet one is lowered to its use are not cut further",
+			hard:   4, grant: 1,
+			seats: []seat{ready("a", 3, 1), busy(ready("b", 3, 3))},
+			want:  plan{Held: 6, Over: true, Lower: map[string]int64{"a": 1}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
