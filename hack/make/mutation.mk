@@ -92,8 +92,8 @@ breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each
 # none of apply's tests; apply's files are not mutated there.
 # SOURCE_MUTATION_SKIPS names, per package (package=pattern, a go test
 # -skip pattern without spaces), the tests left out of each mutant's run,
-# for a package whose harness scenario, or whose tests that wait on
-# kube-controller-manager, take most of its test time: a mutant killed
+# for a package whose harness scenario, load tests, or tests that wait on
+# kube-controller-manager take most of its test time: a mutant killed
 # without them is killed, and each one that lives must then be run against
 # the package's whole tests before it is called lived (testdata/
 # mutation-source.txt says so of each). SOURCE_MUTATION_SKIP, when set, is
@@ -101,9 +101,9 @@ breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each
 GREMLINS_VERSION      := 0.6.0
 GREMLINS              := $(LOCALBIN)/gremlins-v$(GREMLINS_VERSION)
 SOURCE_MUTATION_SKIP  ?=
-SOURCE_MUTATION_SKIPS ?= plugins/apps=Survives?EveryPerturbation \
+SOURCE_MUTATION_SKIPS ?= plugins/apps=Survives?EveryPerturbation plugins/budgets=TestBurstLoad|TestLoad \
 	plugins/volumes=Survives?EveryPerturbation|TestReservationDoesNotOutliveItsProfile|TestVolumeOutlivesProfile|TestNextOwnerCannotClaimTheVolumeByName|TestHomeClaimBindsAfterAnInterruptedRemove|TestBoundVolumeIsLeftWhileItsClaimIsUnseen
-SOURCE_MUTATION_PKGS ?= plugins plugins/limitrange plugins/quotas plugins/placeholders plugins/notebook plugins/egress plugins/namespacemeta plugins/rbac plugins/network plugins/contributors plugins/outside opa plugins/authpolicy plugins/expose plugins/irsa plugins/workloadidentity plugins/azureidentity plugins/replicate plugins/core plugins/templates plugins/internal/access plugins/internal/identities plugins/internal/quotanames plugins/apps plugins/volumes
+SOURCE_MUTATION_PKGS ?= plugins plugins/limitrange plugins/quotas plugins/placeholders plugins/notebook plugins/egress plugins/namespacemeta plugins/rbac plugins/network plugins/contributors plugins/outside opa plugins/authpolicy plugins/expose plugins/irsa plugins/workloadidentity plugins/azureidentity plugins/replicate plugins/core plugins/templates plugins/internal/access plugins/internal/identities plugins/internal/quotanames plugins/apps plugins/volumes plugins/budgets
 
 $(GREMLINS):
 	@mkdir -p $(LOCALBIN)

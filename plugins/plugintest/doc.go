@@ -151,8 +151,8 @@
 // lived; testdata/mutation-source.txt records what was done about each.
 // SOURCE_MUTATION_SKIPS leaves tests out of each mutant's run, per package
 // (apps' harness scenario; volumes' too, and its tests that wait on
-// kube-controller-manager); a mutant that lives without them is then run
-// against the package's whole tests.
+// kube-controller-manager; budgets' load tests); a mutant that lives
+// without them is then run against the package's whole tests.
 // go-mutesting, the other Go mutation tool, is not among the modules this
 // project's builds can install.
 //
