@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -65,6 +67,15 @@ func TestMembersJoinMoveAndLeave(t *testing.T) {
 		_, err := quota(ctx, b.Name, name)
 		return apierrors.IsNotFound(err), "b's quota is still there"
 	})
+	// Every create and delete is counted as what it was.
+	for _, w := range []struct {
+		op, result string
+		want       float64
+	}{{"create", "ok", 2}, {"create", "error", 0}, {"delete", "ok", 1}, {"delete", "error", 0}} {
+		if got := gauge(t, "profilekit_budget_writes_total", name, "op", w.op, "result", w.result); got != w.want {
+			t.Errorf("writes of quotas, %s %s: %v, want %v", w.op, w.result, got, w.want)
+		}
+	}
 	// A third member joins with nothing free: share 0.
 	c := newMember(t, uniqueName("c"), team)
 	waitShare(t, c.Name, name, corev1.ResourceRequestsCPU, "0")
@@ -77,12 +88,60 @@ func TestMembersJoinMoveAndLeave(t *testing.T) {
 	}
 }
 
-// gauge sums the series of a budgets metric for one budget.
-func gauge(t *testing.T, metric, budget string) float64 {
+// TestLoweringKeepsTheOtherLimits lowers one resource of a budget of two:
+// a refusal for CPU moves b's CPU share to a, and every write of b's quota
+// on the way keeps its pods limit. Admission refuses any write of b's
+// quota without one, so a lowering that dropped it never reaches the
+// quota, and the CPU never moves.
+func TestLoweringKeepsTheOtherLimits(t *testing.T) {
+	ctx := t.Context()
+	team, name := uniqueName("team"), uniqueName("b")
+	hard, grant := cpu("2"), cpu("1")
+	hard[corev1.ResourcePods], grant[corev1.ResourcePods] = resource.MustParse("10"), resource.MustParse("5")
+	a, b := uniqueName("a"), uniqueName("b")
+	newMember(t, a, team)
+	newMember(t, b, team)
+	probe := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "probe"}}
+	testhost.Refuse(t, env.Client, "keep-pods-"+b, "resourcequotas",
+		"object.metadata.namespace != '"+b+"' || has(object.spec.hard) && 'pods' in object.spec.hard", probe)
+	startBalancer(t, hostConfig(t, teamBudget(name, team, hard, grant)))
+	waitShare(t, a, name, corev1.ResourceRequestsCPU, "1")
+	waitShare(t, b, name, corev1.ResourceRequestsCPU, "1")
+
+	if err := createPod(ctx, env.Client, a, "1"); err != nil {
+		t.Fatalf("first pod within a's share: %v", err)
+	}
+	err := createPod(ctx, env.Client, a, "1")
+	if !refused(err) {
+		t.Fatalf("second pod beyond a's share: %v, want refused", err)
+	}
+	if err := recordRefusal(ctx, env.Client, a, err); err != nil {
+		t.Fatal(err)
+	}
+	waitShare(t, b, name, corev1.ResourceRequestsCPU, "0")
+	waitShare(t, a, name, corev1.ResourceRequestsCPU, "2")
+	for _, ns := range []string{a, b} {
+		q, err := quota(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := q.Spec.Hard[corev1.ResourcePods]; got.Cmp(grant[corev1.ResourcePods]) != 0 {
+			t.Errorf("%s's pods limit after the CPU moved: %s, want its grant, 5", ns, got.String())
+		}
+	}
+}
+
+// gauge sums the series of a budgets metric for one budget, of those that
+// also carry each label and value of pairs ("op", "create", say).
+func gauge(t *testing.T, metric, budget string, pairs ...string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
+	}
+	want := map[string]string{"budget": budget}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		want[pairs[i]] = pairs[i+1]
 	}
 	total := 0.0
 	for _, f := range families {
@@ -90,10 +149,14 @@ func gauge(t *testing.T, metric, budget string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			matched := 0
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "budget" && l.GetValue() == budget {
-					total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					matched++
 				}
+			}
+			if matched == len(want) {
+				total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}
 	}
