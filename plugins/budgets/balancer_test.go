@@ -2,6 +2,7 @@ package budgets_test
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 func TestMembersJoinMoveAndLeave(t *testing.T) {
 	ctx := t.Context()
 	team, name := uniqueName("team"), uniqueName("b")
-	startBalancer(t, hostConfig(t, teamBudget(name, team, cpu("2"), cpu("1"))))
+	bal := startBalancer(t, hostConfig(t, teamBudget(name, team, cpu("2"), cpu("1"))))
 	a, b := newMember(t, uniqueName("a"), team), newMember(t, uniqueName("b"), team)
 	waitShare(t, a.Name, name, corev1.ResourceRequestsCPU, "1")
 	waitShare(t, b.Name, name, corev1.ResourceRequestsCPU, "1")
@@ -86,6 +87,14 @@ func TestMembersJoinMoveAndLeave(t *testing.T) {
 	if q.Labels[budgets.LabelBudget] != name || len(q.OwnerReferences) != 1 || q.OwnerReferences[0].UID != c.UID {
 		t.Errorf("quota labels %v, owners %v", q.Labels, q.OwnerReferences)
 	}
+
+	// Settled, a pass (one every tick) reads from the cache and sends
+	// nothing.
+	bal.counter.Reset()
+	time.Sleep(time.Second)
+	if n := bal.counter.Total(); n != 0 {
+		t.Errorf("an idle balancer sent %d requests in a second: %s", n, bal.counter)
+	}
 }
 
 // TestLoweringKeepsTheOtherLimits lowers one resource of a budget of two:
@@ -129,6 +138,27 @@ func TestLoweringKeepsTheOtherLimits(t *testing.T) {
 			t.Errorf("%s's pods limit after the CPU moved: %s, want its grant, 5", ns, got.String())
 		}
 	}
+}
+
+// TestMetricsCountInTheResourcesUnit: a budget of 3 CPUs with one member
+// granted 1 and using half of it: the metrics say 3, 1, 0.5 and 2 CPUs of
+// headroom, not thousandths.
+func TestMetricsCountInTheResourcesUnit(t *testing.T) {
+	team, name := uniqueName("team"), uniqueName("b")
+	startBalancer(t, hostConfig(t, teamBudget(name, team, cpu("3"), cpu("1"))))
+	a := newMember(t, uniqueName("a"), team)
+	waitShare(t, a.Name, name, corev1.ResourceRequestsCPU, "1")
+	if err := createPod(t.Context(), env.Client, a.Name, "500m"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"profilekit_budget_hard": 3, "profilekit_budget_shares": 1, "profilekit_budget_used": 0.5, "profilekit_budget_headroom": 2}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		got := map[string]float64{}
+		for m := range want {
+			got[m] = gauge(t, m, name)
+		}
+		return maps.Equal(got, want), fmt.Sprintf("metrics %v, want %v", got, want)
+	})
 }
 
 // gauge sums the series of a budgets metric for one budget, of those that

@@ -2,7 +2,9 @@ package budgets_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -52,6 +54,11 @@ func TestConditionWhenOverBudget(t *testing.T) {
 	want := "OverBudget: budget " + name + " is over: members hold requests.cpu 2 of 1; nothing is evicted, and new pods are refused until use drops (requests.cpu share 1, used 2; over its share: requests.cpu used 2 of 1)"
 	cond := testhost.WaitCondition(t, env.Client, p.Name, condType, plugins.ConditionFalse, want)
 	t.Logf("condition: %s", cond.Message)
+	// The metrics count in the resource's unit: CPUs.
+	eventually(t, 5*time.Second, func() (bool, string) {
+		over, used := gauge(t, "profilekit_budget_overuse", name), gauge(t, "profilekit_budget_used", name)
+		return over == 1 && used == 2, fmt.Sprintf("overuse %v, used %v; want 1 and 2", over, used)
+	})
 	if err := createPod(ctx, env.Client, p.Name, "100m"); !refused(err) {
 		t.Errorf("a new pod over budget: %v, want refused", err)
 	}
