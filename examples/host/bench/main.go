@@ -147,7 +147,60 @@ bench/results.`,
 	fl.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 30, "how long each kube-apiserver CPU profile runs")
 	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
 	fl.StringVar(&logLevel, "log-level", "", "show the host's logs on stderr at this level (error, info, debug or a number); default none")
-	cmd.AddCommand(newScaleCommand())
+	cmd.AddCommand(newScaleCommand(), newExternalCommand())
+	return cmd
+}
+
+// newExternalCommand measures another controller on a control plane of
+// its own, for a side-by-side run (bench/README.md).
+func newExternalCommand() *cobra.Command {
+	var (
+		o       bench.ExternalOptions
+		want    map[string]int
+		results string
+	)
+	cmd := &cobra.Command{
+		Use:   "external [flags] -- COMMAND [ARG...]",
+		Short: "Measure another controller on the same kind of control plane, for a side-by-side run",
+		Long: `external starts a private kube-apiserver and etcd as bench does, installs
+the --crds, starts COMMAND ("{kubeconfig}" in an argument becomes the path
+of an administrator's kubeconfig, which KUBECONFIG also names), converges
+one warm-up tenant, then creates --tenants tenants from --template (a YAML
+file rendered per tenant with {{.Name}} and {{.Index}}) and times them
+until every tenant's namespace holds the --want objects. It prints objects
+per second, the controller's mutating requests per object (the API
+server's own count, less the benchmark's requests and lease renewals), its
+writes per minute once idle and its CPU, and saves them as JSON.`,
+		Example: `  go run ./examples/host/bench external --tenants 1000 --template bench/external/capsule-tenant.yaml \
+    --crds /path/to/capsule/charts/capsule/crds \
+    --want resourcequotas=1,limitranges=1,networkpolicies=6,rolebindings=2 \
+    -- /path/to/capsule/manager --kubeconfig {kubeconfig} --enable-leader-election=false`,
+		Args:         cobra.MinimumNArgs(1),
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := local.RepoRoot()
+			o.Command, o.Want, o.Out, o.AssetsDir = args, want, cmd.OutOrStdout(), local.AssetsDir(root)
+			if results == "" {
+				results = filepath.Join(root, "bench", "results")
+			}
+			if results != "-" {
+				o.ResultsDir = results
+			}
+			_, err := bench.RunExternal(cmd.Context(), o)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Tenants, "tenants", 1000, "tenants to converge")
+	fl.StringVar(&o.Template, "template", "", "YAML file of one tenant's input, rendered for each tenant with {{.Name}} and {{.Index}}")
+	fl.StringVar(&o.Namespace, "namespace", "{{.Name}}", "template of the namespace that holds a tenant's objects")
+	fl.StringToIntVar(&want, "want", nil, "objects each tenant's namespace holds once converged, by resource (networkpolicies=6,rolebindings.rbac.authorization.k8s.io=2)")
+	fl.StringSliceVar(&o.CRDs, "crds", nil, "files or folders of CustomResourceDefinitions to install before the controller starts")
+	fl.IntVar(&o.Workers, "workers", 16, "tenants created at once")
+	fl.DurationVar(&o.Idle, "idle", time.Minute, "how long the converged controller's writes are counted")
+	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	fl.StringVar(&o.WorkDir, "work-dir", "", "folder for the kubeconfig and the controller's log; default a new temporary one")
+	fl.StringVar(&results, "results", "", `folder for the JSON result; default bench/results in the source tree, "-" for none`)
 	return cmd
 }
 
