@@ -59,7 +59,8 @@ type ExternalOptions struct {
 	Workers int
 	// Idle is how long the writes of the converged, idle controller are
 	// counted.
-	Idle    time.Duration
+	Idle time.Duration
+	// Timeout bounds the whole run; default 30 minutes.
 	Timeout time.Duration
 	Out     io.Writer
 	// ResultsDir receives the result as JSON; empty for none.
@@ -100,7 +101,7 @@ func RunExternal(ctx context.Context, o ExternalOptions) (*ExternalResult, error
 	if o.Tenants <= 0 || len(o.Command) == 0 || len(o.Want) == 0 || o.Template == "" {
 		return nil, errors.New("external: a command, a template, a positive number of tenants and at least one wanted resource are needed")
 	}
-	o.Workers, o.Namespace = cmp.Or(o.Workers, 16), cmp.Or(o.Namespace, "{{.Name}}")
+	o.Workers, o.Namespace, o.Timeout = cmp.Or(o.Workers, 16), cmp.Or(o.Namespace, "{{.Name}}"), cmp.Or(o.Timeout, 30*time.Minute)
 	text, err := os.ReadFile(o.Template)
 	if err != nil {
 		return nil, err

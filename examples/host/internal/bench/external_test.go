@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +175,33 @@ func TestShippedTemplatesRender(t *testing.T) {
 			kinds = append(kinds, obj.GetKind())
 		}
 		t.Logf("%s: %v", filepath.Base(p), kinds)
+	}
+}
+
+// TestRunExternalRefusesWhatItCannotRun: options that name no command,
+// template, tenant or wanted resource, or a template that does not parse,
+// are refused before any control plane starts.
+func TestRunExternalRefusesWhatItCannotRun(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("kind: Namespace\nmetadata: {name: \"{{.Name\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok := ExternalOptions{Command: []string{"true"}, Tenants: 1, Template: bad, Want: map[string]int{"configmaps": 1}, AssetsDir: "/nonexistent"}
+	for _, c := range []struct {
+		reason string
+		change func(*ExternalOptions)
+		want   string
+	}{
+		{"no command", func(o *ExternalOptions) { o.Command = nil }, "a command"},
+		{"no tenants", func(o *ExternalOptions) { o.Tenants = 0 }, "a positive number of tenants"},
+		{"nothing wanted", func(o *ExternalOptions) { o.Want = nil }, "wanted resource"},
+		{"a template that does not parse", func(o *ExternalOptions) {}, "tenant template"},
+	} {
+		o := ok
+		c.change(&o)
+		_, err := RunExternal(t.Context(), o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error that says %q", c.reason, err, c.want)
+		}
 	}
 }
