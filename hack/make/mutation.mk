@@ -97,7 +97,10 @@ breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each
 # without them is killed, and each one that lives must then be run against
 # the package's whole tests before it is called lived (testdata/
 # mutation-source.txt says so of each). SOURCE_MUTATION_SKIP, when set, is
-# the pattern for every package instead.
+# the pattern for every package instead. -count=1: gremlins times each
+# mutant against its first, coverage run, which go test would answer from
+# its cache on a copy of the same source made again (about 1 s instead of
+# the package's tests), and every mutant would then time out.
 GREMLINS_VERSION      := 0.6.0
 GREMLINS              := $(LOCALBIN)/gremlins-v$(GREMLINS_VERSION)
 SOURCE_MUTATION_SKIP  ?=
@@ -124,7 +127,7 @@ mutation-source: $(GREMLINS) envtest-assets test-servers argocd-crds prometheus-
 		skip='$(SOURCE_MUTATION_SKIP)'; skips='$(SOURCE_MUTATION_SKIPS)'; \
 		if [ -z "$$skip" ]; then for e in $$skips; do [ "$${e%%=*}" = $$p ] && skip=$${e#*=}; done; fi; \
 		[ -n "$$skip" ] && echo "$$p: tests left out of each mutant's run: $$skip"; \
-		( cd $$src && GOFLAGS="-short$${skip:+ -skip=$$skip}" $(GREMLINS) unleash --workers 1 "$${exclude[@]}" --output $$out/$$name.json ./$$p ) > $$out/$$name.log 2>&1 || status=1; \
+		( cd $$src && GOFLAGS="-short -count=1$${skip:+ -skip=$$skip}" $(GREMLINS) unleash --workers 1 "$${exclude[@]}" --output $$out/$$name.json ./$$p ) > $$out/$$name.log 2>&1 || status=1; \
 		echo "$$p: $$(grep -E '^Killed:' $$out/$$name.log | tr -d '\n'), $$(grep -E '^Test efficacy' $$out/$$name.log) ($$(( $$(date +%s) - start )) s)"; \
 		sed -nE "s|^ *LIVED ([A-Z_]+) at (.*)$$|	lived: \1 at $$p/\2|p" $$out/$$name.log; \
 		sed -nE 's/^ *NOT COVERED [A-Z_]+ at ([^:]+):.*/\1/p' $$out/$$name.log | sort | uniq -c | \
