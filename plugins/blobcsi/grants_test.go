@@ -14,6 +14,7 @@ func TestVolumeOf(t *testing.T) {
 		{"a prefix and a suffix are taken off", "shared-{{ .Volume }}-{{ .Namespace }}", "team-a", "shared-census-team-a", "census"},
 		{"a claim the template does not explain counts as its own volume", "shared-{{ .Volume }}", "team-a", "census", "census"},
 		{"a claim that is only the template's text counts as its own volume", "shared-{{ .Volume }}", "team-a", "shared-", "shared-"},
+		{"a claim shorter than the template's text, where its prefix and suffix overlap, counts as its own volume", "vol-{{ .Volume }}-vol", "team-a", "vol-vol", "vol-vol"},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
