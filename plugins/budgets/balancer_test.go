@@ -29,16 +29,7 @@ func TestMembersJoinMoveAndLeave(t *testing.T) {
 	waitShare(t, a.Name, name, corev1.ResourceRequestsCPU, "1")
 	waitShare(t, b.Name, name, corev1.ResourceRequestsCPU, "1")
 
-	if err := createPod(ctx, env.Client, a.Name, "1"); err != nil {
-		t.Fatalf("first pod within a's share: %v", err)
-	}
-	err := createPod(ctx, env.Client, a.Name, "1")
-	if !refused(err) {
-		t.Fatalf("second pod beyond a's share: %v, want refused", err)
-	}
-	if err := recordRefusal(ctx, env.Client, a.Name, err); err != nil {
-		t.Fatal(err)
-	}
+	askForMore(t, a.Name)
 	waitShare(t, b.Name, name, corev1.ResourceRequestsCPU, "0")
 	waitShare(t, a.Name, name, corev1.ResourceRequestsCPU, "2")
 	if err := createPod(ctx, env.Client, a.Name, "1"); err != nil {
@@ -117,16 +108,7 @@ func TestLoweringKeepsTheOtherLimits(t *testing.T) {
 	waitShare(t, a, name, corev1.ResourceRequestsCPU, "1")
 	waitShare(t, b, name, corev1.ResourceRequestsCPU, "1")
 
-	if err := createPod(ctx, env.Client, a, "1"); err != nil {
-		t.Fatalf("first pod within a's share: %v", err)
-	}
-	err := createPod(ctx, env.Client, a, "1")
-	if !refused(err) {
-		t.Fatalf("second pod beyond a's share: %v, want refused", err)
-	}
-	if err := recordRefusal(ctx, env.Client, a, err); err != nil {
-		t.Fatal(err)
-	}
+	askForMore(t, a)
 	waitShare(t, b, name, corev1.ResourceRequestsCPU, "0")
 	waitShare(t, a, name, corev1.ResourceRequestsCPU, "2")
 	for _, ns := range []string{a, b} {

@@ -206,6 +206,24 @@ func recordRefusal(ctx context.Context, c client.Client, ns string, err error) e
 	})
 }
 
+// askForMore fills a member's CPU share of 1 with one pod, has a second
+// pod refused by its quota and records the refusal as a workload
+// controller would: the member asks its budget for one CPU more.
+func askForMore(t testing.TB, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	if err := createPod(ctx, env.Client, ns, "1"); err != nil {
+		t.Fatalf("first pod within %s's share: %v", ns, err)
+	}
+	err := createPod(ctx, env.Client, ns, "1")
+	if !refused(err) {
+		t.Fatalf("second pod beyond %s's share: %v, want refused", ns, err)
+	}
+	if err := recordRefusal(ctx, env.Client, ns, err); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // restConfig is env's config with a client rate for load.
 func restConfig() *rest.Config {
 	rc := rest.CopyConfig(env.Config)

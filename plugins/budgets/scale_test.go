@@ -108,16 +108,7 @@ func BenchmarkRebalance(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		x, y := members[i%2], members[(i+1)%2]
-		if err := createPod(ctx, env.Client, x, "1"); err != nil {
-			b.Fatal(err)
-		}
-		err := createPod(ctx, env.Client, x, "1")
-		if !refused(err) {
-			b.Fatalf("second pod: %v, want refused", err)
-		}
-		if err := recordRefusal(ctx, env.Client, x, err); err != nil {
-			b.Fatal(err)
-		}
+		askForMore(b, x)
 		waitShare(b, x, name, corev1.ResourceRequestsCPU, "2")
 		waitShare(b, y, name, corev1.ResourceRequestsCPU, "0")
 		if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(x)); err != nil {
