@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -140,6 +141,23 @@ func TestMetricsCountInTheResourcesUnit(t *testing.T) {
 			got[m] = gauge(t, m, name)
 		}
 		return maps.Equal(got, want), fmt.Sprintf("metrics %v, want %v", got, want)
+	})
+
+	// Now the API server over-admits (kubernetes/kubernetes#123434): a's
+	// use grows past the share it enforces, 1500m of 1. Written here as
+	// the quota's status, which the quota controller then leaves until
+	// its next full sync, minutes away.
+	var q corev1.ResourceQuota
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: a.Name, Name: budgets.QuotaName(name)}, &q); err != nil {
+		t.Fatal(err)
+	}
+	q.Status.Used[corev1.ResourceRequestsCPU] = resource.MustParse("1500m")
+	if err := env.Client.Status().Update(t.Context(), &q); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		got := gauge(t, "profilekit_budget_overadmitted_total", name, "resource", string(corev1.ResourceRequestsCPU))
+		return got == 0.5, fmt.Sprintf("profilekit_budget_overadmitted_total %v CPU, want 0.5", got)
 	})
 }
 
