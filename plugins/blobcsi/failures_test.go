@@ -71,6 +71,12 @@ func TestGrantsSourceFailuresDeleteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		stale(t, "Unreachable")
+		// A Profile the kept grants do not name has nothing of the source
+		// to keep: it converges during the outage and hears nothing of it.
+		c := unique("team-c")
+		h.profile(t, c, blobPlugin())
+		waitClaims(t, c, map[string]string{"standard": "ReadWriteMany"})
+		testhost.WaitCondition(t, env.Client, c, condType, plugins.ConditionTrue, "")
 		if err := serversOf(t).opa.Start(); err != nil {
 			t.Fatal(err)
 		}
