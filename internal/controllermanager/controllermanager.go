@@ -116,6 +116,12 @@ func start(bin, dir string, kubeconfig []byte, o Options) (*Process, error) {
 	return p, nil
 }
 
+// Pid is the controller manager's process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Dir is the controller manager's own folder, which Stop removes.
+func (p *Process) Dir() string { return p.dir }
+
 // Stop ends the controller manager (SIGTERM, then SIGKILL after ten
 // seconds) and removes its folder. Call it once; a nil Process has
 // nothing to stop.

@@ -10,16 +10,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// outOfTime makes the test binary run runOutOfTime instead of its tests.
-const outOfTime = "TESTENV_OUT_OF_TIME"
+// outOfTime makes the test binary run runOutOfTime instead of its tests,
+// killed runKilled.
+const (
+	outOfTime = "TESTENV_OUT_OF_TIME"
+	killed    = "TESTENV_KILLED"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(outOfTime) == "1" {
 		os.Exit(runOutOfTime())
+	}
+	if os.Getenv(killed) == "1" {
+		os.Exit(runKilled())
 	}
 	os.Exit(m.Run())
 }
@@ -45,6 +53,78 @@ func runOutOfTime() int {
 	return 2
 }
 
+// runKilled starts a control plane with kube-controller-manager and
+// PostgreSQL, prints the servers' folders, and kills itself: no deferred call, no Cleanup, no
+// timer runs, as when a goroutine panics or go test kills the binary.
+func runKilled() int {
+	e, err := Start(Options{ControllerManager: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("etcd", e.env.ControlPlane.Etcd.DataDir)
+	fmt.Println("kube-apiserver", e.env.ControlPlane.APIServer.CertDir)
+	fmt.Println("kube-controller-manager", e.cm.Dir())
+	pg, err := StartPostgres()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("postgres", pg.dir)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// TestServersGoWhenTheBinaryIsKilled runs a test binary that starts a
+// control plane and is killed: a moment later no server of it runs and
+// no folder of theirs is left.
+func TestServersGoWhenTheBinaryIsKilled(t *testing.T) {
+	cmd := exec.CommandContext(t.Context(), os.Args[0])
+	cmd.Env = append(os.Environ(), killed+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the binary that kills itself: %v, want killed\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
+	}
+	dirs := printedFolders(t, out, 4)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var left []string
+		for name, dir := range dirs {
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				left = append(left, fmt.Sprintf("%s's folder %s (%v)", name, dir, err))
+			}
+			if pids := processesNaming(t, dir); len(pids) > 0 {
+				left = append(left, fmt.Sprintf("%s, pids %v", name, pids))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15 s after the binary was killed, still there: %s", strings.Join(left, "; "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// printedFolders reads the "name folder" lines a helper binary printed,
+// and fails unless there are n.
+func printedFolders(t *testing.T, out []byte, n int) map[string]string {
+	t.Helper()
+	dirs := map[string]string{}
+	for s := bufio.NewScanner(bytes.NewReader(out)); s.Scan(); {
+		if name, dir, ok := strings.Cut(s.Text(), " "); ok && filepath.IsAbs(dir) {
+			dirs[name] = dir
+		}
+	}
+	if len(dirs) != n {
+		t.Fatalf("folders printed: %v, want %d\n%s", dirs, n, out)
+	}
+	return dirs
+}
+
 // TestServersStopBeforeTimeout runs a test binary that starts a control
 // plane and PostgreSQL and runs out of time: when it exits, neither runs
 // and neither's data folder is left.
@@ -57,16 +137,7 @@ func TestServersStopBeforeTimeout(t *testing.T) {
 	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("the binary that runs out of time: %v, want exit code 2\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
 	}
-	dirs := map[string]string{}
-	for s := bufio.NewScanner(bytes.NewReader(out)); s.Scan(); {
-		if name, dir, ok := strings.Cut(s.Text(), " "); ok && filepath.IsAbs(dir) {
-			dirs[name] = dir
-		}
-	}
-	if len(dirs) != 2 {
-		t.Fatalf("data folders printed: %v, want etcd's and PostgreSQL's\n%s", dirs, out)
-	}
-	for name, dir := range dirs {
+	for name, dir := range printedFolders(t, out, 2) {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s's data folder %s after the timeout: %v, want it gone", name, dir, err)
 		}

@@ -45,6 +45,7 @@ type Postgres struct {
 	data  string
 	cred  *syscall.Credential
 	close func() error
+	pid   int // the server's, while it runs
 }
 
 // StartPostgres initialises a data folder under a new temporary directory
@@ -248,7 +249,22 @@ func (p *Postgres) Start() error {
 		logData, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
 		return fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, logData)
 	}
+	// Apart from this process, the server would outlive a binary that
+	// dies: the reaper ends it then (see reaper.go).
+	p.pid = p.postmaster()
+	reapOnExit([]int{p.pid}, p.dir)
 	return nil
+}
+
+// postmaster returns the running server's process ID, 0 when unknown.
+func (p *Postgres) postmaster() int {
+	b, err := os.ReadFile(filepath.Join(p.data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	return pid
 }
 
 // Stop stops the server at once, closing every connection; Start brings it
@@ -258,6 +274,7 @@ func (p *Postgres) Stop() error {
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
 	}
+	stoppedInOrder([]int{p.pid})
 	return nil
 }
 

@@ -50,6 +50,9 @@ type Env struct {
 	env  *envtest.Environment
 	cm   *controllermanager.Process
 	stop func() error
+	// pids are the servers' processes, which the reaper ends should the
+	// binary die before it stops them (see reaper.go).
+	pids []int
 }
 
 // Options says what to install besides the Profile CRD.
@@ -151,16 +154,19 @@ func Start(opts Options) (*Env, error) {
 	if len(opts.AdmissionPlugins) > 0 {
 		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", strings.Join(opts.AdmissionPlugins, ","))
 	}
+	before := children()
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
 	}
+	pids := newChildren(before)
+	reapOnExit(pids, env.ControlPlane.APIServer.CertDir, env.ControlPlane.Etcd.DataDir, env.WebhookInstallOptions.LocalServingCertDir)
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		_ = env.Stop()
 		return nil, err
 	}
-	e := &Env{Config: cfg, Client: c, Scheme: s, env: env}
+	e := &Env{Config: cfg, Client: c, Scheme: s, env: env, pids: pids}
 	// The host's own namespace, which holds the outside-state records, is
 	// there before any host runs, as a deployment makes it.
 	records := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: outside.DefaultRecordsNamespace}}
@@ -174,8 +180,16 @@ func Start(opts Options) (*Env, error) {
 			_ = env.Stop()
 			return nil, err
 		}
+		reapOnExit([]int{e.cm.Pid()}, e.cm.Dir())
+		e.pids = append(e.pids, e.cm.Pid())
 	}
-	e.stop = stopBeforeTimeout(func() error { return errors.Join(e.cm.Stop(), e.env.Stop()) })
+	e.stop = stopBeforeTimeout(func() error {
+		err := errors.Join(e.cm.Stop(), e.env.Stop())
+		if err == nil {
+			stoppedInOrder(e.pids)
+		}
+		return err
+	})
 	return e, nil
 }
 
