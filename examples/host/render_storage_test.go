@@ -48,10 +48,14 @@ func TestRenderStorageOffline(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rendered objects (-want +got):\n%s", diff)
 	}
-	for _, call := range []string{"AzureBlob owned-container/standard", "AzureBlob owned-container/protected-b", "OPA"} {
-		if !strings.Contains(stderr, "skipped outside call "+call) {
+	for _, call := range []string{"AzureBlob owned-container/standard", "AzureBlob owned-container/protected-b", "OPA grants/unclassified"} {
+		if !strings.Contains(stderr, "skipped outside call "+call+" ") {
 			t.Errorf("render does not say it skipped %q:\n%s", call, stderr)
 		}
+	}
+	// protected-b's grants come from a ConfigMap, not from OPA.
+	if strings.Contains(stderr, "OPA grants/protected-b") {
+		t.Errorf("render says it skipped a call to OPA for the ConfigMap source protected-b:\n%s", stderr)
 	}
 	t.Logf("render notes:\n%s", stderr)
 }

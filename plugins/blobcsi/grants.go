@@ -193,7 +193,9 @@ func (p Plugin) grants(ctx context.Context, req plugins.Request, cfg *Config) (m
 				// buckets are not known, and render says which call was
 				// not made.
 				if gs.OPA != nil {
-					_ = req.Outside.Call(ctx, SystemOPA, func(context.Context) error { return nil })
+					// Offline, Call only notes the call skipped, as
+					// "<system> <key>": the key names the source.
+					_ = req.Outside.Call(ctx, SystemOPA+" grants/"+gs.Name, func(context.Context) error { return nil })
 				}
 				if gs.ConfigMap != nil {
 					g, found, err := offlineGrants(ctx, req.Client, gs.ConfigMap)
