@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -57,6 +59,54 @@ func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
 	}
 	if v.Spec.ClaimRef == nil || v.Spec.ClaimRef.UID != after.UID || v.Status.Phase != corev1.VolumeBound {
 		t.Errorf("volume %s: %s, claimRef %+v; want Bound to the new claim %s", volume, v.Status.Phase, v.Spec.ClaimRef, after.UID)
+	}
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
+
+// TestClaimMadeAgainByItsTenantBindsAgain: a tenant deletes its claim and
+// makes it again from its manifest, labels and all, as a restore from a
+// backup does, before the plugin has let the volume go (here: while the
+// API server refuses the plugin's write to the volume). Once it may, the
+// plugin lets the volume go to the claim made again, which binds; it is
+// not left Pending beside a volume that stays Released.
+func TestClaimMadeAgainByItsTenantBindsAgain(t *testing.T) {
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
+	a := unique("team-a")
+	h.profile(t, a, blobPlugin("standard"))
+	volume := a + ".standard"
+	before := waitClaimBound(t, a, "standard", volume)
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+
+	probe := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: a + ".probe"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/probe"}},
+		},
+	}
+	lift := testhost.Refuse(t, env.Client, "hold-"+a, "persistentvolumes", "!object.metadata.name.startsWith('"+a+".')", probe)
+
+	tenant := testhost.Tenant(t, env, a)
+	if err := tenant.Delete(t.Context(), &before); err != nil {
+		t.Fatalf("the tenant deletes its claim: %v", err)
+	}
+	restored := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: before.Name, Labels: before.Labels},
+		Spec:       before.Spec,
+	}
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		err := tenant.Create(t.Context(), restored.DeepCopy())
+		return err == nil, fmt.Sprintf("the tenant makes its claim again: %v", err)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "hold-"+a)
+	lift()
+
+	after := waitClaimBound(t, a, "standard", volume)
+	if after.UID == before.UID {
+		t.Fatalf("the claim was not deleted: uid %s", after.UID)
 	}
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
