@@ -68,6 +68,9 @@ func StartAzurite(opts ...AzuriteOption) (*Azurite, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The server dies with the binary (see process.start); its folder
+	// goes by the reaper.
+	reapOnExit(nil, dir)
 	scheme := "http"
 	args := []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port), "--location", dir,
 		"--silent", "--skipApiVersionCheck", "--disableTelemetry"}

@@ -53,8 +53,8 @@ func runOutOfTime() int {
 	return 2
 }
 
-// runKilled starts a control plane with kube-controller-manager and
-// PostgreSQL, prints the servers' folders, and kills itself: no deferred call, no Cleanup, no
+// runKilled starts a control plane with kube-controller-manager,
+// PostgreSQL and Azurite, prints the servers' folders, and kills itself: no deferred call, no Cleanup, no
 // timer runs, as when a goroutine panics or go test kills the binary.
 func runKilled() int {
 	e, err := Start(Options{ControllerManager: true})
@@ -71,6 +71,12 @@ func runKilled() int {
 		return 1
 	}
 	fmt.Println("postgres", pg.dir)
+	az, err := StartAzurite()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("azurite", az.dir)
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
 }
@@ -87,7 +93,7 @@ func TestServersGoWhenTheBinaryIsKilled(t *testing.T) {
 	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the binary that kills itself: %v, want killed\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
 	}
-	dirs := printedFolders(t, out, 4)
+	dirs := printedFolders(t, out, 5)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var left []string
