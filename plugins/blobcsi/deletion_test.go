@@ -106,6 +106,34 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
 }
 
+// TestVolumeNoPodMountsGoesWithoutInUse: a volume taken off a Profile
+// that no pod mounts goes, claim then PV, and the plugin never says it is
+// in use: no VolumeInUse condition, no Warning Event on the way.
+func TestVolumeNoPodMountsGoesWithoutInUse(t *testing.T) {
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
+	a := unique("team-a")
+	h.profile(t, a, blobPlugin("standard", "standard-ro"))
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "standard-ro": "ReadOnlyMany"})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{blobPlugin("standard")} })
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		_, claimed := claims(t, a)["standard-ro"]
+		_, err := pv(t, a+".standard-ro")
+		return !claimed && apierrors.IsNotFound(err), fmt.Sprintf("claim present %v, PV: %v", claimed, err)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	// Events are sent a moment after they are recorded.
+	time.Sleep(time.Second)
+	for _, e := range testhost.Events(t, env.Client, a) {
+		if strings.Contains(e, " "+blobcsi.ReasonVolumeInUse+" ") {
+			t.Errorf("a volume no pod mounts was said to be in use: %s", e)
+		}
+	}
+}
+
 // TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume: a pass
 // whose cache has not seen the claim (a cache behind, or a restart) still
 // does not replace a volume that pods mount through that claim: the
