@@ -31,19 +31,27 @@ func waitClaimBound(t *testing.T, ns, name, volume string) corev1.PersistentVolu
 	return c
 }
 
+// boundStandardClaim makes a Profile with the standard volume and returns
+// its namespace, its volume's name and its claim once bound and True.
+func boundStandardClaim(t *testing.T) (ns, volume string, claim corev1.PersistentVolumeClaim) {
+	t.Helper()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
+	ns = unique("team-a")
+	h.profile(t, ns, blobPlugin("standard"))
+	volume = ns + ".standard"
+	claim = waitClaimBound(t, ns, "standard", volume)
+	testhost.WaitCondition(t, env.Client, ns, condType, plugins.ConditionTrue, "")
+	return ns, volume, claim
+}
+
 // TestClaimDeletedByItsTenantBindsAgain: a tenant, with Kubeflow's rights in
 // its namespace, deletes its own claim. The plugin makes it again and it
 // binds to the same volume (the deleted claim's uid no longer holds the
 // volume), and the condition says True only then.
 func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
 	t.Parallel()
-	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
-	a := unique("team-a")
-	h.profile(t, a, blobPlugin("standard"))
-	volume := a + ".standard"
-	before := waitClaimBound(t, a, "standard", volume)
-	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	a, volume, before := boundStandardClaim(t)
 
 	tenant := testhost.Tenant(t, env, a)
 	if err := tenant.Delete(t.Context(), &before); err != nil {
@@ -71,13 +79,7 @@ func TestClaimDeletedByItsTenantBindsAgain(t *testing.T) {
 // not left Pending beside a volume that stays Released.
 func TestClaimMadeAgainByItsTenantBindsAgain(t *testing.T) {
 	t.Parallel()
-	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
-	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
-	a := unique("team-a")
-	h.profile(t, a, blobPlugin("standard"))
-	volume := a + ".standard"
-	before := waitClaimBound(t, a, "standard", volume)
-	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	a, volume, before := boundStandardClaim(t)
 
 	probe := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: a + ".probe"},
