@@ -42,6 +42,49 @@ func Refuse(t *testing.T, c client.Client, name, resource, expression string, pr
 	if len(ops) == 0 {
 		ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	}
+	lift = refuse(t, c, name, resource, expression, ops)
+	ctx := context.Background()
+	Eventually(t, 20*time.Second, func() (bool, string) {
+		err := c.Create(ctx, probe.DeepCopyObject().(client.Object))
+		if err == nil {
+			_ = c.Delete(ctx, probe)
+		}
+		return refused(err), fmt.Sprintf("the probe's create was answered %v", err)
+	})
+	return lift
+}
+
+// RefuseDeletes makes the API server refuse the deletes of resource for
+// which expression (CEL, over oldObject, the object as it is) is false,
+// and returns what lifts it. It returns once the delete of probe, an
+// object it creates and the policy refuses to delete, is refused; probe
+// is deleted when the policy is lifted.
+func RefuseDeletes(t *testing.T, c client.Client, name, resource, expression string, probe client.Object) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	unrefuse := refuse(t, c, name, resource, expression, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete})
+	lift = func() {
+		unrefuse()
+		Eventually(t, 20*time.Second, func() (bool, string) {
+			err := c.Delete(ctx, probe)
+			return err == nil || apierrors.IsNotFound(err), fmt.Sprintf("the probe's delete, the policy lifted, was answered %v", err)
+		})
+	}
+	t.Cleanup(lift)
+	Eventually(t, 20*time.Second, func() (bool, string) {
+		if err := c.Create(ctx, probe.DeepCopyObject().(client.Object)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Sprintf("the probe's create was answered %v", err)
+		}
+		err := c.Delete(ctx, probe)
+		return refused(err), fmt.Sprintf("the probe's delete was answered %v", err)
+	})
+	return lift
+}
+
+// refuse makes the policy and its binding, and returns what deletes them
+// (also at the test's end).
+func refuse(t *testing.T, c client.Client, name, resource, expression string, ops []admissionregistrationv1.OperationType) (lift func()) {
+	t.Helper()
 	ctx := context.Background()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -76,14 +119,12 @@ func Refuse(t *testing.T, c client.Client, name, resource, expression string, pr
 		}
 	}
 	t.Cleanup(lift)
-	Eventually(t, 20*time.Second, func() (bool, string) {
-		err := c.Create(ctx, probe.DeepCopyObject().(client.Object))
-		if err == nil {
-			_ = c.Delete(ctx, probe)
-		}
-		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("the probe's create was answered %v", err)
-	})
 	return lift
+}
+
+// refused tells whether err is admission's refusal.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
 }
 
 // WaitRecordRefused waits until the Profile's condType is False because

@@ -13,8 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -108,15 +110,24 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 
 // TestVolumeNoPodMountsGoesWithoutInUse: a volume taken off a Profile
 // that no pod mounts goes, claim then PV, and the plugin never says it is
-// in use: no VolumeInUse condition, no Warning Event on the way.
-func TestVolumeNoPodMountsGoesWithoutInUse(t *testing.T) {
-	t.Parallel()
+// twoVolumes converges a Profile with the volumes standard and
+// standard-ro, on a host that may delete 100 volumes at once, and returns
+// its name.
+func twoVolumes(t *testing.T) string {
+	t.Helper()
 	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
 	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 100}), reconcilers.WithResync(time.Hour))
 	a := unique("team-a")
 	h.profile(t, a, blobPlugin("standard", "standard-ro"))
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "standard-ro": "ReadOnlyMany"})
 	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	return a
+}
+
+// in use: no VolumeInUse condition, no Warning Event on the way.
+func TestVolumeNoPodMountsGoesWithoutInUse(t *testing.T) {
+	t.Parallel()
+	a := twoVolumes(t)
 
 	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{blobPlugin("standard")} })
 	testhost.Eventually(t, time.Minute, func() (bool, string) {
@@ -131,6 +142,72 @@ func TestVolumeNoPodMountsGoesWithoutInUse(t *testing.T) {
 		if strings.Contains(e, " "+blobcsi.ReasonVolumeInUse+" ") {
 			t.Errorf("a volume no pod mounts was said to be in use: %s", e)
 		}
+	}
+}
+
+// TestRefusedDeleteIsNotTakenForDone: a delete of a removed volume's
+// claim or volume that the API server refuses (an admission policy here)
+// fails the pass with the refusal and reports nothing deleted; the claim
+// and the volume go once it may, claim first.
+func TestRefusedDeleteIsNotTakenForDone(t *testing.T) {
+	t.Parallel()
+	a := twoVolumes(t)
+
+	claimProbe := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: a},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("probe-" + a),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	liftClaims := testhost.RefuseDeletes(t, env.Client, "keep-claims-"+a, "persistentvolumeclaims",
+		"oldObject.metadata.namespace != '"+a+"'", claimProbe)
+	volumeProbe := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: a + ".probe"},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:       "probe-volume-" + a,
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/probe"}},
+		},
+	}
+	liftVolumes := testhost.RefuseDeletes(t, env.Client, "keep-volumes-"+a, "persistentvolumes",
+		"!oldObject.metadata.name.startsWith('"+a+".')", volumeProbe)
+
+	testhost.UpdateProfile(t, env.Client, a, func(p *kubeflowv1.Profile) { p.Spec.Plugins = []kubeflowv1.Plugin{blobPlugin("standard")} })
+	kept := func(what string) {
+		t.Helper()
+		if c, ok := claims(t, a)["standard-ro"]; what == "claim" && (!ok || c.DeletionTimestamp != nil) {
+			t.Fatalf("the claim whose delete is refused is gone or going (present %v)", ok)
+		}
+		if v, err := pv(t, a+".standard-ro"); err != nil || v.DeletionTimestamp != nil {
+			t.Fatalf("the volume whose delete is refused is gone or going: %v", err)
+		}
+	}
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "keep-claims-"+a)
+	t.Logf("while the claim's delete is refused: %s", cond.Message)
+	time.Sleep(time.Second) // passes are retried meanwhile
+	kept("claim")
+
+	liftClaims()
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		_, claimed := claims(t, a)["standard-ro"]
+		return !claimed, "the claim is still there"
+	})
+	cond = testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "keep-volumes-"+a)
+	t.Logf("while the volume's delete is refused: %s", cond.Message)
+	time.Sleep(time.Second)
+	kept("volume")
+
+	liftVolumes()
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		_, err := pv(t, a+".standard-ro")
+		return apierrors.IsNotFound(err), fmt.Sprintf("PV: %v", err)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	if _, err := pv(t, a+".standard"); err != nil {
+		t.Errorf("the volume the Profile keeps: %v", err)
 	}
 }
 
