@@ -211,6 +211,44 @@ func TestRefusedDeleteIsNotTakenForDone(t *testing.T) {
 	}
 }
 
+// TestDeleteOfAChangedObjectReadsItAgain: a delete made from a read that
+// is behind (the object changed since) conflicts; the object is read again
+// and deleted when it is still ours, and left when someone took it over.
+func TestDeleteOfAChangedObjectReadsItAgain(t *testing.T) {
+	t.Parallel()
+	ours := map[string]string{plugins.LabelManagedBy: plugins.ManagedByValue, plugins.LabelPlugin: blobcsi.Kind}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.ConfigMap)
+		gone   bool
+	}{
+		{"still ours", func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"changed": "yes"} }, true},
+		{"taken over", func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"owner": "someone"} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: unique("conflict"), Namespace: metav1.NamespaceDefault, Labels: ours}}
+			if err := env.Client.Create(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			behind := cm.DeepCopy()
+			tc.change(cm)
+			if err := env.Client.Update(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			if err := blobcsi.DeleteOwned(t.Context(), env.Client, env.Client, behind); err != nil {
+				t.Fatalf("a delete that conflicted: %v", err)
+			}
+			err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+			if gone := apierrors.IsNotFound(err); gone != tc.gone {
+				t.Fatalf("gone %v, want %v (read: %v)", gone, tc.gone, err)
+			}
+			if !tc.gone {
+				_ = env.Client.Delete(t.Context(), cm)
+			}
+		})
+	}
+}
+
 // TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume: a pass
 // whose cache has not seen the claim (a cache behind, or a restart) still
 // does not replace a volume that pods mount through that claim: the

@@ -8,3 +8,6 @@ func PlayEarlierVersion(t *testing.T) {
 	playEarlierVersion = true
 	t.Cleanup(func() { playEarlierVersion = false })
 }
+
+// DeleteOwned is deleteOwned, for the test of a delete that conflicts.
+var DeleteOwned = deleteOwned
