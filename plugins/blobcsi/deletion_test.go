@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -246,6 +247,69 @@ func TestDeleteOfAChangedObjectReadsItAgain(t *testing.T) {
 				_ = env.Client.Delete(t.Context(), cm)
 			}
 		})
+	}
+}
+
+// TestReplacedVolumeWithoutItsClaimCountsAgainstTheCap: a volume that
+// must be replaced after its claim is gone is a deletion the cluster-wide
+// allowance counts like any other: with the allowance spent, it is held.
+func TestReplacedVolumeWithoutItsClaimCountsAgainstTheCap(t *testing.T) {
+	t.Parallel()
+	a := unique("team-a")
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}},
+		Buckets: map[string]map[string]any{
+			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+			"census-other":  {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
+		},
+	}
+	putGrants(t, doc)
+	// One volume deletion per hour across the cluster.
+	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 1, "deleteWindow": "1h"}), reconcilers.WithResync(time.Hour))
+	h.profile(t, a, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany", "census-other": "ReadOnlyMany"})
+
+	// The withdrawn bucket spends the allowance.
+	delete(doc.Buckets, "census-other")
+	putGrants(t, doc)
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		_, err := pv(t, a+".census-other")
+		return apierrors.IsNotFound(err), fmt.Sprintf("the withdrawn volume: %v", err)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	before, err := pv(t, a+".census-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The tenant deletes its claim, which the plugin may not make again
+	// (an admission policy refuses), and then the volume must change.
+	probe := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: a},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("probe-" + a),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	testhost.Refuse(t, env.Client, "no-claims-"+a, "persistentvolumeclaims", "object.metadata.namespace != '"+a+"'", probe,
+		admissionregistrationv1.Create)
+	tenant := testhost.Tenant(t, env, a)
+	shared := claims(t, a)["census-shared"]
+	if err := tenant.Delete(t.Context(), &shared); err != nil {
+		t.Fatalf("the tenant deletes its claim: %v", err)
+	}
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		_, ok := claims(t, a)["census-shared"]
+		return !ok, "the claim is still there"
+	})
+	becomeWriter(t, doc)
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, blobcsi.ReasonVolumeDeletesHeld)
+	t.Logf("the allowance spent: %s", cond.Message)
+	time.Sleep(2 * time.Second) // passes are retried meanwhile
+	if now, err := pv(t, a+".census-shared"); err != nil || now.UID != before.UID || now.DeletionTimestamp != nil {
+		t.Fatalf("the volume past the allowance was deleted: %v", err)
 	}
 }
 
