@@ -313,6 +313,34 @@ func TestReplacedVolumeWithoutItsClaimCountsAgainstTheCap(t *testing.T) {
 	}
 }
 
+// TestClaimBesideAGoingVolumeIsReplacedWhenItMustChange: a claim whose
+// access mode must change is replaced even when its volume cannot say so,
+// being deleted (by an administrator here, held by its claim): the pair
+// is made again, not left waiting for a claim nothing deletes.
+func TestClaimBesideAGoingVolumeIsReplacedWhenItMustChange(t *testing.T) {
+	t.Parallel()
+	_, a, doc := censusReader(t)
+	volume, err := pv(t, a+".census-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := claims(t, a)["census-shared"].UID
+	if err := env.Client.Delete(t.Context(), volume); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		v, err := pv(t, a+".census-shared")
+		return err == nil && v.DeletionTimestamp != nil, fmt.Sprintf("the volume: %v, held by its claim", err)
+	})
+	becomeWriter(t, doc)
+	testhost.Eventually(t, time.Minute, func() (bool, string) {
+		c, ok := claims(t, a)["census-shared"]
+		return ok && c.UID != old && c.DeletionTimestamp == nil && c.Spec.AccessModes[0] == corev1.ReadWriteMany,
+			fmt.Sprintf("claim present %v uid %s modes %v", ok, c.UID, c.Spec.AccessModes)
+	})
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+}
+
 // TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume: a pass
 // whose cache has not seen the claim (a cache behind, or a restart) still
 // does not replace a volume that pods mount through that claim: the
