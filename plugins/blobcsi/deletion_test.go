@@ -154,16 +154,8 @@ func TestRefusedDeleteIsNotTakenForDone(t *testing.T) {
 	t.Parallel()
 	a := twoVolumes(t)
 
-	claimProbe := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: a},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To("probe-" + a),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
 	liftClaims := testhost.RefuseDeletes(t, env.Client, "keep-claims-"+a, "persistentvolumeclaims",
-		"oldObject.metadata.namespace != '"+a+"'", claimProbe)
+		"oldObject.metadata.namespace != '"+a+"'", claimProbe(a))
 	volumeProbe := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: a + ".probe"},
 		Spec: corev1.PersistentVolumeSpec{
@@ -256,14 +248,7 @@ func TestDeleteOfAChangedObjectReadsItAgain(t *testing.T) {
 func TestReplacedVolumeWithoutItsClaimCountsAgainstTheCap(t *testing.T) {
 	t.Parallel()
 	a := unique("team-a")
-	doc := grantsDoc{
-		Classifications: []string{"unclassified"},
-		Teams:           map[string][]string{"census": {a}},
-		Buckets: map[string]map[string]any{
-			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
-			"census-other":  {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
-		},
-	}
+	doc := censusDoc(a, "census-shared", "census-other")
 	putGrants(t, doc)
 	// One volume deletion per hour across the cluster.
 	h := start(t, hostConfig(t, map[string]any{"maxVolumeDeletes": 1, "deleteWindow": "1h"}), reconcilers.WithResync(time.Hour))
@@ -285,15 +270,7 @@ func TestReplacedVolumeWithoutItsClaimCountsAgainstTheCap(t *testing.T) {
 
 	// The tenant deletes its claim, which the plugin may not make again
 	// (an admission policy refuses), and then the volume must change.
-	probe := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: a},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To("probe-" + a),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	testhost.Refuse(t, env.Client, "no-claims-"+a, "persistentvolumeclaims", "object.metadata.namespace != '"+a+"'", probe,
+	testhost.Refuse(t, env.Client, "no-claims-"+a, "persistentvolumeclaims", "object.metadata.namespace != '"+a+"'", claimProbe(a),
 		admissionregistrationv1.Create)
 	tenant := testhost.Tenant(t, env, a)
 	shared := claims(t, a)["census-shared"]
@@ -400,18 +377,39 @@ func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
 func censusReader(t *testing.T) (*harness, string, grantsDoc) {
 	t.Helper()
 	a := unique("team-a")
-	doc := grantsDoc{
-		Classifications: []string{"unclassified"},
-		Teams:           map[string][]string{"census": {a}},
-		Buckets: map[string]map[string]any{
-			"census-shared": {"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"},
-		},
-	}
+	doc := censusDoc(a, "census-shared")
 	putGrants(t, doc)
 	h := start(t, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
 	h.profile(t, a, blobPlugin())
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany", "census-shared": "ReadOnlyMany"})
 	return h, a, doc
+}
+
+// censusDoc is a grants document whose team census, of Profile a alone,
+// reads each of buckets.
+func censusDoc(a string, buckets ...string) grantsDoc {
+	doc := grantsDoc{
+		Classifications: []string{"unclassified"},
+		Teams:           map[string][]string{"census": {a}},
+		Buckets:         map[string]map[string]any{},
+	}
+	for _, b := range buckets {
+		doc.Buckets[b] = map[string]any{"classification": "unclassified", "readers": []string{"census"}, "spn": "sp"}
+	}
+	return doc
+}
+
+// claimProbe is a claim in namespace ns that no volume binds, for an
+// admission policy on the namespace's claims to be proven with.
+func claimProbe(ns string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("probe-" + ns),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
 }
 
 // becomeWriter makes the census team a writer of census-shared: the access
