@@ -16,14 +16,17 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -119,6 +122,28 @@ func NewScheme(extra ...func(*k8sruntime.Scheme) error) (*k8sruntime.Scheme, err
 	return s, errors.Join(errs...)
 }
 
+// defaultNamespaceWait bounds the wait for the API server's default
+// namespace once envtest's own 5 s have passed.
+const defaultNamespaceWait = 2 * time.Minute
+
+// waitDefaultNamespace waits until the API server at cfg serves the
+// default namespace, for at most timeout.
+func waitDefaultNamespace(cfg *rest.Config, timeout time.Duration) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the default namespace after %s: %w", timeout, errors.Join(err, last))
+	}
+	return nil
+}
+
 // Start starts a control plane and installs the CRDs.
 func Start(opts Options) (*Env, error) {
 	assets, err := AssetsDir()
@@ -156,7 +181,19 @@ func Start(opts Options) (*Env, error) {
 	}
 	before := children()
 	cfg, err := env.Start()
+	if err != nil && env.Config != nil && strings.Contains(err.Error(), "default namespace didn't register") {
+		// envtest gives the API server 5 s to make the default namespace,
+		// which a loaded machine (the harness runs packages side by side)
+		// can pass. The control plane is up: wait longer, then let envtest
+		// go on from there against it as an existing cluster.
+		if err = waitDefaultNamespace(env.Config, defaultNamespaceWait); err == nil {
+			env.UseExistingCluster = ptr.To(true)
+			cfg, err = env.Start()
+			env.UseExistingCluster = ptr.To(false)
+		}
+	}
 	if err != nil {
+		_ = env.Stop()
 		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
 	}
 	pids := newChildren(before)
