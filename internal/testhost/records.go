@@ -68,6 +68,11 @@ func LoseRecordAndDelete(t *testing.T, c client.Client, kind, name string) {
 	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 		t.Fatalf("read the Profile %s: %v", name, err)
 	}
+	if p.DeletionTimestamp != nil {
+		// Its Revoke may have run with the record still there, and the
+		// test would prove nothing about one without it.
+		t.Fatalf("the Profile %s is being deleted already; the record must be lost first", name)
+	}
 	LoseRecord(t, c, kind, &p)
 	if err := c.Delete(t.Context(), &p); err != nil {
 		t.Fatalf("delete the Profile %s: %v", name, err)

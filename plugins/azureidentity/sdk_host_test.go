@@ -142,11 +142,13 @@ func TestSDKTaggedIdentityRevokeFailsClosedWithoutARecord(t *testing.T) {
 		}})
 	}
 	credential := azureidentity.CredentialName(name, "default-editor")
+	// Made by the test, not its first step, whose end would delete them
+	// while its host still runs.
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	// The first host stops at the end of this step.
 	t.Run("granted", func(t *testing.T) {
 		host(t)
-		testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"identity":"`+identity+`","clientId":"`+clientID+`"}`))
-		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 		if _, ok := srv.Credentials(teamA.Subscription, teamA.ResourceGroup, teamA.Name)[credential]; !ok {
 			t.Fatal("no credential for the Profile on the tagged identity")

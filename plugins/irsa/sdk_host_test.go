@@ -144,11 +144,13 @@ func TestSDKTaggedRoleRevokeFailsClosedWithoutARecord(t *testing.T) {
 		}})
 	}
 	sid := trustpolicy.StatementID(provider, name)
+	// Made by the test, not its first step, whose end would delete them
+	// while its host still runs.
+	testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"awsIamRole":"`+roleARN+`"}`))
+	testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 	// The first host stops at the end of this step.
 	t.Run("granted", func(t *testing.T) {
 		host(t)
-		testhost.NewProfile(t, env.Client, name, map[string]string{"test": name}, entry(`{"awsIamRole":"`+roleARN+`"}`))
-		testhost.CreateServiceAccount(t, env.Client, name, "default-editor", nil)
 		testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 		if got, _ := srv.TrustPolicy(role); !strings.Contains(got, sid) {
 			t.Fatalf("the tagged role does not trust the Profile: %s", got)
