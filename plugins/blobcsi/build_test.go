@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,6 +15,7 @@ import (
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/opa"
+	"github.com/profilekit/profilekit/plugins/outside"
 )
 
 func testConfig() *Config {
@@ -270,6 +272,26 @@ func TestConfigValidate(t *testing.T) {
 		{"two instances of one name", func(c *Config) { c.Storage[1].Name = "standard" }, `name "standard" is used twice`},
 		{"an unknown protocol", func(c *Config) { c.Storage[0].Protocol = "smb" }, `protocol "smb"`},
 		{"a drop share above 1", func(c *Config) { c.GrantSources[0].MaxDropShare = 2 }, "maxDropShare 2"},
+		{"an OPA source asked at the default interval", func(c *Config) {
+			c.GrantSources[0].ConfigMap, c.GrantSources[0].OPA = nil, &OPASource{URL: "http://opa:8181", Path: "storage/grants"}
+		}, ""},
+		{"an OPA source asked at an interval below zero", func(c *Config) {
+			c.GrantSources[0].ConfigMap = nil
+			c.GrantSources[0].OPA = &OPASource{URL: "http://opa:8181", Path: "storage/grants", Interval: metav1.Duration{Duration: -time.Second}}
+		}, "opa.interval -1s"},
+		{"a configMap source without its name", func(c *Config) { c.GrantSources[0].ConfigMap.Name = "" }, "configMap: want namespace and name"},
+		{"a drop share of all of them", func(c *Config) { c.GrantSources[0].MaxDropShare = 1 }, ""},
+		{"a drop share below 0", func(c *Config) { c.GrantSources[0].MaxDropShare = -0.5 }, "maxDropShare -0.5"},
+		{"a classification a label may not hold", func(c *Config) { c.Storage[0].Classification = "protected b" }, `classification "protected b"`},
+		{"a capacity of nothing", func(c *Config) { zero := resource.MustParse("0"); c.Storage[0].Capacity = &zero }, "capacity 0: want a positive quantity"},
+		// Azure's storage account names: 3 to 24 lower-case letters and digits.
+		{"an account name of 3", func(c *Config) { c.Storage[0].Account = "a0z" }, ""},
+		{"an account name of 2", func(c *Config) { c.Storage[0].Account = "a9" }, `account "a9"`},
+		{"an account name of 24", func(c *Config) { c.Storage[0].Account = "z9" + strings.Repeat("a", 22) }, ""},
+		{"an account name of 25", func(c *Config) { c.Storage[0].Account = strings.Repeat("a", 25) }, `account "` + strings.Repeat("a", 25) + `"`},
+		{"no volume deletes at all is a cap", func(c *Config) { c.MaxVolumeDeletes = 0 }, ""},
+		{"a cap below zero", func(c *Config) { c.MaxVolumeDeletes = -1 }, "maxVolumeDeletes -1: want zero or more"},
+		{"a window of no time", func(c *Config) { c.DeleteWindow.Duration = 0 }, "deleteWindow 0s: want a positive duration"},
 		// PersistentVolume names are cluster-wide: a template under which
 		// two namespaces' volumes meet is refused, with the two named.
 		{"namespace and volume joined by a hyphen", func(c *Config) { c.Names.PersistentVolume = "{{ .Namespace }}-{{ .Volume }}" },
@@ -324,4 +346,34 @@ func FuzzDefaultPVNameIsInjective(f *testing.F) {
 			t.Errorf("%s/%s and %s/%s share the PersistentVolume name %q", ns1, vol1, ns2, vol2, a)
 		}
 	})
+}
+
+// TestDeleteRecordPlace: the ledger of volume deletions is where the host
+// names it, else beside the first instance's credentials; a host that
+// offers no instance still gets a name.
+func TestDeleteRecordPlace(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		reason string
+		mutate func(*Config)
+		want   outside.ConfigMapRef
+	}{
+		{"beside the first instance's Secret", func(*Config) {}, outside.ConfigMapRef{Namespace: "sys", Name: DefaultDeleteRecord}},
+		{"where the host names it", func(c *Config) { c.DeleteRecord = outside.ConfigMapRef{Namespace: "ops", Name: "deletes"} },
+			outside.ConfigMapRef{Namespace: "ops", Name: "deletes"}},
+		{"beside the first instance's principal's Secret", func(c *Config) {
+			c.Principals = map[string]Principal{"sp": {Secret: SecretRef{Namespace: "spns", Name: "sp"}}}
+			c.Storage[0].Credentials = Credentials{Principal: "sp"}
+		}, outside.ConfigMapRef{Namespace: "spns", Name: DefaultDeleteRecord}},
+		{"no instance offered", func(c *Config) { c.Storage = nil }, outside.ConfigMapRef{Name: DefaultDeleteRecord}},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			cfg := testConfig()
+			c.mutate(cfg)
+			if got := cfg.deleteRecord(); got != c.want {
+				t.Errorf("deleteRecord() = %+v, want %+v", got, c.want)
+			}
+		})
+	}
 }
