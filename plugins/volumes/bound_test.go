@@ -8,9 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
 	"github.com/profilekit/profilekit/plugins"
 	"github.com/profilekit/profilekit/plugins/volumes"
@@ -119,4 +121,69 @@ func TestVolumeLetGoIsMarkedReleased(t *testing.T) {
 		t.Errorf("the volume still asked for is %s, labels %v", kept.Status.Phase, kept.Labels)
 	}
 	t.Logf("volume let go: %s, released-at %s; volume kept: %s", got.Status.Phase, got.Annotations[volumes.AnnotationReleasedAt], kept.Status.Phase)
+}
+
+// TestVolumeBoundUnseenIsKeptWhenLetGo: a claim binds while no host runs
+// (or before its pass comes), and the Profile lets it go before any pass
+// marked the volume: dropped from the spec, or no longer served at all. The
+// StorageClass deletes its volumes, so a claim deleted first would take the
+// data with it; the volume is marked the Profile's, Retain, before its claim
+// goes, and ends Released with the release mark.
+func TestVolumeBoundUnseenIsKeptWhenLetGo(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		letGo  func(t *testing.T, profile string)
+		remain string // the claim that stays, "" for none
+	}{
+		{"dropped from the spec", func(t *testing.T, profile string) {
+			setVolumes(t, profile, map[string]any{"volumes": []map[string]any{{"template": "home"}}})
+		}, "workspace"},
+		{"no longer served", func(t *testing.T, profile string) {
+			testhost.UpdateProfile(t, env.Client, profile, func(p *kubeflowv1.Profile) {
+				delete(p.Labels, labelRun)
+				p.Spec.Plugins = nil
+			})
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := "unseen-" + rand.String(4)
+			name := "unseen-" + rand.String(5)
+			sc := storageClass(t, false)
+			cfg := hostConfig(sc)
+			cfg["templates"] = append(cfg["templates"].([]map[string]any), map[string]any{"name": "scratch", "storageClassName": sc, "size": "1Gi"})
+			newProfile(t, name, run, "alice@example.org", map[string]any{"volumes": []map[string]any{{"template": "home"}, {"template": "scratch"}}})
+			t.Run("first host", func(t *testing.T) {
+				startHost(t, run, cfg)
+				testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+			})
+			// No host runs: the volume binds and nobody marks it.
+			scratch := provision(t, name, "scratch")
+			waitBound(t, name, "scratch")
+			if pv := waitVolume(t, scratch.Name, time.Second, func(*corev1.PersistentVolume) (bool, string) { return true, "" }); len(pv.Labels) != 0 || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+				t.Fatalf("before the host: volume labels %v, reclaim %s; want none and Delete", pv.Labels, pv.Spec.PersistentVolumeReclaimPolicy)
+			}
+			c.letGo(t, name)
+			startHost(t, run, cfg)
+			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+				err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "scratch"}, &corev1.PersistentVolumeClaim{})
+				return apierrors.IsNotFound(err), fmt.Sprintf("claim scratch: %v", err)
+			})
+			got := waitVolume(t, scratch.Name, 30*time.Second, func(pv *corev1.PersistentVolume) (bool, string) {
+				return pv.Status.Phase == corev1.VolumeReleased && pv.Labels[volumes.LabelReleasedAt] != "",
+					fmt.Sprintf("volume %s is %s, reclaim %s, labels %v", pv.Name, pv.Status.Phase, pv.Spec.PersistentVolumeReclaimPolicy, pv.Labels)
+			})
+			if got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+				t.Errorf("the volume let go has reclaim policy %s, want Retain", got.Spec.PersistentVolumeReclaimPolicy)
+			}
+			if got.Labels[plugins.LabelProfile] != name || got.Annotations[volumes.AnnotationOwner] != "alice@example.org" {
+				t.Errorf("the volume let go is not marked the Profile's: labels %v, annotations %v", got.Labels, got.Annotations)
+			}
+			var ws corev1.PersistentVolumeClaim
+			err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: name, Name: "workspace"}, &ws)
+			if kept := err == nil && ws.DeletionTimestamp == nil; kept != (c.remain == "workspace") {
+				t.Errorf("claim workspace: %v (deleted at %v), want kept %t", err, ws.DeletionTimestamp, c.remain == "workspace")
+			}
+			t.Logf("volume let go unseen: %s, reclaim %s, released-at %s", got.Status.Phase, got.Spec.PersistentVolumeReclaimPolicy, got.Annotations[volumes.AnnotationReleasedAt])
+		})
+	}
 }

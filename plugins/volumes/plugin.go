@@ -126,6 +126,7 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 	var res plugins.Result
 	var errs []error
 	var desired []runtime.ApplyConfiguration
+	var wanted []string // the claims' names
 	var keep []*corev1.PersistentVolume
 	var bounds []bound
 	for _, v := range cfg.Volumes {
@@ -198,6 +199,23 @@ func (p Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result,
 			volumeName = pv.Name
 		}
 		desired = append(desired, Claim(prof, t, size, volumeName))
+		wanted = append(wanted, t.ClaimName)
+	}
+
+	// A claim the Profile lets go may be bound to a volume no pass has
+	// marked yet (it bound just before the Profile changed): marked first,
+	// it keeps its data under a StorageClass that deletes; until then the
+	// claim stays.
+	for name, c := range claims {
+		if slices.Contains(wanted, name) {
+			continue
+		}
+		changed, err := p.markBeforeLetGo(ctx, req, cfg, c, pvs, time.Time{})
+		res.Merge(changed)
+		if err != nil {
+			errs = append(errs, err)
+			req.Objects.Keep(claimGVK, ns, name)
+		}
 	}
 
 	synced, err := req.Objects.Sync(ctx, desired...)
@@ -249,6 +267,23 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 			res.Merge(c)
 			errs = append(errs, err)
 		}
+		// A volume bound to a claim of the Profile that no pass has marked
+		// yet is marked released before its claim goes, or no claim goes.
+		var claims corev1.PersistentVolumeClaimList
+		if err := req.Client.List(ctx, &claims, client.InNamespace(plugins.Namespace(req.Profile)),
+			client.MatchingLabelsSelector{Selector: plugins.OwnedSelector(Kind, req.Profile.Name)}); err != nil {
+			return res, errors.Join(append(errs, fmt.Errorf("list claims: %w", err))...)
+		}
+		for i := range claims.Items {
+			if !ownedByUID(&claims.Items[i], req.Profile.UID) {
+				continue
+			}
+			c, err := p.markBeforeLetGo(ctx, req, cfg, &claims.Items[i], list.Items, p.now())
+			res.Merge(c)
+			if err != nil {
+				return res, errors.Join(append(errs, err)...)
+			}
+		}
 	}
 	deleted, err := req.Objects.DeleteAll(ctx)
 	res.Merge(deleted)
@@ -279,6 +314,32 @@ func (p Plugin) release(ctx context.Context, req plugins.Request, cfg *Config, p
 	marked, err := applyState(ctx, req.Client, pv, state)
 	res.Merge(marked)
 	return res, err
+}
+
+// markBeforeLetGo gives the volume bound to claim c, a claim of the
+// Profile about to be deleted, the Profile's marks and the reclaim policy
+// the retention asks for, when no pass has marked it yet: a volume that
+// bound a moment before its Profile let it go keeps its data. released,
+// when not zero, marks it released then (a Revoke). A volume marked for
+// anyone already, or not bound to c, is left as it is.
+func (p Plugin) markBeforeLetGo(ctx context.Context, req plugins.Request, cfg *Config, c *corev1.PersistentVolumeClaim, pvs []corev1.PersistentVolume, released time.Time) (plugins.Result, error) {
+	pv := find(pvs, c.Spec.VolumeName)
+	if c.Spec.VolumeName == "" || pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != c.UID {
+		return plugins.Result{}, nil
+	}
+	if _, marked := pv.Labels[LabelOwner]; marked {
+		return plugins.Result{}, nil
+	}
+	t, ok := cfg.Template(c.Labels[LabelTemplate])
+	if !ok {
+		t = Template{Name: c.Labels[LabelTemplate], StorageClassName: pv.Spec.StorageClassName}
+	}
+	sc, err := storageClass(ctx, req.WatchedReader(), pv.Spec.StorageClassName)
+	if err != nil {
+		return plugins.Result{}, err
+	}
+	state := State(Kind, req.Profile, t, Reclaim(req.Retention, sc), released)
+	return applyState(ctx, req.Client, pv, state)
 }
 
 // takenBack reports whether pv, the volume that the claim live names, is
