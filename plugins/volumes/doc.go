@@ -21,7 +21,10 @@
 // When the Profile is deleted or the plugin revoked, the claim goes (with
 // the namespace, or deleted by Revoke) and the volume stays Released, marked
 // with when it was let go (the volumes.profilekit.dev/released-at label in
-// Unix seconds, and an annotation in RFC 3339). When a Profile of the same
+// Unix seconds, and an annotation in RFC 3339). A volume that bound to a
+// claim of the Profile before any pass marked it (a host that was down, a
+// Profile changed a moment after the binding) is marked, Retain, before its
+// claim is deleted; the claim stays until that write succeeds. When a Profile of the same
 // name and the same owner comes back (or, with match: Owner, any Profile of
 // that owner), the plugin points the retained volume's claimRef at the new
 // claim, without the old claim's uid, and writes the claim with volumeName,
