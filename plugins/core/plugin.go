@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
@@ -93,6 +95,13 @@ func (Plugin) Apply(ctx context.Context, req plugins.Request) (plugins.Result, e
 		return plugins.Result{}, err
 	}
 	live, err := liveNamespace(ctx, req)
+	if errors.Is(err, errNotCached) {
+		// The next pass sees it: no failure, no Event, and the condition
+		// usually never shows the wait (the StatusWriter gathers it).
+		var res plugins.Result
+		res.Wait(time.Second, "namespace "+plugins.Namespace(p)+" to reach the host's cache")
+		return res, nil
+	}
 	if err != nil {
 		return plugins.Result{}, err
 	}
@@ -205,13 +214,39 @@ func liveNamespace(ctx context.Context, req plugins.Request) (client.Object, err
 	if err != nil {
 		return nil, fmt.Errorf("read namespace %s: %w", key.Name, err)
 	}
-	if plugins.IsOwnedBy(meta.Labels, Kind, req.Profile.Name) {
-		// Ours, but not yet in the client's cache, which holds the managed
-		// fields that tell which labels we set: try again in a moment.
-		return nil, fmt.Errorf("namespace %s: not yet in the cache", key.Name)
+	if !plugins.IsOwnedBy(meta.Labels, Kind, req.Profile.Name) {
+		return meta, nil
 	}
-	return meta, nil
+	// Ours (a pass a moment ago took it over), but not yet in the client's
+	// cache, which holds the managed fields that tell which labels we set:
+	// that cache catches up in a moment.
+	err = wait.PollUntilContextTimeout(ctx, cachePoll, cacheCatchUp, false, func(ctx context.Context) (bool, error) {
+		err := req.Client.Get(ctx, key, ns)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	switch {
+	case err == nil:
+		return ns, nil
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		return nil, fmt.Errorf("namespace %s: %w", key.Name, errNotCached)
+	}
+	return nil, fmt.Errorf("read namespace %s: %w", key.Name, err)
 }
+
+// errNotCached is liveNamespace's answer for a namespace the watched
+// namespaces show as ours and the client's cache does not show yet.
+var errNotCached = errors.New("not yet in the cache")
+
+// cacheCatchUp is how long a pass waits for the client's cache to show a
+// namespace the watched namespaces show as ours, reading it every
+// cachePoll; a pass that waited as long looks again a second later.
+var (
+	cacheCatchUp = 2 * time.Second
+	cachePoll    = 20 * time.Millisecond
+)
 
 // mayWrite refuses a namespace that is not ours: one that another owner
 // holds (by its owner annotation) always, one that another writer labelled

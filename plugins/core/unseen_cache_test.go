@@ -7,13 +7,18 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -213,4 +218,89 @@ func (c hidingClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 		obj.SetLabels(l)
 	}
 	return nil
+}
+
+// TestNamespaceTheCacheShowsLate: the namespace the plugin took over a
+// moment ago shows as ours in the watched namespaces before the client's
+// cache, which holds our objects, shows it. That is no failure: a cache
+// that catches up within the pass's short wait lets the pass go on; one
+// that takes longer makes the pass wait (condition Unknown, reason
+// Waiting) and look again. Neither records a Warning Event or a False
+// condition.
+func TestNamespaceTheCacheShowsLate(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		hideFor time.Duration
+		waits   bool
+	}{
+		{"within the pass's wait", 300 * time.Millisecond, false},
+		{"longer than the pass's wait", 5 * time.Second, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := "late-" + rand.String(4)
+			defaults, _ := json.Marshal(map[string]any{"mesh": core.MeshNone})
+			def := core.Definition()
+			hide := &lateNamespace{Plugin: def.Plugin}
+			def.Plugin = hide
+			testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
+				reconcilers.WithDefaults(defaults),
+				reconcilers.WithEnabledForAll(labels.SelectorFromSet(labels.Set{labelTest: run})),
+			}})
+			name := "late-" + rand.String(4)
+			newProfile(t, name, run, "alice@example.org", nil)
+			testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+			hide.until.Store(time.Now().Add(c.hideFor).UnixNano())
+			testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+				p.Spec.ResourceQuotaSpec.Hard = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+			})
+			if c.waits {
+				testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, "waiting for namespace "+name+" to reach the host's cache")
+			}
+			var p kubeflowv1.Profile
+			testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+					return false, err.Error()
+				}
+				cond := plugins.FindCondition(p.Status.Conditions, condType)
+				return cond != nil && cond.Status == plugins.ConditionTrue && cond.ObservedGeneration == p.Generation, fmt.Sprintf("conditions %v", p.Status.Conditions)
+			})
+			if hidden := hide.hidden.Load(); hidden == 0 {
+				t.Fatal("no pass read the namespace while it was hidden: the test proves nothing")
+			}
+			for _, e := range testhost.Events(t, env.Client, name) {
+				if strings.Contains(e, corev1.EventTypeWarning) {
+					t.Errorf("a Warning Event for a cache catching up: %s", e)
+				}
+			}
+		})
+	}
+}
+
+// lateNamespace runs a plugin whose client's cache does not show the
+// Profile's namespace until a time, as a cache that has not caught up
+// with a write a moment ago; the watched namespaces show it.
+type lateNamespace struct {
+	plugins.Plugin
+	until  atomic.Int64 // Unix nanoseconds
+	hidden atomic.Int64 // reads answered NotFound
+}
+
+func (l *lateNamespace) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
+	req.Client = lateClient{Cluster: req.Client, ns: plugins.Namespace(req.Profile), l: l}
+	return l.Plugin.Apply(ctx, req)
+}
+
+type lateClient struct {
+	plugins.Cluster
+	ns string
+	l  *lateNamespace
+}
+
+func (c lateClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key.Name == c.ns && key.Namespace == "" && time.Now().UnixNano() < c.l.until.Load() {
+		c.l.hidden.Add(1)
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, key.Name)
+	}
+	return c.Cluster.Get(ctx, key, obj, opts...)
 }
