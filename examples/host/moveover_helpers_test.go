@@ -16,6 +16,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 	securityv1beta1 "istio.io/client-go/pkg/apis/security/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +115,24 @@ func (h *moveoverHost) writes() []string {
 // write and one refused.
 func (h *moveoverHost) landed() (landed, refused []string) {
 	return slices.DeleteFunc(h.counter.Landed(), leaderElection), slices.DeleteFunc(h.counter.Refused(), leaderElection)
+}
+
+// profileEvents returns the Events recorded about the Profile name, as
+// "type reason (action): note", oldest first.
+func profileEvents(t *testing.T, c client.Client, name string) []string {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(t.Context(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+		t.Fatalf("list Events: %v", err)
+	}
+	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Profile" && e.Regarding.Name == name {
+			out = append(out, fmt.Sprintf("%s %s (%s): %s", e.Type, e.Reason, e.Action, e.Note))
+		}
+	}
+	return out
 }
 
 // leaderElection reports whether a request ("VERB /path") is one of the

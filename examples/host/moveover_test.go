@@ -115,7 +115,7 @@ func TestMoveOverFromUpstream(t *testing.T) {
 		// One status write (CoreReady and Ready together), one patch
 		// that hands the finalizer over.
 		if got := profileWrites[name]; got != 2 {
-			t.Errorf("step 3: %s: %d writes to the Profile, want 2 (its status, upstream's finalizer handed over); landed: %v", name, got, profileWritesOf(step3, name))
+			t.Errorf("step 3: %s: %d writes to the Profile, want 2 (its status, upstream's finalizer handed over); landed: %v; its Events: %v", name, got, profileWritesOf(step3, name), profileEvents(t, c, name))
 		}
 		for _, o := range before[name] {
 			u := &metav1.PartialObjectMetadata{}
@@ -157,7 +157,11 @@ func TestMoveOverFromUpstream(t *testing.T) {
 		}
 	}
 	if len(other) != 0 {
-		t.Errorf("step 3: other writes %v", other)
+		var events []string
+		for _, name := range names {
+			events = append(events, profileEvents(t, c, name)...)
+		}
+		t.Errorf("step 3: other writes %v; the Profiles' Events: %v", other, events)
 	}
 	adopted := 0
 	var shapes [2]struct{ writes, objects int }
