@@ -55,7 +55,8 @@ type Config struct {
 	// deletions across the cluster, so that MaxVolumeDeletes holds across
 	// restarts and across hosts. Default: DefaultDeleteRecord in the
 	// namespace of the first storage instance's credentials Secret (or its
-	// principal's Secret).
+	// principal's Secret). A host that offers no instance names the
+	// namespace here, or the plugin deletes no volume.
 	DeleteRecord outside.ConfigMapRef `json:"deleteRecord,omitempty" profilekit:"hostonly"`
 }
 
@@ -356,7 +357,7 @@ func (s GrantSource) validate(instances map[string]bool) error {
 			errs = append(errs, fmt.Errorf("opa.path: want the document's path"))
 		}
 		if s.OPA.Interval.Duration < 0 {
-			errs = append(errs, fmt.Errorf("opa.interval %s: want a positive duration", s.OPA.Interval.Duration))
+			errs = append(errs, fmt.Errorf("opa.interval %s: want zero (the default, 30s) or more", s.OPA.Interval.Duration))
 		}
 	case s.ConfigMap != nil:
 		if s.ConfigMap.Namespace == "" || s.ConfigMap.Name == "" {

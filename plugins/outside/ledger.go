@@ -69,11 +69,16 @@ func (l Ledger) TakeUpTo(ctx context.Context, n int) (int, error) {
 }
 
 // take records up to n actions (partial) or n or none. A record that
-// exists without the plugin's labels, or does not decode, is a terminal
-// error and grants nothing: a guard errs on the side of doing nothing.
+// exists without the plugin's labels, or does not decode, or a Key without
+// a namespace or a name, is a terminal error and grants nothing: a guard
+// errs on the side of doing nothing.
 func (l Ledger) take(ctx context.Context, n int, partial bool) (int, error) {
 	if n <= 0 {
 		return 0, nil
+	}
+	if l.Key.Namespace == "" || l.Key.Name == "" {
+		return 0, plugins.Terminalf(ReasonLedger,
+			"the ledger has no namespace or no name (%q/%q); nothing it guards is done until the host names where it lives", l.Key.Namespace, l.Key.Name)
 	}
 	now := time.Now
 	if l.Now != nil {

@@ -45,6 +45,28 @@ func TestLedger(t *testing.T) {
 		t.Errorf("TakeAll(1) with one left = %t, %v; want true: the last of the window", ok, err)
 	}
 
+	// A ledger the host did not place (a blobcsi host that offers no
+	// storage instance and names no deleteRecord) grants nothing and
+	// writes nothing, rather than asking the API server for a ConfigMap
+	// in no namespace.
+	for _, key := range []client.ObjectKey{{Name: "nowhere"}, {Namespace: ns}} {
+		unplaced := ledger("", now)
+		unplaced.Key = key
+		got, err := unplaced.TakeUpTo(ctx, 1)
+		if got != 0 || !plugins.IsTerminal(err) || plugins.ReasonOf(err, "") != outside.ReasonLedger {
+			t.Errorf("a ledger at %q/%q: TakeUpTo = %d, %v; want 0 and a terminal %s", key.Namespace, key.Name, got, err, outside.ReasonLedger)
+		}
+	}
+	var none corev1.ConfigMapList
+	if err := env.Client.List(ctx, &none, client.MatchingLabels{plugins.LabelRole: outside.RoleLedger}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range none.Items {
+		if cm.Name == "nowhere" {
+			t.Errorf("a ledger with no namespace wrote %s/%s", cm.Namespace, cm.Name)
+		}
+	}
+
 	for _, tc := range []struct {
 		reason string
 		cm     corev1.ConfigMap
