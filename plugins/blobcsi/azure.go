@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -40,10 +39,11 @@ type containers struct {
 	tokens *tokenCache
 }
 
-// clientOptions are the SDK options of every client: one quick try (the
-// outside-call mechanism retries with backoff), through the transport.
+// clientOptions are the SDK options of every client: one try, through the
+// transport. The outside-call mechanism bounds it by the host's timeout for
+// outside calls and retries with backoff.
 func (c containers) clientOptions() azcore.ClientOptions {
-	o := azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1, TryTimeout: 15 * time.Second}}
+	o := azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}
 	if c.transport != nil {
 		o.Transport = c.transport
 	}

@@ -1,15 +1,19 @@
 package blobcsi_test
 
 // This file holds the tests of failures that delete nothing: a grants source
-// that is down or answers badly, a stopped Azurite, and an invalid spec.
+// that is down or answers badly, a stopped Azurite, a busy blob service, and
+// an invalid spec.
 
 import (
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/rand"
 
 	kubeflowv1 "github.com/profilekit/profilekit/api/kubeflow/v1"
 	"github.com/profilekit/profilekit/internal/testhost"
@@ -130,6 +134,57 @@ func TestAzuriteStoppedIsRetried(t *testing.T) {
 	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
 	if !slices.Contains(containers(t), a) {
 		t.Errorf("container %s missing after recovery", a)
+	}
+}
+
+// busyOnce answers the first container creation with 503 Server Busy and
+// holds the next one until release is closed.
+type busyOnce struct {
+	inner   http.RoundTripper
+	release chan struct{}
+	creates atomic.Int32
+}
+
+func (b *busyOnce) RoundTrip(r *http.Request) (*http.Response, error) {
+	q := r.URL.Query()
+	if r.Method != http.MethodPut || q.Get("restype") != "container" || q.Has("comp") {
+		return b.inner.RoundTrip(r)
+	}
+	switch b.creates.Add(1) {
+	case 1:
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Server Busy",
+			Header: http.Header{"X-Ms-Error-Code": {"ServerBusy"}}, Body: http.NoBody, Request: r}, nil
+	case 2:
+		select {
+		case <-b.release:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return b.inner.RoundTrip(r)
+}
+
+// TestAzureBusyFailsThePass: a 503 from the blob service fails the pass that
+// asked, on the condition, and a later pass asks again. The SDK makes one
+// try: retrying inside the pass would hold a worker through the SDK's own
+// backoff and hide the outage from the condition, which here holds the
+// second try until the condition has told the 503.
+func TestAzureBusyFailsThePass(t *testing.T) {
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	busy := &busyOnce{inner: http.DefaultTransport, release: make(chan struct{})}
+	h := startThrough(t, busy, map[string]string{"test": strings.ToLower(rand.String(6))}, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
+	a := unique("team-a")
+	h.profile(t, a, blobPlugin())
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "503")
+	t.Logf("after the 503: %s", cond.Message)
+	close(busy.release)
+	testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionTrue, "")
+	if !slices.Contains(containers(t), a) {
+		t.Errorf("container %s missing after the retry", a)
+	}
+	if n := busy.creates.Load(); n != 2 {
+		t.Errorf("%d container creations, want 2: the refused one and the next pass's", n)
 	}
 }
 

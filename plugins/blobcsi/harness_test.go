@@ -80,6 +80,8 @@ type perProfile struct {
 	lag *claimLag
 	// failClaims fails the passes' uncached reads of claims while set.
 	failClaims atomic.Bool
+	// revoked holds, per Profile, the changes its Revokes reported.
+	revoked map[string][]plugins.Change
 }
 
 func (p *perProfile) Apply(ctx context.Context, req plugins.Request) (plugins.Result, error) {
@@ -96,7 +98,28 @@ func (p *perProfile) Apply(ctx context.Context, req plugins.Request) (plugins.Re
 
 func (p *perProfile) Revoke(ctx context.Context, req plugins.Request) (plugins.Result, error) {
 	req.Live = claimReads{Reader: req.LiveReader(), fail: &p.failClaims}
-	return p.Plugin.Revoke(ctx, req)
+	res, err := p.Plugin.Revoke(ctx, req)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.revoked == nil {
+		p.revoked = map[string][]plugins.Change{}
+	}
+	p.revoked[req.Profile.Name] = append(p.revoked[req.Profile.Name], res.Changes...)
+	return res, err
+}
+
+// revokedContainers returns what the Revokes of Profile name reported of
+// its containers: "account/container action", in the order reported.
+func (p *perProfile) revokedContainers(name string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, c := range p.revoked[name] {
+		if c.Kind == "BlobContainer" {
+			out = append(out, c.Name+" "+string(c.Action))
+		}
+	}
+	return out
 }
 
 // lagClaims makes every later pass read its claims as the pass before it
@@ -235,7 +258,14 @@ func start(t *testing.T, cfg []byte, opts ...reconcilers.Option) *harness {
 // restart.
 func startShard(t *testing.T, shard map[string]string, cfg []byte, opts ...reconcilers.Option) *harness {
 	t.Helper()
-	az := &counter{inner: http.DefaultTransport}
+	return startThrough(t, http.DefaultTransport, shard, cfg, opts...)
+}
+
+// startThrough is startShard with the plugin's Azure requests sent through
+// inner.
+func startThrough(t *testing.T, inner http.RoundTripper, shard map[string]string, cfg []byte, opts ...reconcilers.Option) *harness {
+	t.Helper()
+	az := &counter{inner: inner}
 	def := blobcsi.Definition(blobcsi.WithHTTPClient(&http.Client{Transport: az}))
 	pp := &perProfile{Plugin: def.Plugin, n: map[string]int{}}
 	def.Plugin = pp
