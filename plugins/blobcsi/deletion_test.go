@@ -355,6 +355,51 @@ func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 	replacedOnceStopped(t, a, pod, "")
 }
 
+// TestTenantClaimOfTheNewNameLeavesTheMountedVolume: the host renames the
+// claims (names.claim) while a pod mounts a volume through its claim of the
+// old name, and the tenant has made a claim of the new name with the
+// plugin's labels and another access mode. The pass must replace that pair;
+// the volume it would replace is bound to the old claim, whose pods count:
+// the volume is left while they mount it.
+func TestTenantClaimOfTheNewNameLeavesTheMountedVolume(t *testing.T) {
+	t.Parallel()
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	a := unique("team-a")
+	shard := newShard()
+	testhost.NewProfile(t, env.Client, a, shard, blobPlugin("standard"))
+	t.Run("served", func(t *testing.T) {
+		startShard(t, shard, hostConfig(t, nil), reconcilers.WithResync(time.Hour))
+		waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
+	})
+	before, err := pv(t, a+".standard")
+	if err != nil || before.Spec.ClaimRef == nil || before.Spec.ClaimRef.Name != "standard" {
+		t.Fatalf("volume %s.standard: %v, want it bound to claim standard", a, err)
+	}
+	mountingPod(t, a, "notebook-0", "standard")
+	forged := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "standard-data", Namespace: a, Labels: plugins.OwnershipLabels(blobcsi.Kind, a)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := testhost.Tenant(t, env, a).Create(t.Context(), forged); err != nil {
+		t.Fatalf("the tenant makes claim standard-data: %v", err)
+	}
+
+	renamed := hostConfig(t, map[string]any{"names": map[string]any{"claim": "{{ .Volume }}-data"}})
+	startShard(t, shard, renamed, reconcilers.WithResync(time.Hour))
+	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	t.Logf("renamed while mounted: %s", cond.Message)
+	for range 2 {
+		now, err := pv(t, a+".standard")
+		if err != nil || now.UID != before.UID || now.DeletionTimestamp != nil {
+			t.Fatalf("the mounted volume was touched: %v, uid %s (was %s), deletion %v", err, now.UID, before.UID, now.DeletionTimestamp)
+		}
+		time.Sleep(time.Second) // passes are retried meanwhile
+	}
+}
+
 func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
 	t.Parallel()
 	_, a, doc := censusReader(t)
@@ -470,6 +515,17 @@ func TestRetention(t *testing.T) {
 			has := slices.Contains(containers(t), a)
 			if want := ret == plugins.RetentionRetain; has != want {
 				t.Errorf("container %s exists = %v after revoke with retention %s, want %v", a, has, ret, want)
+			}
+			// What the revoke reports (and counts in profilekit_objects_total)
+			// is what it did: kept, or deleted.
+			action := plugins.Deleted
+			if ret == plugins.RetentionRetain {
+				action = plugins.Unchanged
+			}
+			want := serversOf(t).azurite.Account + "/" + a + " " + string(action)
+			got := h.applies.revokedContainers(a)
+			if len(got) == 0 || slices.ContainsFunc(got, func(c string) bool { return c != want }) {
+				t.Errorf("the revoke reported its containers as %q, want each %q", got, want)
 			}
 		})
 	}

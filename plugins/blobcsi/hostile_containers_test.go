@@ -343,4 +343,8 @@ func TestReplacedContainerIsNotDeleted(t *testing.T) {
 	if md := metadataOf(t, a); md["owner"] != "someone-else" {
 		t.Errorf("the replacing container is gone or changed: %v", md)
 	}
+	want := []string{serversOf(t).azurite.Account + "/" + a + " " + string(plugins.Skipped)}
+	if got := h.applies.revokedContainers(a); !cmp.Equal(got, want) {
+		t.Errorf("the revoke reported the container as %q, want %q: kept, not ours", got, want)
+	}
 }

@@ -343,3 +343,29 @@ func TestUnknownPrincipalFailsOnlyItsVolume(t *testing.T) {
 		t.Errorf("the kept volume's principal = %q, want the earlier sp-client", got)
 	}
 }
+
+// TestAccountKeySecretWithoutItsAccountName: a credentials Secret that holds
+// the account key alone (the driver then takes the account from the
+// volume's attributes) creates containers as the instance's account.
+func TestAccountKeySecretWithoutItsAccountName(t *testing.T) {
+	t.Parallel()
+	g := serversOf(t)
+	keyOnly := unique("key-only")
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: keyOnly, Namespace: systemNS},
+		StringData: map[string]string{blobcsi.SecretAccountKey: g.azurite.Key}}
+	if err := env.Client.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) }) //nolint:forbidigo // cleanups run after t.Context is canceled
+	putGrants(t, grantsDoc{Classifications: []string{"unclassified"}})
+	storage := []any{map[string]any{"name": "standard", "classification": "unclassified", "account": g.azurite.Account,
+		"blobEndpoint": g.azurite.BlobURL, "capacity": "50Gi", "default": true,
+		"credentials": map[string]any{"secretName": keyOnly, "secretNamespace": systemNS}}}
+	h := start(t, hostConfig(t, map[string]any{"storage": storage}), reconcilers.WithResync(time.Hour))
+	a := unique("team-a")
+	h.profile(t, a, blobPlugin())
+	waitClaims(t, a, map[string]string{"standard": "ReadWriteMany"})
+	if md := metadataOf(t, a); md[strings.ToLower(blobcsi.MetaProfile)] != a {
+		t.Errorf("container %s's metadata = %v, want it made for %s", a, md, a)
+	}
+}
