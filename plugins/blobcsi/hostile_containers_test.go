@@ -270,6 +270,15 @@ func TestContainersOfEarlierVersionsAreStamped(t *testing.T) {
 		raw := cm.Data["state.json"]
 		return strings.Contains(raw, `"owned-container/standard"`) && !strings.Contains(raw, `"container/standard"`), "record: " + raw
 	})
+	// The stamping is one pass that succeeds, not a failure retried: no
+	// Warning Event on the way (Events are sent a moment after they are
+	// recorded).
+	time.Sleep(time.Second)
+	for _, e := range testhost.Events(t, env.Client, a) {
+		if strings.Contains(e, " Warning ") {
+			t.Errorf("stamping the container of the earlier version: %s", e)
+		}
+	}
 }
 
 // TestTenantForgedRecordClaimsNoContainer: a tenant, with Kubeflow's rights
