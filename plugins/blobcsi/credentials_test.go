@@ -141,6 +141,14 @@ func TestCredentialsValidate(t *testing.T) {
 			c.Storage[0].Credentials.Type = WorkloadIdentity
 			c.Storage[0].Credentials.WorkloadIdentity = &WorkloadIdentityCredentials{ClientID: "x", AuthorityHost: "https://login.example.org/"}
 		}, ""},
+		{"workload identity with the webhook's authority host (none set here)", func(c *Config) {
+			c.Storage[0].Credentials.Type = WorkloadIdentity
+			c.Storage[0].Credentials.WorkloadIdentity = &WorkloadIdentityCredentials{ClientID: "x"}
+		}, ""},
+		{"workload identity with an authority host over plain HTTP", func(c *Config) {
+			c.Storage[0].Credentials.Type = WorkloadIdentity
+			c.Storage[0].Credentials.WorkloadIdentity = &WorkloadIdentityCredentials{ClientID: "x", AuthorityHost: "http://login.example.org/"}
+		}, `workloadIdentity.authorityHost: "http://login.example.org/": want https://host/`},
 		{"an unknown type", func(c *Config) { c.Storage[0].Credentials.Type = "Password" }, `type "Password": want AccountKey, ServicePrincipal or WorkloadIdentity`},
 		{"an account key needs its Secret", func(c *Config) { c.Storage[0].Credentials = Credentials{Principal: "sp-census"} }, "type AccountKey: want the account key's secretName"},
 		{"a service principal instance names a principal the host has", func(c *Config) { c.Storage[2].Credentials.Principal = "sp-nope" }, `principal "sp-nope": not among principals (sp-census, sp-prob)`},
