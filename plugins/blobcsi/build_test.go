@@ -53,6 +53,7 @@ func TestContainerName(t *testing.T) {
 		{"a valid name shaped like a hashed one is hashed too", "ab-" + hash20("ab"), "ab-" + hash20("ab") + "-" + hash20("ab-"+hash20("ab"))},
 		{"a name with nothing to keep", "--", "c-" + hash20("--")},
 		{"a valid name that ends in a shorter hash stays", "ab-fb8e20fc", "ab-fb8e20fc"},
+		{"the first and last letters and digits are kept", "A.z_0.9", "a-z-0-9-" + hash20("A.z_0.9")},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
