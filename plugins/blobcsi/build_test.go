@@ -54,6 +54,7 @@ func TestContainerName(t *testing.T) {
 		{"a name with nothing to keep", "--", "c-" + hash20("--")},
 		{"a valid name that ends in a shorter hash stays", "ab-fb8e20fc", "ab-fb8e20fc"},
 		{"the first and last letters and digits are kept", "A.z_0.9", "a-z-0-9-" + hash20("A.z_0.9")},
+		{"a name one letter longer than the cut is cut", strings.Repeat("a", 43) + "_", strings.Repeat("a", 42) + "-" + hash20(strings.Repeat("a", 43)+"_")},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
