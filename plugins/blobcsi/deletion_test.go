@@ -376,16 +376,7 @@ func TestTenantClaimOfTheNewNameLeavesTheMountedVolume(t *testing.T) {
 		t.Fatalf("volume %s.standard: %v, want it bound to claim standard", a, err)
 	}
 	mountingPod(t, a, "notebook-0", "standard")
-	forged := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "standard-data", Namespace: a, Labels: plugins.OwnershipLabels(blobcsi.Kind, a)},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	if err := testhost.Tenant(t, env, a).Create(t.Context(), forged); err != nil {
-		t.Fatalf("the tenant makes claim standard-data: %v", err)
-	}
+	forgeClaim(t, a, "standard-data")
 
 	renamed := hostConfig(t, map[string]any{"names": map[string]any{"claim": "{{ .Volume }}-data"}})
 	startShard(t, shard, renamed, reconcilers.WithResync(time.Hour))

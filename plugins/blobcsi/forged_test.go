@@ -276,16 +276,7 @@ func TestRevokeWithAForgedClaimFailsClosed(t *testing.T) {
 	h.profile(t, a, blobPlugin())
 	want := sharedVolumes(a, "census-1")
 	waitVolumes(t, a, want, time.Minute)
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: a, Labels: plugins.OwnershipLabels(blobcsi.Kind, a)},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	if err := testhost.Tenant(t, env, a).Create(t.Context(), pvc); err != nil {
-		t.Fatalf("the tenant makes claim mine: %v", err)
-	}
+	forgeClaim(t, a, "mine")
 	want["mine"] = "<gone>" // unbound
 
 	h.applies.failClaims.Store(true)
@@ -309,5 +300,21 @@ func TestRevokeWithAForgedClaimFailsClosed(t *testing.T) {
 	takeOff(t, a)
 	if got := volumesOf(t, a); !cmp.Equal(map[string]string{"mine": "<gone>"}, got) {
 		t.Errorf("claims after the revoke: %v, want the tenant's alone", got)
+	}
+}
+
+// forgeClaim makes, as the tenant of namespace ns with Kubeflow's rights, a
+// ReadWriteOnce claim of name with the plugin's ownership labels.
+func forgeClaim(t *testing.T, ns, name string) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: plugins.OwnershipLabels(blobcsi.Kind, ns)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := testhost.Tenant(t, env, ns).Create(t.Context(), pvc); err != nil {
+		t.Fatalf("the tenant makes claim %s: %v", name, err)
 	}
 }
