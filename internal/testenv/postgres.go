@@ -243,7 +243,7 @@ func (p *Postgres) Start() error {
 		}
 		p.Port = port
 	}
-	out, err := p.run("pg_ctl", "-D", p.data, "-l", filepath.Join(p.dir, "server.log"), "-w", "-t", "60",
+	out, err := p.run("pg_ctl", "-D", p.data, "-l", filepath.Join(p.dir, "server.log"), "-w", "-t", strconv.Itoa(int(StartTimeout.Seconds())),
 		"-o", "-p "+strconv.Itoa(p.Port), "start")
 	if err != nil {
 		logData, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))

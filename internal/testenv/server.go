@@ -16,6 +16,13 @@ import (
 	"time"
 )
 
+// StartTimeout bounds how long a test server (the control plane, Azurite,
+// OPA, PostgreSQL) may take to serve. make test runs several test binaries
+// side by side on a small machine, where a server that starts in a second
+// alone can take most of a minute; a server that does not serve within it
+// has failed, and says so with its output.
+const StartTimeout = 2 * time.Minute
+
 // toolsDir returns the folder make fills with the test servers:
 // KUBEBUILDER_ASSETS when set, else bin/k8s/<AssetsVersion> in the source tree.
 func toolsDir() string {
@@ -78,7 +85,7 @@ func (p *process) start() error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
 	for {
 		if err := p.ready(ctx); err == nil {
@@ -90,7 +97,7 @@ func (p *process) start() error {
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			<-exited
-			return fmt.Errorf("%s did not serve within 30s: %s", p.name, out.String())
+			return fmt.Errorf("%s did not serve within %s: %s", p.name, StartTimeout, out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -173,8 +173,11 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "api", "kubeflow", "crd")}, opts.CRDPaths...),
 		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: opts.Webhooks},
+		// envtest's own default (20 s) is too short for etcd and the API
+		// server on a loaded machine.
+		ControlPlaneStartTimeout: StartTimeout,
+		Scheme:                   s,
+		WebhookInstallOptions:    envtest.WebhookInstallOptions{ValidatingWebhooks: opts.Webhooks},
 	}
 	if len(opts.AdmissionPlugins) > 0 {
 		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", strings.Join(opts.AdmissionPlugins, ","))
