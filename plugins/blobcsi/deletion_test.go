@@ -53,6 +53,17 @@ func mountingPod(t *testing.T, ns, name, claim string) *corev1.Pod {
 	return pod
 }
 
+// ledByInUse fails t unless cond's message is led by the reason
+// VolumeInUse, once: the reason the docs name, which a platform's alert
+// or a user's eye looks for first.
+func ledByInUse(t *testing.T, cond kubeflowv1.ProfileCondition) {
+	t.Helper()
+	lead := blobcsi.ReasonVolumeInUse + ": "
+	if !strings.HasPrefix(cond.Message, lead) || strings.Contains(cond.Message, lead+lead) {
+		t.Errorf("condition %q: want it led by %q, once", cond.Message, lead)
+	}
+}
+
 func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	t.Parallel()
 	a := unique("team-a")
@@ -76,6 +87,7 @@ func TestWithdrawnGrantWithMountingPod(t *testing.T) {
 	if !strings.Contains(cond.Message, "notebook-0") {
 		t.Errorf("condition %q does not name the pod", cond.Message)
 	}
+	ledByInUse(t, cond)
 	t.Logf("condition: %s", cond.Message)
 
 	c := claims(t, a)["census-shared"]
@@ -334,6 +346,7 @@ func TestImmutableChangeWithTheClaimUnseenLeavesTheMountedVolume(t *testing.T) {
 	h.applies.hideClaims()
 	becomeWriter(t, doc)
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	ledByInUse(t, cond)
 	t.Logf("while mounted, the claim unseen: %s", cond.Message)
 	keep := func() {
 		t.Helper()
@@ -381,6 +394,7 @@ func TestTenantClaimOfTheNewNameLeavesTheMountedVolume(t *testing.T) {
 	renamed := hostConfig(t, map[string]any{"names": map[string]any{"claim": "{{ .Volume }}-data"}})
 	startShard(t, shard, renamed, reconcilers.WithResync(time.Hour))
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	ledByInUse(t, cond)
 	t.Logf("renamed while mounted: %s", cond.Message)
 	for range 2 {
 		now, err := pv(t, a+".standard")
@@ -400,6 +414,7 @@ func TestImmutableChangeReplacesThePairWhenUnmounted(t *testing.T) {
 	// The reader becomes a writer: the access mode of a claim cannot change.
 	becomeWriter(t, doc)
 	cond := testhost.WaitCondition(t, env.Client, a, condType, plugins.ConditionFalse, "is replaced when pods notebook-0 no longer mount it")
+	ledByInUse(t, cond)
 	t.Logf("while mounted: %s", cond.Message)
 	if c := claims(t, a)["census-shared"]; c.UID != old.UID || c.DeletionTimestamp != nil {
 		t.Errorf("the mounted claim was touched: uid %s (was %s), deletion %v", c.UID, old.UID, c.DeletionTimestamp)

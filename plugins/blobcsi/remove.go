@@ -92,8 +92,8 @@ func (p Plugin) remove(ctx context.Context, req plugins.Request, cfg *Config, li
 			// Retried with backoff, not terminal: nothing of ours changes
 			// when the pods end (pods are not watched), so only a retry
 			// notices.
-			errs = append(errs, fmt.Errorf("%s: volume %s changes %s; it is replaced when pods %s no longer mount it",
-				ReasonVolumeInUse, pr.name, pr.why, strings.Join(users, ", ")))
+			errs = append(errs, inUseError{fmt.Errorf("volume %s changes %s; it is replaced when pods %s no longer mount it",
+				pr.name, pr.why, strings.Join(users, ", "))})
 			continue
 		}
 		act = append(act, pr)
@@ -350,3 +350,12 @@ func parseContainerKey(key string) (instance string, legacy, ok bool) {
 	instance, ok = strings.CutPrefix(key, containerKey(""))
 	return instance, false, ok
 }
+
+// inUseError is a volume that waits for the pods that mount it: retried
+// with backoff, and reported with the reason VolumeInUse, which the host
+// puts ahead of the message.
+type inUseError struct{ error }
+
+func (inUseError) Reason() string { return ReasonVolumeInUse }
+
+func (e inUseError) Unwrap() error { return e.error }
