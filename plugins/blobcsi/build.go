@@ -239,20 +239,19 @@ func BuildPV(cfg *Config, ns string, v Volume) *corev1ac.PersistentVolumeApplyCo
 	if v.ReadOnly {
 		csi = csi.WithReadOnly(true)
 	}
+	claim := corev1ac.ObjectReference().
+		WithAPIVersion("v1").
+		WithKind("PersistentVolumeClaim").
+		WithNamespace(ns).
+		WithName(v.Claim)
 	spec := corev1ac.PersistentVolumeSpec().
 		WithCapacity(corev1.ResourceList{corev1.ResourceStorage: v.Instance.capacity()}).
 		WithAccessModes(v.AccessMode()).
 		WithPersistentVolumeReclaimPolicy(corev1.PersistentVolumeReclaimRetain).
 		WithStorageClassName("").
 		WithCSI(csi).
-		WithClaimRef(corev1ac.ObjectReference().
-			WithAPIVersion("v1").
-			WithKind("PersistentVolumeClaim").
-			WithNamespace(ns).
-			WithName(v.Claim))
-	if opts := v.MountOptions(); len(opts) > 0 {
-		spec = spec.WithMountOptions(opts...)
-	}
+		WithClaimRef(claim).
+		WithMountOptions(v.MountOptions()...) // none: the field stays out
 	return corev1ac.PersistentVolume(v.PV).
 		WithLabels(v.labels(cfg)).
 		WithSpec(spec)
