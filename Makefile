@@ -58,6 +58,9 @@ HARNESS_TESTS  := EveryPerturbation
 # runs them after every other package's tests, one package at a time.
 LOAD_TESTS     := ^(TestLoadNeverOverspends|TestLoadBrokenOrderOverspends|TestBurstLoad)$$
 LOAD_PKGS      := ./plugins/budgets
+# What the harness's packages need on disk: templates' control plane
+# serves the Prometheus Operator's CRDs, apps' the Argo CD ones.
+HARNESS_ASSETS := envtest-assets test-servers argocd-crds prometheus-crds postgres-server
 HARNESS_PKGS    = $(sort $(dir $(shell grep -rl --include='*_test.go' 'func Test[A-Za-z]*$(HARNESS_TESTS)' plugins gitea examples)))
 
 .PHONY: all
@@ -80,7 +83,7 @@ test: envtest-assets test-servers argocd-crds prometheus-crds prometheus helm ku
 	cd hack/image && GOGC=$(TEST_GOGC) go vet ./... && GOGC=$(TEST_GOGC) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: harness
-harness: envtest-assets test-servers argocd-crds postgres-server ## Run every plan of the crash, stale, unobserved and outside-failure harness (make test runs a -short sample) and print the plans per plugin and pattern; the whole output goes to bin/harness.log.
+harness: $(HARNESS_ASSETS) ## Run every plan of the crash, stale, unobserved and outside-failure harness (make test runs a -short sample) and print the plans per plugin and pattern; the whole output goes to bin/harness.log.
 	@go test -count=1 -timeout 60m -run '$(HARNESS_TESTS)' -v $(addprefix ./,$(HARNESS_PKGS)) > $(LOCALBIN)/harness.log 2>&1; status=$$?; \
 	grep -E '^(ok|FAIL|--- FAIL)|: [0-9]+ .*plans, [0-9]+ failed|rerun:' $(LOCALBIN)/harness.log; exit $$status
 
@@ -206,7 +209,7 @@ P ?=
 # runs every package with it.
 PLUGIN_TEST_FLAGS ?= -count=1 -short
 
-plugin: envtest-assets test-servers argocd-crds postgres-server $(GOLANGCI_LINT) ## One plugin's loop, P=<kind> (or a folder): its package's tests and its harness's -short sample (PLUGIN_TEST_FLAGS), and lint of the package; prints its time.
+plugin: $(HARNESS_ASSETS) $(GOLANGCI_LINT) ## One plugin's loop, P=<kind> (or a folder): its package's tests and its harness's -short sample (PLUGIN_TEST_FLAGS), and lint of the package; prints its time.
 	@[ -n "$(P)" ] || { echo "make plugin P=<kind>, e.g. P=quotas"; exit 2; }
 	@start=$$(date +%s); dir=plugins/$(P); [ -d "$$dir" ] || dir=$(P); \
 	[ -d "$$dir" ] || { echo "no folder plugins/$(P) or $(P)"; exit 2; }; \

@@ -2,7 +2,7 @@
 # mutation-sample, which make test runs), planted breakages (breakages) and
 # source-level mutation with gremlins (mutation-source). The Makefile
 # includes this file; its variables (LOCALBIN, HARNESS_TESTS, HARNESS_PKGS,
-# HARNESS_SAMPLE_FLAGS, TEST_GOGC) are set there.
+# HARNESS_ASSETS, HARNESS_SAMPLE_FLAGS, TEST_GOGC) are set there.
 
 # MUTANTS picks the contract-level mutants of plugins/plugintest ("all", or
 # names separated by commas); MUTATION_FLAGS, the plans (-short: the first
@@ -14,12 +14,12 @@ MUTATION_FLAGS  ?= -short
 MUTATION_RECORD := $(CURDIR)/plugins/plugintest/testdata/mutation.txt
 
 .PHONY: mutation-sample
-mutation-sample: envtest-assets test-servers argocd-crds postgres-server ## Run each contract-level mutant under the one plan that killed it in MUTATION_RECORD, for every plugin with a harness test (make test runs it); fails when one survives.
+mutation-sample: $(HARNESS_ASSETS) ## Run each contract-level mutant under the one plan that killed it in MUTATION_RECORD, for every plugin with a harness test (make test runs it); fails when one survives.
 	@start=$$(date +%s); set -x; PLUGINTEST_MUTANT=all PLUGINTEST_MUTANT_RECORD=$(MUTATION_RECORD) GOGC=$(TEST_GOGC) go test $(HARNESS_SAMPLE_FLAGS) -run '$(HARNESS_TESTS)' $(addprefix ./,$(HARNESS_PKGS)); \
 	status=$$?; set +x; echo "contract-level mutation sample: $$(( $$(date +%s) - start )) s"; exit $$status
 
 .PHONY: mutation
-mutation: envtest-assets test-servers argocd-crds postgres-server ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print per plugin and mutant whether it was killed, survived, is declared equivalent or was not reached, the score per plugin, then the survivors; the whole output goes to bin/mutation.log.
+mutation: $(HARNESS_ASSETS) ## Run the harness's plans under each contract-level mutant, for every plugin with a harness test, and print per plugin and mutant whether it was killed, survived, is declared equivalent or was not reached, the score per plugin, then the survivors; the whole output goes to bin/mutation.log.
 	@PLUGINTEST_MUTANT='$(MUTANTS)' go test -count=1 -timeout 60m $(MUTATION_FLAGS) -run '$(HARNESS_TESTS)' -v $(addprefix ./,$(HARNESS_PKGS)) > $(LOCALBIN)/mutation.log 2>&1; status=$$?; \
 	grep -E '^(ok|FAIL)' $(LOCALBIN)/mutation.log; \
 	sed -nE 's/^ *[a-z_]+\.go:[0-9]+: mutant ([^ ]+) ([^:]+): (killed|survived|equivalent|not reached|wrongly equivalent)( .*)?$$/\1|\2|\3/p' $(LOCALBIN)/mutation.log | \
@@ -46,7 +46,7 @@ BREAKAGE_FLAGS ?= -short
 BREAKAGES_LOGS ?= $(LOCALBIN)/breakages
 
 .PHONY: breakages
-breakages: envtest-assets test-servers argocd-crds postgres-server ## Apply each patch of plugins/plugintest/testdata/breakages to a copy of the tree and run only its plugin's harness test, which must fail: prints the plans that failed, a line per breakage and the time; fails when a patch no longer applies or the harness misses one.
+breakages: $(HARNESS_ASSETS) ## Apply each patch of plugins/plugintest/testdata/breakages to a copy of the tree and run only its plugin's harness test, which must fail: prints the plans that failed, a line per breakage and the time; fails when a patch no longer applies or the harness misses one.
 	@start=$$(date +%s); status=0; summary=(); mkdir -p $(BREAKAGES_LOGS); \
 	for patch in $(sort $(wildcard $(BREAKAGES_DIR)/*.patch)); do \
 		name=$$(basename $$patch .patch); plugin=$$(echo $$name | cut -d- -f2); log=$(BREAKAGES_LOGS)/$$name.log; \
