@@ -133,3 +133,35 @@ mutation-source: $(GREMLINS) envtest-assets test-servers argocd-crds prometheus-
 		sed -nE 's/^ *NOT COVERED [A-Z_]+ at ([^:]+):.*/\1/p' $$out/$$name.log | sort | uniq -c | \
 			awk '{ s = s (s ? ", " : "") $$2 " " $$1 } END { if (s) print "\tnot covered, by file: " s }'; \
 	done; exit $$status
+
+# Source-level mutation by hand: the mutants of one package that gremlins
+# lists in its dry run (those it would run and those it calls not covered,
+# the cases of a tagless switch among them), each made by hack/mutate in a
+# copy of the module and judged by the package's -short tests, the test
+# binary stopped at its first failing test: minutes where gremlins, which
+# runs each mutant's tests whole, takes hours. MUTATION_HAND_PKG is the
+# package (gitea, plugins/blobcsi), MUTATION_HAND_FILES a regular expression
+# of its files to run (all when empty), MUTATION_HAND_SKIP the tests left out
+# of each mutant's run. The record, a line per mutant, goes to
+# bin/mutation-hand/<package>.txt; a mutant already there is not run again,
+# so an interrupted run goes on where it stopped.
+MUTATION_HAND_PKG   ?=
+MUTATION_HAND_FILES ?=
+MUTATION_HAND_SKIP  ?=
+
+.PHONY: mutation-hand
+mutation-hand: $(GREMLINS) $(HARNESS_ASSETS) ## Run each source-level mutant of MUTATION_HAND_PKG (gremlins' dry run) against the package's -short tests, stopping at the first failing test; the record goes to bin/mutation-hand/.
+	@test -n '$(MUTATION_HAND_PKG)' || { echo "set MUTATION_HAND_PKG, the package's folder (gitea, plugins/blobcsi)"; exit 1; }
+	@out=$(LOCALBIN)/mutation-hand; name=$$(echo $(MUTATION_HAND_PKG) | tr / -); mkdir -p $$out; \
+	if [ ! -s $$out/$$name.dry-run ]; then \
+		src=$$out/src; rm -rf $$src; mkdir -p $$src; \
+		git ls-files -co --exclude-standard -z | grep -zv '^bin$$' | xargs -0 cp --parents -t $$src; ln -s $(LOCALBIN) $$src/bin; \
+		(cd $$src && GOFLAGS="-short -count=1" $(GREMLINS) unleash --dry-run ./$(MUTATION_HAND_PKG)) > $$out/$$name.dry-run.tmp || exit 1; \
+		mv $$out/$$name.dry-run.tmp $$out/$$name.dry-run; rm -rf $$src; \
+	fi; \
+	start=$$(date +%s); \
+	go run ./hack/mutate -pkg $(MUTATION_HAND_PKG) -dry-run $$out/$$name.dry-run -files '$(MUTATION_HAND_FILES)' \
+		-skip '$(MUTATION_HAND_SKIP)' -out $$out/$$name.txt; status=$$?; \
+	awk -F'\t' '{ n[$$3]++ } END { for (k in n) printf "%s %d, ", k, n[k]; print "of " NR }' $$out/$$name.txt; \
+	awk -F'\t' '$$3 == "LIVED" || $$3 == "TIMEOUT" { print "\t" $$3 ": " $$1 " " $$2 }' $$out/$$name.txt; \
+	echo "mutation-hand: $$(( $$(date +%s) - start )) s"; exit $$status

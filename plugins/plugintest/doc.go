@@ -156,6 +156,15 @@
 // go-mutesting, the other Go mutation tool, is not among the modules this
 // project's builds can install.
 //
+// make mutation-hand MUTATION_HAND_PKG=<package> runs the same mutants of
+// one package (gremlins' dry run lists them) without gremlins: hack/mutate
+// makes each in a copy of the module and runs the package's -short tests,
+// stopping the test binary at its first failing test, so a package whose
+// tests take minutes is judged in hours rather than days; it also runs the
+// cases of a tagless switch, which gremlins calls not covered.
+// MUTATION_HAND_FILES picks files, MUTATION_HAND_SKIP leaves tests out; the
+// record in bin/mutation-hand/ lets an interrupted run go on.
+//
 // # Breakages
 //
 // make breakages proves that the harness alone, in make test's -short
