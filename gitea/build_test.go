@@ -29,6 +29,8 @@ func TestName(t *testing.T) {
 			want: "gitea_" + victim[:40] + "_" + hashOf16(victim)},
 		{reason: "what is not a namespace is hashed, its odd characters made dashes", prefix: "gitea_", ns: "A_b",
 			want: "gitea_--b_" + hashOf16("A_b")},
+		{reason: "the first and last letter and digit, - and . are a namespace's", prefix: "gitea_", ns: "a.z-0-9", want: "gitea_a.z-0-9"},
+		{reason: "the bytes beside them are not: hashed, made dashes", prefix: "gitea_", ns: "`{/:a", want: "gitea_----a_" + hashOf16("`{/:a")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
