@@ -220,9 +220,14 @@ func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
 	t.Parallel()
 	start(t, opts{retention: plugins.RetentionDelete})
 	name := newName("gitea-del")
-	newProfile(t, name, map[string]string{optIn: "true"})
+	p := newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	db := gitea.Name(prefix, name)
+	var live kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
+		t.Fatal(err)
+	}
+	held := client.ObjectKey{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}
 	// A connection of the role's own stays open; dropping must end it.
 	conn, err := pgx.Connect(t.Context(), pg.DSN(db, string(mustSecret(t, name).Data[gitea.KeyPassword]), db, "verify-full", caFile(t)))
 	if err != nil {
@@ -237,8 +242,18 @@ func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
 	})
 	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 		_, ok := secret(t, name)
-		return !ok, "Secret still there"
+		err := env.Client.Get(t.Context(), held, &corev1.Secret{})
+		return !ok && apierrors.IsNotFound(err), fmt.Sprintf("the Secret is still there, or the password the host keeps (%v)", err)
 	})
+	// The pass that drops them succeeds: it lets go of the kept password
+	// without reporting a failure (a Warning Event), and the condition is
+	// True.
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	for _, e := range testhost.Events(t, env.Client, name) {
+		if strings.Contains(e, " Warning ") {
+			t.Errorf("letting go of the database recorded a Warning Event: %s", e)
+		}
+	}
 }
 
 func TestProfileDeletionLeavesNothingBehind(t *testing.T) {
@@ -303,6 +318,47 @@ func TestLostSecretIsWrittenAgain(t *testing.T) {
 		t.Errorf("the Secret's password does not open the database: %v", err)
 	}
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+}
+
+// TestEmptiedHeldPasswordIsNeverUsed: the Secret in which the host keeps
+// the role's password is there, the plugin's, but holds no password (emptied
+// by someone with the platform's rights). The pass finds no password kept,
+// cannot keep one where that Secret stands, and stops there: no empty
+// password reaches the role or the tenant's Secret.
+func TestEmptiedHeldPasswordIsNeverUsed(t *testing.T) {
+	t.Parallel()
+	start(t, opts{})
+	name := newName("gitea-empty")
+	p := newProfile(t, name, map[string]string{optIn: "true"})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
+	db := gitea.Name(prefix, name)
+	verifier, _, _ := catalogRole(t, db)
+	var live kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
+		t.Fatal(err)
+	}
+	var s corev1.Secret
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}, &s); err != nil {
+		t.Fatalf("the host keeps no password: %v", err)
+	}
+	s.Data = nil
+	if err := env.Client.Update(t.Context(), &s); err != nil {
+		t.Fatal(err)
+	}
+	testhost.Eventually(t, 30*time.Second, func() (bool, string) {
+		if got := string(mustSecret(t, name).Data[gitea.KeyPassword]); got != old {
+			t.Fatalf("the tenant's Secret holds password %q, want the one it held", got)
+		}
+		c := testhost.CurrentCondition(t, env.Client, name, condType)
+		return c.Status == plugins.ConditionFalse && strings.Contains(c.Message, "cannot be read yet"), fmt.Sprintf("condition %s %q", c.Status, c.Message)
+	})
+	if after, _, _ := catalogRole(t, db); after != verifier {
+		t.Error("the role's password changed")
+	}
+	if err := login(t, db, old, db); err != nil {
+		t.Errorf("the password the role had no longer opens the database: %v", err)
+	}
 }
 
 // TestLostHeldPasswordIsCarriedOver: the password the host keeps is
