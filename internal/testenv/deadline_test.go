@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // outOfTime makes the test binary run runOutOfTime instead of its tests,
@@ -54,8 +57,10 @@ func runOutOfTime() int {
 }
 
 // runKilled starts a control plane with kube-controller-manager,
-// PostgreSQL and Azurite, prints the servers' folders, and kills itself: no deferred call, no Cleanup, no
-// timer runs, as when a goroutine panics or go test kills the binary.
+// PostgreSQL with a backend busy with a query, and Azurite, prints the
+// servers' folders and the backend's process ID, and kills itself: no
+// deferred call, no Cleanup, no timer runs, as when a goroutine panics or
+// go test (or a mutation tool) kills the binary.
 func runKilled() int {
 	e, err := Start(Options{ControllerManager: true})
 	if err != nil {
@@ -71,6 +76,19 @@ func runKilled() int {
 		return 1
 	}
 	fmt.Println("postgres", pg.dir)
+	// A backend of the server must go with it. This one, busy with a query,
+	// goes within seconds even if the server is killed; one waiting for a
+	// lightweight lock (seen: in CREATE DATABASE) never does, which is why
+	// the reaper asks the server to end its backends first (reaper.go).
+	conn, err := pgx.Connect(context.Background(), pg.DSN(pg.User, pg.Password, "postgres", "require", ""))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("backend", conn.PgConn().PID())
+	go func() {
+		_, _ = conn.Exec(context.Background(), "SELECT count(*) FROM generate_series(1, 100000000000)")
+	}()
 	az, err := StartAzurite()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,9 +112,13 @@ func TestServersGoWhenTheBinaryIsKilled(t *testing.T) {
 		t.Fatalf("the binary that kills itself: %v, want killed\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
 	}
 	dirs := printedFolders(t, out, 5)
+	backend := printedBackend(t, out)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var left []string
+		if _, err := os.Stat("/proc/" + backend); err == nil {
+			left = append(left, "PostgreSQL's busy backend, pid "+backend)
+		}
 		for name, dir := range dirs {
 			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 				left = append(left, fmt.Sprintf("%s's folder %s (%v)", name, dir, err))
@@ -129,6 +151,19 @@ func printedFolders(t *testing.T, out []byte, n int) map[string]string {
 		t.Fatalf("folders printed: %v, want %d\n%s", dirs, n, out)
 	}
 	return dirs
+}
+
+// printedBackend returns the process ID of the busy PostgreSQL backend
+// that runKilled printed.
+func printedBackend(t *testing.T, out []byte) string {
+	t.Helper()
+	for s := bufio.NewScanner(bytes.NewReader(out)); s.Scan(); {
+		if pid, ok := strings.CutPrefix(s.Text(), "backend "); ok {
+			return pid
+		}
+	}
+	t.Fatalf("no backend printed:\n%s", out)
+	return ""
 }
 
 // TestServersStopBeforeTimeout runs a test binary that starts a control

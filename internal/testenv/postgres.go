@@ -252,7 +252,7 @@ func (p *Postgres) Start() error {
 	// Apart from this process, the server would outlive a binary that
 	// dies: the reaper ends it then (see reaper.go).
 	p.pid = p.postmaster()
-	reapOnExit([]int{p.pid}, p.dir)
+	quitOnExit([]int{p.pid}, p.dir)
 	return nil
 }
 

@@ -26,16 +26,25 @@ import (
 // order, so that a reused PID is never killed) and which folders to remove
 // ("rm DIR"). When the pipe closes, however the binary ended, the reaper
 // kills what is left and removes the folders. After a clean stop there is
-// nothing left to kill and the folders are gone already.
+// nothing left to kill and the folders are gone already. A server whose
+// children outlive it when it is killed ("quit PID": PostgreSQL, whose
+// backends each run in a session of their own, and one in CREATE DATABASE
+// waits for the checkpointer for ever) is first asked to end them
+// (SIGQUIT, PostgreSQL's immediate shutdown), then killed.
 const reaperScript = `
-pids=" "; dirs=""
+pids=" "; quits=" "; dirs=""
 while read -r verb arg; do
 	case $verb in
 	kill) pids="$pids$arg " ;;
-	forget) pids=$(echo "$pids" | sed "s/ $arg / /") ;;
+	quit) quits="$quits$arg " ;;
+	forget) pids=$(echo "$pids" | sed "s/ $arg / /"); quits=$(echo "$quits" | sed "s/ $arg / /") ;;
 	rm) dirs="$dirs $arg" ;;
 	esac
 done
+if [ -n "${quits# }" ]; then
+	kill -QUIT $quits 2>/dev/null && sleep 2
+	pids="$pids$quits"
+fi
 [ -n "${pids# }" ] && kill -9 $pids 2>/dev/null
 [ -n "$dirs" ] && rm -rf -- $dirs
 exit 0
@@ -105,6 +114,13 @@ func pidArgs(pids []int) []string {
 // before they are stopped and removed.
 func reapOnExit(pids []int, dirs ...string) {
 	tell("kill", pidArgs(pids)...)
+	tell("rm", dirs...)
+}
+
+// quitOnExit is reapOnExit for a server that ends its children when asked
+// (SIGQUIT) and would leave them behind were it killed.
+func quitOnExit(pids []int, dirs ...string) {
+	tell("quit", pidArgs(pids)...)
 	tell("rm", dirs...)
 }
 
