@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -318,6 +319,50 @@ func TestLostSecretIsWrittenAgain(t *testing.T) {
 		t.Errorf("the Secret's password does not open the database: %v", err)
 	}
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+}
+
+// TestLetGoWithoutAKeptPasswordLeavesTheSecret: under Retain, an instance
+// the Profile no longer runs keeps its database and the database Secret in
+// the Profile's namespace. When the host keeps no password for it (an
+// install of an earlier version, or the kept one lost), that Secret is left
+// as it is: never written again, and never with an empty password.
+func TestLetGoWithoutAKeptPasswordLeavesTheSecret(t *testing.T) {
+	t.Parallel()
+	start(t, opts{})
+	name := newName("gitea-letgo")
+	p := newProfile(t, name, map[string]string{optIn: "true"})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
+	setLabel(t, name, "false")
+	finishArgoCD(t, name)
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+
+	var live kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
+		t.Fatal(err)
+	}
+	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}}
+	if err := env.Client.Delete(t.Context(), held); err != nil {
+		t.Fatalf("the host keeps no password: %v", err)
+	}
+	testhost.Eventually(t, 10*time.Second, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(held), &corev1.Secret{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("the kept password is still there: %v", err)
+	})
+	// A new generation: a pass that finds no kept password.
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Spec.ResourceQuotaSpec.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
+	})
+	if c := testhost.CurrentCondition(t, env.Client, name, condType); c.Status != plugins.ConditionTrue {
+		t.Errorf("condition %s %q, want True", c.Status, c.Message)
+	}
+	s := mustSecret(t, name)
+	if got := string(s.Data[gitea.KeyPassword]); got != old {
+		t.Errorf("the Secret holds password %q, want the one it held", got)
+	}
+	if db := gitea.Name(prefix, name); !databaseExists(t, db) {
+		t.Error("retention Retain, yet the database was dropped")
+	}
 }
 
 // TestEmptiedHeldPasswordIsNeverUsed: the Secret in which the host keeps
