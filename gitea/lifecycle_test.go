@@ -257,6 +257,108 @@ func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
 	}
 }
 
+// TestRetentionDeleteDropsWhatTheRecordNamesWithoutAKeptPassword: under
+// retention Delete, an instance let go whose kept password is lost is
+// still dropped: the record says the plugin made its database and role.
+// The plugin is paused while the password goes and the instance is turned
+// off, so that no pass keeps a password again first.
+func TestRetentionDeleteDropsWhatTheRecordNamesWithoutAKeptPassword(t *testing.T) {
+	t.Parallel()
+	start(t, opts{retention: plugins.RetentionDelete})
+	name := newName("gitea-recorded")
+	p := newProfile(t, name, map[string]string{optIn: "true"})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+	db := gitea.Name(prefix, name)
+	var live kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
+		t.Fatal(err)
+	}
+
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, plugins.AnnotationPaused, gitea.Kind)
+	})
+	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, plugins.ReasonPaused)
+	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}}
+	if err := env.Client.Delete(t.Context(), held); err != nil {
+		t.Fatalf("the host keeps no password: %v", err)
+	}
+	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+		p.Labels[optIn] = "false"
+		delete(p.Annotations, plugins.AnnotationPaused)
+	})
+	finishArgoCD(t, name)
+	testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+		return !databaseExists(t, db) && !roleExists(t, db), "database or role still there"
+	})
+}
+
+// TestRemovedPluginKeepsTheDatabaseAndItsSecret: under Retain, a plugin no
+// longer applied to a Profile that lives on takes back its objects but the
+// database, and the Secret in the Profile's namespace that opens it: also
+// when the host keeps no password for it (an install of an earlier
+// version, or the kept password lost), when that Secret is the only place
+// the password is.
+func TestRemovedPluginKeepsTheDatabaseAndItsSecret(t *testing.T) {
+	t.Parallel()
+	for _, kept := range []bool{true, false} {
+		t.Run(fmt.Sprintf("a password kept: %v", kept), func(t *testing.T) {
+			t.Parallel()
+			enabled := map[string]string{"gitea-enabled": "yes"}
+			start(t, opts{enabledBy: enabled})
+			name := newName("gitea-removed")
+			p := newProfile(t, name, map[string]string{optIn: "true", "gitea-enabled": "yes"})
+			testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+			old := string(mustSecret(t, name).Data[gitea.KeyPassword])
+
+			remove := func(p *kubeflowv1.Profile) { delete(p.Labels, "gitea-enabled") }
+			if !kept {
+				// Paused while the kept password goes, so that no pass keeps
+				// it again before the plugin is removed.
+				testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+					metav1.SetMetaDataAnnotation(&p.ObjectMeta, plugins.AnnotationPaused, gitea.Kind)
+				})
+				testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, plugins.ReasonPaused)
+				var live kubeflowv1.Profile
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
+					t.Fatal(err)
+				}
+				held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}}
+				if err := env.Client.Delete(t.Context(), held); err != nil {
+					t.Fatalf("the host keeps no password: %v", err)
+				}
+				remove = func(p *kubeflowv1.Profile) {
+					delete(p.Labels, "gitea-enabled")
+					delete(p.Annotations, plugins.AnnotationPaused)
+				}
+			}
+			testhost.UpdateProfile(t, env.Client, name, remove)
+			finishArgoCD(t, name)
+			testhost.Eventually(t, 20*time.Second, func() (bool, string) {
+				var p kubeflowv1.Profile
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
+					return false, err.Error()
+				}
+				return plugins.FindCondition(p.Status.Conditions, condType) == nil, "the plugin's condition is still there: not revoked yet"
+			})
+			if _, ok := application(t, name); ok {
+				t.Error("the Application is still there")
+			}
+			if s, ok := secret(t, name); !ok {
+				t.Error("the database Secret was deleted with the plugin's other objects")
+			} else if got := string(s.Data[gitea.KeyPassword]); got != old {
+				t.Errorf("the Secret holds password %q, want the one it held", got)
+			}
+			db := gitea.Name(prefix, name)
+			if !databaseExists(t, db) {
+				t.Error("retention Retain, yet the database was dropped")
+			}
+			if err := login(t, db, old, db); err != nil {
+				t.Errorf("the Secret's password no longer opens the database: %v", err)
+			}
+		})
+	}
+}
+
 func TestProfileDeletionLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	start(t, opts{})

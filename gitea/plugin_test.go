@@ -170,6 +170,9 @@ type opts struct {
 	adopt bool
 	// tracer, when set, sees the plugin's SQL instead of a fresh counter.
 	tracer pgx.QueryTracer
+	// enabledBy, when set, are the labels that apply the plugin to a
+	// Profile; else it applies to every Profile.
+	enabledBy map[string]string
 }
 
 func hostDefaults(t *testing.T, o opts) []byte {
@@ -217,9 +220,13 @@ func start(t *testing.T, o opts) (*testhost.Host, *sqlCounter) {
 	if o.retention == "" {
 		o.retention = plugins.RetentionRetain
 	}
+	var enabled labels.Selector
+	if o.enabledBy != nil {
+		enabled = labels.SelectorFromSet(o.enabledBy)
+	}
 	h := testhost.Start(t, env, testhost.Plugin{Def: def, Options: []reconcilers.Option{
 		reconcilers.WithDefaults(hostDefaults(t, o)),
-		reconcilers.WithEnabledForAll(nil),
+		reconcilers.WithEnabledForAll(enabled),
 		reconcilers.WithResync(300 * time.Millisecond),
 		reconcilers.WithRetention(o.retention),
 		reconcilers.WithShard(labels.SelectorFromSet(shardOf(t))),

@@ -51,7 +51,10 @@ func (p Plugin) Revoke(ctx context.Context, req plugins.Request) (plugins.Result
 		return res, errors.Join(errs...)
 	}
 	var out plugins.Result
-	if req.Profile.DeletionTimestamp.IsZero() && len(keep) > 0 {
+	if req.Profile.DeletionTimestamp.IsZero() {
+		// Sync, not DeleteAll, even with nothing to write: it leaves what
+		// letGo keeps in place (an earlier version's Secret, the only place
+		// its password is).
 		out, err = req.Objects.Sync(ctx, keep...)
 	} else {
 		out, err = req.Objects.DeleteAll(ctx)
