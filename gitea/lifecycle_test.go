@@ -332,6 +332,11 @@ func TestRemovedPluginKeepsTheDatabaseAndItsSecret(t *testing.T) {
 				}
 			}
 			testhost.UpdateProfile(t, env.Client, name, remove)
+			// The revoke waits for Argo CD to remove what the Application
+			// deployed: until then it is not done.
+			if c := testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, plugins.ReasonWaiting); !strings.Contains(c.Message, apps.ApplicationName(name, gitea.AppName("unclassified"))) {
+				t.Errorf("condition %q does not name the Application it waits for", c.Message)
+			}
 			finishArgoCD(t, name)
 			testhost.Eventually(t, 20*time.Second, func() (bool, string) {
 				var p kubeflowv1.Profile
