@@ -181,7 +181,14 @@ func judge(work, pkg, skip string, timeout time.Duration, m mutant) (result, err
 	build := exec.Command("go", "test", "-c", "-o", binary, "./"+pkg)
 	build.Dir = work
 	if output, err := build.CombinedOutput(); err != nil {
-		first, _, _ := strings.Cut(strings.TrimPrefix(string(output), "# "+pkg+"\n"), "\n")
+		// The first error, after go's "# package [package.test]" header.
+		var first string
+		for line := range strings.Lines(string(output)) {
+			if !strings.HasPrefix(line, "#") {
+				first = strings.TrimSpace(line)
+				break
+			}
+		}
 		return result{outcome: "NOTCOMPILE", first: first}, nil
 	}
 	return runTests(binary, filepath.Join(work, pkg), skip, timeout)
