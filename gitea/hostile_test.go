@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -355,5 +356,57 @@ func TestDeletionWhilePostgreSQLIsDownSaysWhy(t *testing.T) {
 	})
 	if _, _, ok := catalogDatabase(t, db); ok {
 		t.Error("the database outlived its Profile with retention Delete")
+	}
+}
+
+// TestOurRoleWithAnotherPassword: the plugin's role for the Profile no
+// longer logs in with the password the host keeps (changed by someone with
+// the server's rights). A plain role gets the kept password again; one
+// made SUPERUSER meanwhile is a Conflict, and its password is not changed.
+func TestOurRoleWithAnotherPassword(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		reason string
+		attrs  string
+		reset  bool
+	}{
+		{reason: "a plain role gets the kept password again", attrs: "NOSUPERUSER", reset: true},
+		{reason: "a role made SUPERUSER keeps its password", attrs: "SUPERUSER"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			t.Parallel()
+			start(t, opts{})
+			name := newName("gitea-pw")
+			p := newProfile(t, name, map[string]string{optIn: "true"})
+			testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
+			kept := string(mustSecret(t, name).Data[gitea.KeyPassword])
+			role := gitea.Name(prefix, name)
+			sqlExec(t, fmt.Sprintf("ALTER ROLE %q %s PASSWORD 'changed-out-of-band'", role, tc.attrs))
+			t.Cleanup(func() { sqlExec(t, fmt.Sprintf("ALTER ROLE %q NOSUPERUSER", role)) })
+			before, _, _ := catalogRole(t, role)
+			// The server is asked again only when what the plugin wants of
+			// it changed, or its record is lost: lost here, and a new
+			// generation brings the pass that tries the kept password.
+			testhost.LoseRecord(t, env.Client, gitea.Kind, p)
+			testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
+				p.Spec.ResourceQuotaSpec.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
+			})
+			c := testhost.CurrentCondition(t, env.Client, name, condType)
+			if !tc.reset {
+				if c.Status != plugins.ConditionFalse || !strings.Contains(c.Message, "role "+role+" holds SUPERUSER; its password is not changed") {
+					t.Errorf("condition %s %q, want a Conflict over the SUPERUSER role", c.Status, c.Message)
+				}
+				if after, _, _ := catalogRole(t, role); after != before {
+					t.Error("the SUPERUSER role's password was changed")
+				}
+				return
+			}
+			if c.Status != plugins.ConditionTrue {
+				t.Errorf("condition %s %q, want True", c.Status, c.Message)
+			}
+			if err := login(t, role, kept, role); err != nil {
+				t.Errorf("the kept password does not open the database again: %v", err)
+			}
+		})
 	}
 }
