@@ -80,14 +80,15 @@ func runKilled() int {
 	// goes within seconds even if the server is killed; one waiting for a
 	// lightweight lock (seen: in CREATE DATABASE) never does, which is why
 	// the reaper asks the server to end its backends first (reaper.go).
-	conn, err := pgx.Connect(context.Background(), pg.DSN(pg.User, pg.Password, "postgres", "require", ""))
+	ctx := context.Background() //nolint:forbidigo // a helper binary's main, not a test: it has no t
+	conn, err := pgx.Connect(ctx, pg.DSN(pg.User, pg.Password, "postgres", "require", ""))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	fmt.Println("backend", conn.PgConn().PID())
 	go func() {
-		_, _ = conn.Exec(context.Background(), "SELECT count(*) FROM generate_series(1, 100000000000)")
+		_, _ = conn.Exec(ctx, "SELECT count(*) FROM generate_series(1, 100000000000)")
 	}()
 	az, err := StartAzurite()
 	if err != nil {
