@@ -224,11 +224,7 @@ func TestRetentionDeleteDropsDatabaseAndRole(t *testing.T) {
 	p := newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	db := gitea.Name(prefix, name)
-	var live kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
-		t.Fatal(err)
-	}
-	held := client.ObjectKey{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}
+	held := heldKey(t, p)
 	// A connection of the role's own stays open; dropping must end it.
 	conn, err := pgx.Connect(t.Context(), pg.DSN(db, string(mustSecret(t, name).Data[gitea.KeyPassword]), db, "verify-full", caFile(t)))
 	if err != nil {
@@ -269,16 +265,12 @@ func TestRetentionDeleteDropsWhatTheRecordNamesWithoutAKeptPassword(t *testing.T
 	p := newProfile(t, name, map[string]string{optIn: "true"})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 	db := gitea.Name(prefix, name)
-	var live kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
-		t.Fatal(err)
-	}
 
 	testhost.UpdateProfile(t, env.Client, name, func(p *kubeflowv1.Profile) {
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, plugins.AnnotationPaused, gitea.Kind)
 	})
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, plugins.ReasonPaused)
-	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}}
+	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: heldKey(t, p).Name}}
 	if err := env.Client.Delete(t.Context(), held); err != nil {
 		t.Fatalf("the host keeps no password: %v", err)
 	}
@@ -318,11 +310,7 @@ func TestRemovedPluginKeepsTheDatabaseAndItsSecret(t *testing.T) {
 					metav1.SetMetaDataAnnotation(&p.ObjectMeta, plugins.AnnotationPaused, gitea.Kind)
 				})
 				testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionUnknown, plugins.ReasonPaused)
-				var live kubeflowv1.Profile
-				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
-					t.Fatal(err)
-				}
-				held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}}
+				held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: heldKey(t, p).Name}}
 				if err := env.Client.Delete(t.Context(), held); err != nil {
 					t.Fatalf("the host keeps no password: %v", err)
 				}
@@ -444,11 +432,7 @@ func TestLetGoWithoutAKeptPasswordLeavesTheSecret(t *testing.T) {
 	finishArgoCD(t, name)
 	testhost.WaitCondition(t, env.Client, name, condType, plugins.ConditionTrue, "")
 
-	var live kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
-		t.Fatal(err)
-	}
-	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}}
+	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNS, Name: heldKey(t, p).Name}}
 	if err := env.Client.Delete(t.Context(), held); err != nil {
 		t.Fatalf("the host keeps no password: %v", err)
 	}
@@ -486,12 +470,8 @@ func TestEmptiedHeldPasswordIsNeverUsed(t *testing.T) {
 	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
 	db := gitea.Name(prefix, name)
 	verifier, _, _ := catalogRole(t, db)
-	var live kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
-		t.Fatal(err)
-	}
 	var s corev1.Secret
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}, &s); err != nil {
+	if err := env.Client.Get(t.Context(), heldKey(t, p), &s); err != nil {
 		t.Fatalf("the host keeps no password: %v", err)
 	}
 	s.Data = nil
@@ -527,11 +507,7 @@ func TestLostHeldPasswordIsCarriedOver(t *testing.T) {
 	old := string(mustSecret(t, name).Data[gitea.KeyPassword])
 	db := gitea.Name(prefix, name)
 	verifier, _, _ := catalogRole(t, db)
-	var live kubeflowv1.Profile
-	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
-		t.Fatal(err)
-	}
-	held := client.ObjectKey{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}
+	held := heldKey(t, p)
 	var s corev1.Secret
 	if err := env.Client.Get(t.Context(), held, &s); err != nil {
 		t.Fatalf("the host keeps no password: %v", err)

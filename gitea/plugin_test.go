@@ -363,3 +363,14 @@ func mustSecret(t *testing.T, ns string) *corev1.Secret {
 	}
 	return s
 }
+
+// heldKey is where the host keeps the password of the instance
+// "unclassified" for p, read again for its UID.
+func heldKey(t *testing.T, p *kubeflowv1.Profile) client.ObjectKey {
+	t.Helper()
+	var live kubeflowv1.Profile
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), &live); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKey{Namespace: hostNS, Name: gitea.HeldSecretName("unclassified", &live)}
+}
